@@ -1,0 +1,121 @@
+"""Hardware records: accelerators, scale-up domains (systems), and the lecture's hardware ratio R.
+
+Records are frozen and in SI units; the catalog loader builds them from YAML in human units.
+Bandwidths are per chip and per direction (unidirectional): NVLink 4's "900 GB/s" on H100 is 450 GB/s
+each way. Code never names a specific chip: everything comes from the catalog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import InputError
+from .units import COMPUTE_DTYPE, dtype_bytes
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator SKU (datasheet dense figures, no "with sparsity" headlines)."""
+
+    id: str
+    name: str
+    vendor: str
+    flops_per_s: dict[str, float]  # dense FLOP/s per dtype (2 FLOPs per multiply-add)
+    hbm_bytes: float
+    hbm_bytes_per_s: float
+    scale_up_bytes_per_s: float  # per chip, per direction
+    scale_out_bytes_per_s: float  # per chip, per direction (typical NIC attach)
+    tdp_w: float
+    usd_per_hour: float  # rental price per accelerator-hour
+    price_source: str
+    price_date: str
+    source: str
+    date: str
+    preliminary: bool = False
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+
+    def peak_flops(self, dtype: str) -> float:
+        """Dense peak FLOP/s for matmuls in `dtype` (the compute format of weights stored as `dtype`).
+
+        Weight-only formats with no native cores (int4, or fp4 on a chip without fp4) run on the
+        16-bit cores; an explicit error is raised when not even that exists.
+        """
+        dtype_bytes(dtype)  # validates the name
+        want = COMPUTE_DTYPE[dtype.lower()]
+        for candidate in (want, "bf16", "fp16"):
+            if candidate in self.flops_per_s:
+                return self.flops_per_s[candidate]
+        raise InputError(
+            f"{self.id} lists no {want} or bf16 throughput; choose a dtype among "
+            f"{', '.join(sorted(self.flops_per_s))}"
+        )
+
+    def drain_time_s(self) -> float:
+        """HBM drain time C/BW: the time to read the whole memory once (lecture §1.5, [S 00:23:40])."""
+        return self.hbm_bytes / self.hbm_bytes_per_s
+
+    def ratio(self, dtype: str) -> float:
+        """Lecture's R = (MAC/s × bytes per weight) / BW = (FLOPS/2)·b_w/BW (spec §0.3, T45)."""
+        return hardware_ratio(self.peak_flops(dtype), dtype_bytes(dtype), self.hbm_bytes_per_s)
+
+
+@dataclass(frozen=True)
+class System:
+    """A scale-up domain: n accelerators that share one fast fabric (NVLink/ICI/Infinity Fabric)."""
+
+    id: str
+    name: str
+    accelerator: Accelerator
+    chips: int  # accelerators per scale-up domain
+    scale_up_bytes_per_s: float  # per chip, per direction, inside the domain
+    scale_out_bytes_per_s: float  # per chip, per direction, leaving the domain
+    scale_up_latency_s: float  # one hop (or one collective step) inside the domain
+    scale_out_latency_s: float  # one hop between domains (NIC + switches)
+    source: str
+    date: str
+    preliminary: bool = False
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+    usd_per_hour: float = field(default=0.0)  # per accelerator; defaults to the accelerator's price
+
+    @property
+    def hbm_bytes(self) -> float:
+        return self.chips * self.accelerator.hbm_bytes
+
+    @property
+    def hbm_bytes_per_s(self) -> float:
+        return self.chips * self.accelerator.hbm_bytes_per_s
+
+    @property
+    def scale_up_over_out(self) -> float:
+        """BW_up/BW_out, the lecture's "about 8x" [S 00:38:47]."""
+        return self.scale_up_bytes_per_s / self.scale_out_bytes_per_s
+
+
+def hardware_ratio(flops_per_s, bytes_per_weight, bytes_per_s):
+    """R = (FLOPS/2) · b_w / BW — multiplies per second times bytes per weight over bandwidth.
+
+    Source: spec §0.3 (lecture [S 00:18:01–00:18:32]): the lecture counts multiplies, not 2 FLOPs per
+    multiply-add, and measures model size in bytes. Equivalent standard reading:
+    `hardware_ratio_flops = FLOPS/BW` counts FLOPs per byte and is 2/b_w times larger.
+    Broadcasts over arrays.
+    """
+    return (flops_per_s / 2.0) * bytes_per_weight / bytes_per_s
+
+
+def hardware_ratio_flops(flops_per_s, bytes_per_s):
+    """Standard arithmetic-intensity ridge point FLOPS/BW in FLOP per byte (roofline model, Williams 2009)."""
+    return flops_per_s / bytes_per_s
+
+
+def single_accelerator_system(acc: Accelerator, chips: int = 1) -> System:
+    """A domain of `chips` copies of `acc` using the accelerator's own link figures (for --accelerator --gpus)."""
+    if int(chips) != chips or chips < 1:
+        raise InputError(f"--gpus must be a whole number >= 1, got {chips}")
+    return System(
+        id=f"{acc.id}x{int(chips)}", name=f"{int(chips)} x {acc.name}", accelerator=acc, chips=int(chips),
+        scale_up_bytes_per_s=acc.scale_up_bytes_per_s, scale_out_bytes_per_s=acc.scale_out_bytes_per_s,
+        scale_up_latency_s=1e-6, scale_out_latency_s=5e-6, source=acc.source, date=acc.date,
+        preliminary=acc.preliminary, usd_per_hour=acc.usd_per_hour,
+    )

@@ -1,0 +1,275 @@
+"""Model architecture → parameters, FLOPs and KV-cache bytes.
+
+Notation (scaling-book): D d_model, F d_ff, N/K query/KV heads, H head dim, L layers, V vocab,
+E experts, k active experts, T query length, S attended (KV) length.
+
+Conventions and what they ignore:
+- Parameters count every weight matrix, bias and norm scale of the text decoder (no vision towers, no
+  multi-token-prediction heads). `params_active` follows the published convention: the whole model
+  minus the routed experts a token does not use (embedding table included).
+- Matmul FLOPs per token = 2 × (active parameters that take part in a matmul): the input-embedding
+  lookup is excluded (unless tied to the output head). Attention score/value FLOPs are separate and
+  grow with context (`attention_flops_per_token`). Elementwise ops, norms, softmax are ignored.
+- KV bytes: K and V for every stored KV layer; MLA stores its latent plus the decoupled RoPE key
+  (DeepSeek-V2 §2.1.3); sliding-window layers keep at most `window` tokens; cross-layer KV sharing
+  (Character.AI, lecture §5.2) stores `kv_layers` unique caches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .units import dtype_bytes
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention dimensions (DeepSeek-V2/V3)."""
+
+    q_lora_rank: int  # 0 means queries are projected directly from D
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Mixture-of-experts feed-forward layers (routed experts + always-on shared experts)."""
+
+    experts: int  # routed experts per MoE layer (E)
+    active: int  # routed experts per token (k)
+    d_ff_expert: int  # hidden size of one routed expert
+    shared: int = 0  # always-active shared experts
+    d_ff_shared: int = 0  # total hidden size of the shared experts (default shared × d_ff_expert)
+    dense_layers: int = 0  # leading layers with a dense MLP instead of MoE (DeepSeek first_k_dense)
+    expert_bias: bool = False  # experts carry biases (gpt-oss)
+    router_bias: bool = False
+
+
+@dataclass(frozen=True)
+class Model:
+    id: str
+    name: str
+    family: str
+    layers: int
+    d_model: int
+    vocab: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    d_ff: int  # dense MLP hidden size (0 if every layer is MoE)
+    gated_mlp: bool = True  # SwiGLU/GeGLU: 3 matrices; plain: 2
+    tied_embeddings: bool = False
+    attention_bias: bool = False
+    qk_norm: bool = False
+    mla: MLA | None = None
+    moe: MoE | None = None
+    sliding_window: int = 0  # window of local-attention layers (0: none)
+    local_layers: int = 0  # how many layers use the sliding window
+    kv_layers: int = 0  # unique KV caches stored (cross-layer sharing); 0 means one per layer
+    max_context: int = 0
+    source: str = ""
+    date: str = ""
+    aliases: tuple[str, ...] = ()
+    params_total_published: float = 0.0
+    params_active_published: float = 0.0
+    notes: str = ""
+
+    # ---- structure -------------------------------------------------------------------------
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.moe.dense_layers if self.moe else 0
+
+    @property
+    def dense_mlp_layers(self) -> int:
+        return self.layers - self.moe_layers
+
+    @property
+    def stored_kv_layers(self) -> int:
+        return self.kv_layers or self.layers
+
+    @property
+    def sparsity(self) -> float:
+        """The lecture's s = N_total/N_active (spec §0.3)."""
+        return params_total(self) / params_active(self)
+
+
+# ---- parameters --------------------------------------------------------------------------------
+def attention_params_per_layer(m: Model) -> float:
+    """Q, K, V, O projections (+ biases, QK-norm scales); MLA: down/up projections and latent norms."""
+    D = m.d_model
+    if m.mla:
+        a = m.mla
+        qk = a.qk_nope_head_dim + a.qk_rope_head_dim
+        q = (D * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * m.heads * qk) if a.q_lora_rank else D * m.heads * qk
+        kv = D * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+        kv += a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim)
+        return float(q + kv + m.heads * a.v_head_dim * D)
+    q_dim, kv_dim = m.heads * m.head_dim, m.kv_heads * m.head_dim
+    p = D * q_dim + 2 * D * kv_dim + q_dim * D
+    if m.attention_bias:
+        p += q_dim + 2 * kv_dim + D
+    if m.qk_norm:
+        p += 2 * m.head_dim
+    return float(p)
+
+
+def mlp_params(d_model: int, d_ff: int, gated: bool, bias: bool = False) -> float:
+    """One MLP: gated (SwiGLU) has gate, up, down = 3·D·F; plain has 2·D·F."""
+    p = (3 if gated else 2) * d_model * d_ff
+    if bias:
+        p += (2 * d_ff if gated else d_ff) + d_model
+    return float(p)
+
+
+def expert_params(m: Model) -> float:
+    """One routed expert in one layer."""
+    return mlp_params(m.d_model, m.moe.d_ff_expert, m.gated_mlp, m.moe.expert_bias)
+
+
+def _moe_always_on_per_layer(m: Model) -> float:
+    """Shared experts and router of one MoE layer (read for every token)."""
+    e = m.moe
+    shared_ff = e.d_ff_shared or e.shared * e.d_ff_expert
+    shared = mlp_params(m.d_model, shared_ff, m.gated_mlp) if shared_ff else 0.0
+    return shared + m.d_model * e.experts + (e.experts if e.router_bias else 0)
+
+
+def embedding_params(m: Model) -> float:
+    return float(m.vocab * m.d_model * (1 if m.tied_embeddings else 2))
+
+
+def dense_params(m: Model) -> float:
+    """Everything except routed experts: embeddings, attention, norms, dense MLPs, shared experts, routers."""
+    D = m.d_model
+    p = embedding_params(m) + D  # final norm
+    p += m.layers * (attention_params_per_layer(m) + 2 * D)  # two norms per layer
+    p += m.dense_mlp_layers * mlp_params(D, m.d_ff, m.gated_mlp) if m.d_ff else 0.0
+    if m.moe:
+        p += m.moe_layers * _moe_always_on_per_layer(m)
+    return float(p)
+
+
+def params_total(m: Model) -> float:
+    """Total parameters N_total."""
+    routed = m.moe_layers * m.moe.experts * expert_params(m) if m.moe else 0.0
+    return dense_params(m) + routed
+
+
+def params_active(m: Model) -> float:
+    """Parameters a single token touches, N_active (published convention: embeddings included)."""
+    routed = m.moe_layers * m.moe.active * expert_params(m) if m.moe else 0.0
+    return dense_params(m) + routed
+
+
+def matmul_params_per_token(m: Model) -> float:
+    """Active parameters that take part in a matmul: N_active minus the input-embedding lookup."""
+    return params_active(m) - (0.0 if m.tied_embeddings else m.vocab * m.d_model)
+
+
+def matmul_flops_per_token(m: Model) -> float:
+    """2 · (matmul parameters) FLOPs per token for the forward pass (Kaplan 2020 §2.1, "C ≈ 2N")."""
+    return 2.0 * matmul_params_per_token(m)
+
+
+# ---- MoE weight traffic ----------------------------------------------------------------------
+def expected_distinct_experts(experts, active, tokens):
+    """Expected number of distinct experts a batch of `tokens` touches in one layer, uniform routing:
+
+        E · (1 − (1 − k/E)^B)        (k/E per expert per token; 1 token → exactly k)
+
+    Ignores routing skew (real routers are imbalanced, which touches fewer distinct experts) and
+    the without-replacement correlation within a token (exact for B = 1 and B → ∞). Broadcasts.
+    """
+    e = np.asarray(experts, dtype=float)
+    return e * (1.0 - (1.0 - np.asarray(active, dtype=float) / e) ** np.asarray(tokens, dtype=float))
+
+
+def weight_read_params(m: Model, tokens=None):
+    """Parameters read from memory in one forward pass over `tokens` tokens (all sequences).
+
+    Dense part always; routed experts: the expected distinct experts the batch touches (all E as
+    tokens → ∞, the lecture's W_total [S 00:05:09]); embedding table: only the rows looked up,
+    unless tied to the output head (then the whole table is read by the head).
+    `tokens=None` gives the lecture's upper bound: every weight once.
+    """
+    if tokens is None:
+        return params_total(m)
+    t = np.asarray(tokens, dtype=float)
+    p = dense_params(m)
+    if not m.tied_embeddings:
+        emb = m.vocab * m.d_model
+        p = p - emb + np.minimum(t, m.vocab) * m.d_model
+    if m.moe:
+        p = p + m.moe_layers * expected_distinct_experts(m.moe.experts, m.moe.active, t) * expert_params(m)
+    return p
+
+
+# ---- attention FLOPs and KV bytes -------------------------------------------------------------
+def _qk_v_dims(m: Model) -> tuple[int, int]:
+    if m.mla:
+        return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
+    return m.head_dim, m.head_dim
+
+
+def attended_tokens(m: Model, context):
+    """Sum over layers of tokens attended by one query at position `context`: global layers see
+    `context`, sliding-window layers at most `window`. Returns layer-tokens. Broadcasts."""
+    c = np.asarray(context, dtype=float)
+    local = m.local_layers if m.sliding_window else 0
+    return (m.layers - local) * c + local * np.minimum(c, m.sliding_window or 0)
+
+
+def attention_flops_per_token(m: Model, context):
+    """Score (QKᵀ) and value (PV) FLOPs for one query attending `context` tokens:
+    2 · N · (H_qk + H_v) · attended tokens (summed over layers). Broadcasts over context.
+    MLA counted in its naive (decompressed) form. Source: Kaplan 2020 Table 1 (2·n_layer·n_ctx·d_attn).
+    """
+    qk, v = _qk_v_dims(m)
+    return 2.0 * m.heads * (qk + v) * attended_tokens(m, context)
+
+
+def prefill_attention_flops_per_token(m: Model, prompt, context_before=0):
+    """Mean attention FLOPs per token over a causal prefill of `prompt` tokens after `context_before`
+    cached tokens: token i attends context_before + i + 1 tokens, so the mean is context_before +
+    (prompt + 1)/2 for global layers (sliding layers: capped at the window, approximated on the mean).
+    """
+    mean_ctx = np.asarray(context_before, dtype=float) + (np.asarray(prompt, dtype=float) + 1.0) / 2.0
+    return attention_flops_per_token(m, mean_ctx)
+
+
+def kv_bytes_per_token_per_layer(m: Model, kv_dtype: str = "bf16") -> float:
+    """KV bytes one token adds to one stored layer: 2·K·H (K and V), or MLA's latent + RoPE key."""
+    b = dtype_bytes(kv_dtype)
+    if m.mla:
+        return (m.mla.kv_lora_rank + m.mla.qk_rope_head_dim) * b
+    return 2.0 * m.kv_heads * m.head_dim * b
+
+
+def kv_bytes_per_token(m: Model, kv_dtype: str = "bf16") -> float:
+    """Asymptotic KV bytes per token of context (the lecture's `kv`, spec §5.2): layers that grow
+    with context (global layers; unique caches under cross-layer sharing) × bytes per layer."""
+    per_layer = kv_bytes_per_token_per_layer(m, kv_dtype)
+    if m.kv_layers:
+        return m.kv_layers * per_layer
+    local = m.local_layers if m.sliding_window else 0
+    return (m.layers - local) * per_layer
+
+
+def kv_bytes_per_sequence(m: Model, context, kv_dtype: str = "bf16"):
+    """KV bytes held for one sequence of `context` tokens: global layers hold all of it, sliding-window
+    layers at most `window` tokens (gpt-oss, Gemma 3). Broadcasts over context."""
+    c = np.asarray(context, dtype=float)
+    per_layer = kv_bytes_per_token_per_layer(m, kv_dtype)
+    if m.kv_layers:
+        return m.kv_layers * per_layer * c
+    local = m.local_layers if m.sliding_window else 0
+    return per_layer * ((m.layers - local) * c + local * np.minimum(c, m.sliding_window or 0))
+
+
+def weight_bytes(m: Model, weights_dtype: str = "bf16") -> float:
+    """W_total = N_total · b_w (all weights stored in one format; ignores mixed-precision layers)."""
+    return params_total(m) * dtype_bytes(weights_dtype)
