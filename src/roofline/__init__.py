@@ -2,18 +2,21 @@
 
 Quick use:
     >>> import roofline as rl
-    >>> r = rl.step(rl.model("llama-3-70b"), rl.system("dgx-h100"), batch=64, context=4096)
+    >>> r = rl.step(rl.get_model("llama-3-70b"), rl.get_system("dgx-h100"), batch=64, context=4096)
     >>> r.step_s, r.bound
 
 Importing is cheap: NumPy and the records only; catalogs load on first use, plotting lazily.
 """
 
-from .catalog import accelerator, get_catalog, model, system
+from .catalog import accelerator as get_accelerator
+from .catalog import get_catalog
+from .catalog import model as get_model
+from .catalog import system as get_system
 from .errors import CatalogError, DoesNotFitError, InputError, RooflineError
 from .roofline import Efficiency, StepResult, step
 
 __version__ = "0.1.0"
 __all__ = [
-    "accelerator", "system", "model", "get_catalog", "step", "Efficiency", "StepResult",
+    "get_accelerator", "get_system", "get_model", "get_catalog", "step", "Efficiency", "StepResult",
     "RooflineError", "InputError", "CatalogError", "DoesNotFitError",
 ]

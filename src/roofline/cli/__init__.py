@@ -1,0 +1,74 @@
+"""Command line: typer + rich. One command per job, each calls one library function and renders it.
+
+Every module in this package except `render` and `common` defines `register(app)`; they are discovered here, so a
+new command group is a new file. Errors: one line `error: ...`, exit 1 for bad input (RooflineError),
+exit 2 for usage errors; never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+
+app = typer.Typer(
+    name="roofline",
+    help="The math of how LLMs are trained and served: roofline step times, costs, plans, prices.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+@app.callback()
+def _root(
+    catalog: list[str] = typer.Option(
+        [], "--catalog", metavar="FILE", help="Extra catalog YAML file (accelerators/systems/models/prices/tiers); repeatable."
+    ),
+) -> None:
+    """Global options."""
+    from ..catalog import add_catalog_file
+
+    for path in catalog:
+        add_catalog_file(path)
+
+
+def _register_all() -> None:
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+        if info.name in ("render", "common") or info.name.startswith("_"):
+            continue
+        importlib.import_module(f"{__name__}.{info.name}").register(app)
+
+
+_register_all()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the app, turning library errors into one-line messages and exit codes."""
+    from ..errors import RooflineError
+
+    try:  # typer >= 0.2x vendors click; older releases use click itself
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - depends on the installed typer
+        from click import ClickException
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except RooflineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        raise SystemExit(1) from None
+    except ClickException as exc:
+        exc.show()
+        raise SystemExit(getattr(exc, "exit_code", 2) or 2) from None
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}; check the path", file=sys.stderr)
+        raise SystemExit(1) from None
+    return 0
