@@ -159,10 +159,16 @@ def params_total(m: Model) -> float:
     return dense_params(m) + routed
 
 
-def params_active(m: Model) -> float:
-    """Parameters a single token touches, N_active (published convention: embeddings included)."""
+def params_active(m: Model, include_input_embedding: bool = True) -> float:
+    """Parameters a single token uses, N_active.
+
+    Publishers differ: Mistral and Qwen count the whole embedding table (the default here);
+    OpenAI (gpt-oss model card), DeepSeek and Moonshot figures match the count without the input
+    embedding table, which a token only looks up one row of (`include_input_embedding=False`).
+    """
     routed = m.moe_layers * m.moe.active * expert_params(m) if m.moe else 0.0
-    return dense_params(m) + routed
+    skip = 0.0 if include_input_embedding or m.tied_embeddings else m.vocab * m.d_model
+    return dense_params(m) + routed - skip
 
 
 def matmul_params_per_token(m: Model) -> float:
