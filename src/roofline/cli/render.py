@@ -38,7 +38,7 @@ def table(title: str, columns: list[str], rows: list[list], caption: str | None 
 
     t = Table(title=title, caption=caption, show_lines=False)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=(i == 0))
     for r in rows:
         t.add_row(*[fmt(v) for v in r])
     Console().print(t)

@@ -22,7 +22,7 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False)
     for ax in axes.flat:
         ax.grid(True, which="both", alpha=0.25)
-    return fig, (axes[0, 0] if ncols * nrows == 1 else axes)
+    return fig, (axes[0, 0] if ncols * nrows == 1 else list(axes.flat))
 
 
 def save(fig, path) -> Path:

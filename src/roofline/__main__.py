@@ -1,0 +1,5 @@
+"""`python -m roofline`."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,5 @@
+"""`python -m roofline.cli`."""
+
+from . import main
+
+main()
