@@ -36,12 +36,15 @@ def table(title: str, columns: list[str], rows: list[list], caption: str | None 
     from rich.console import Console
     from rich.table import Table
 
+    cells = [[fmt(v) for v in r] for r in rows]
     t = Table(title=title, caption=caption, show_lines=False)
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=(i == 0))
-    for r in rows:
-        t.add_row(*[fmt(v) for v in r])
-    Console().print(t)
+        widest = max([len(row[i]) for row in cells] + [1])
+        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True, min_width=min(widest, 40))
+    for r in cells:
+        t.add_row(*r)
+    # piped output is not cut to 80 columns: scripts and logs get whole numbers
+    Console(width=None if sys.stdout.isatty() else 200).print(t)
 
 
 def fmt(v) -> str:
