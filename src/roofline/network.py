@@ -87,6 +87,25 @@ def ring_all_reduce_s(bytes_per_gpu, n, bw_bytes_per_s, latency_s, efficiency=1.
     return 2.0 * (n - 1.0) / n * b / (np.asarray(bw_bytes_per_s) * efficiency) + 2.0 * (n - 1.0) * np.asarray(latency_s)
 
 
+def one_shot_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency=1.0):
+    """One-shot all-reduce: every GPU reads the other n−1 buffers and reduces locally.
+
+        t = (n−1) · bytes/(β·η) + 2·α          (one step plus a barrier)
+
+    Latency-optimal for the small messages of decode (TRT-LLM / vLLM "custom all-reduce" over NVLink
+    peer memory; Thakur et al. 2005 §4.4 discuss the same latency/bandwidth trade-off for short
+    vectors). `best_all_reduce_s` takes the faster of this and the ring, as engines and the NCCL tuner do.
+    """
+    b, n = _check(bytes_per_gpu, n, bw, latency, efficiency)
+    return (n - 1.0) * b / (np.asarray(bw) * efficiency) + np.where(n > 1, 2.0, 0.0) * np.asarray(latency)
+
+
+def best_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency=1.0):
+    """min(ring, one-shot) all-reduce: what an engine that picks its algorithm by size achieves."""
+    return np.minimum(ring_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency),
+                      one_shot_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency))
+
+
 def all_gather_s(bytes_per_gpu_out, n, bw, latency, efficiency=1.0):
     """Ring all-gather; `bytes_per_gpu_out` is the gathered result on each GPU (n shards).
 

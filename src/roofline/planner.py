@@ -1,0 +1,263 @@
+"""Deployment planner: search every layout (TP, EP, PP, DP, batch, weight and KV dtypes, domains) at once.
+
+For a model, a system, a range of domain counts, a workload (prompt, output, context) and targets
+(TTFT, TPOT or tokens/s per user) the planner evaluates the whole candidate grid as NumPy arrays with
+`parallel_step.step_core` (no Python loop over candidates) and returns the Pareto frontier of
+output tokens/s per GPU against tokens/s per user (the axes of serving benchmarks such as
+SemiAnalysis InferenceMAX), with $ per million output tokens.
+
+Per replica (one model instance of tp·dp·pp GPUs, B sequences decoding together):
+
+    TPOT       = t_loop(decode, B, context)                     tokens/s per user = 1/TPOT
+    TTFT       = t_loop(prefill, B_p = dp·pp prompts)           one prompt per DP group per micro-batch
+    replica-seconds per request = N_out·TPOT/B + TTFT/B_p        (prefill interleaved with decode)
+    deployment on n domains: replicas = ⌊n/domains_per_replica⌋ (or several replicas per domain);
+    tokens/s per GPU = replicas·N_out/(replica-seconds per request)/(n·chips)   idle GPUs are paid for
+    $/Mtok = n·chips·price/3600/(tokens/s of the deployment)·1e6
+
+Memory: decode weights + KV at prompt+output tokens for B sequences (parallel.memory_per_gpu) plus the
+prefill pass's activations must fit `usable_memory` of HBM. Ignores: queueing delay in TTFT, decode
+stalls while prefill runs (TPOT is the pure decode loop), disaggregated prefill/decode, speculative
+decoding, prefix caching.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import model as M
+from . import network as N
+from . import parallel as P
+from .errors import InputError, require_positive
+from .parallel_step import step_core
+from .roofline import DEFAULT_USABLE_MEMORY, Efficiency, activation_bytes
+from .units import SECONDS_PER_HOUR, dtype_bytes
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Tokens per request: prompt (prefilled), output (decoded); context = KV tokens a decode step
+    attends (default prompt + output/2, the mean over the request)."""
+
+    prompt: int = 1024
+    output: int = 1024
+    context: int | None = None
+
+    def __post_init__(self):
+        require_positive("prompt tokens", self.prompt)
+        require_positive("output tokens", self.output)
+        if self.context is not None:
+            require_positive("context", self.context, allow_zero=True)
+
+    @property
+    def decode_context(self) -> float:
+        return self.prompt + self.output / 2 if self.context is None else self.context
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Service targets; None = unconstrained. tokens_per_s_per_user is 1/TPOT."""
+
+    ttft_s: float | None = None
+    tpot_s: float | None = None
+    tokens_per_s_per_user: float | None = None
+
+
+COLUMNS = ("tp", "ep", "pp", "dp", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
+           "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",
+           "memory_per_gpu_bytes", "bound")
+
+
+@dataclass
+class Plan:
+    """Feasible candidates as columns (arrays), the Pareto mask, and why the best others failed."""
+
+    columns: dict
+    pareto: np.ndarray
+    rejected: list[str]
+    counts: dict
+    model: str
+    system: str
+    hbm_usable_bytes: float
+    extra: dict = field(default_factory=dict)
+
+    def rows(self, pareto_only: bool = True) -> list[dict]:
+        """Layouts as dicts (SI units), sorted by tokens/s per user, fastest first."""
+        idx = np.flatnonzero(self.pareto) if pareto_only else np.arange(len(self.pareto))
+        idx = idx[np.argsort(-self.columns["tokens_per_s_per_user"][idx], kind="stable")]
+        out = []
+        for i in idx:
+            r = {k: _py(self.columns[k][i]) for k in COLUMNS}
+            r["pareto"] = bool(self.pareto[i])
+            out.append(r)
+        return out
+
+    def best(self) -> dict | None:
+        """The frontier point with the most tokens/s per GPU (cheapest per token) meeting the targets."""
+        rows = self.rows()
+        return max(rows, key=lambda r: r["tokens_per_s_per_gpu"]) if rows else None
+
+
+def _py(v):
+    v = np.asarray(v).item()
+    return v
+
+
+def pareto_mask(x, y):
+    """True where no other point has x' ≥ x and y' ≥ y with one strictly greater (maximise both).
+
+    Vectorised: sort by y descending (x descending on ties) and keep points whose x beats the
+    running maximum of every point before them.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.lexsort((-x, -y))
+    xs = x[order]
+    prev_max = np.concatenate(([-np.inf], np.maximum.accumulate(xs)[:-1]))
+    keep = np.zeros(x.size, dtype=bool)
+    keep[order] = xs > prev_max
+    return keep
+
+
+def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, batch_choices, dtypes):
+    """Structural candidates (tp, ep, pp, dp) × batch × dtype pairs, flattened to 1-D arrays."""
+    tps = [t for t in range(1, chips + 1) if model.heads % t == 0 and (t & (t - 1) == 0 or t == chips)]
+    max_gpus = chips * max_domains
+    pow2 = [2 ** i for i in range(0, int(np.log2(max_gpus)) + 1)]
+    combos = []
+    for tp in tps:
+        combos.append((tp, 1, 1))  # ep = 1, dp = 1 (more copies are replicas)
+        if model.moe:
+            combos += [(tp, tp * dp, dp) for dp in pow2 if tp * dp > 1 and tp * dp <= max_gpus]
+    lay = np.array([(tp, ep, pp, dp) for tp, ep, dp in combos for pp in pp_choices if pp <= model.layers], dtype=float)
+    lay = lay[P.valid_mask(model, chips, lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3])]
+    dt = np.arange(len(dtypes))
+    li, bi, di = (a.ravel() for a in np.meshgrid(np.arange(len(lay)), np.asarray(batch_choices, dtype=float), dt,
+                                                  indexing="ij"))
+    tp, ep, pp, dp = (lay[li, j] for j in range(4))
+    return tp, ep, pp, dp, bi, di
+
+
+def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), targets: Targets = Targets(), *,
+         weights_dtypes=None, kv_dtypes=("bf16", "fp8"), pp_choices=(1, 2, 4, 8, 16),
+         batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
+         scale_out_efficiency: float = 1.0, moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
+         usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16") -> Plan:
+    """Evaluate every candidate layout in one vectorised pass; see the module docstring."""
+    doms = np.unique(np.asarray(domains, dtype=int))
+    if doms.size == 0 or doms.min() < 1:
+        raise InputError(f"domains must be whole numbers >= 1, got {list(domains)}; e.g. --domains 1-4")
+    require_positive("MoE load imbalance", moe_imbalance)
+    if weights_dtypes is None:  # the formats with native matmul throughput on this accelerator
+        weights_dtypes = [d for d in ("bf16", "fp8", "fp4") if d in system.accelerator.flops_per_s] or ["bf16"]
+    if batch_choices is None:
+        batch_choices = np.unique(np.round(np.geomspace(1, 2 ** 16, 49)))
+    dtypes = [(w, k) for w in weights_dtypes for k in kv_dtypes]
+    for w, k in dtypes:
+        dtype_bytes(w), dtype_bytes(k)
+    chips, acc = system.chips, system.accelerator
+    tp, ep, pp, dp, batch, di = _grid(model, chips, int(doms.max()), pp_choices, batch_choices, dtypes)
+    n_struct = tp.size
+    ok_batch = batch >= dp * pp
+    tp, ep, pp, dp, batch, di = (a[ok_batch] for a in (tp, ep, pp, dp, batch, di))
+    b_w = np.array([dtype_bytes(w) for w, _ in dtypes])[di]
+    b_kv = np.array([dtype_bytes(k) for _, k in dtypes])[di]
+    peak = np.array([acc.peak_flops(w) for w, _ in dtypes])[di]
+    up, out = N.tiers(system, scale_up_efficiency=scale_up_efficiency, scale_out_efficiency=scale_out_efficiency)
+    price = (system.usd_per_hour or acc.usd_per_hour) if usd_per_gpu_hour is None else usd_per_gpu_hour
+    b_act = dtype_bytes(activation_dtype)
+    common = (b_w, b_kv, b_act, peak, efficiency, up, out, moe_imbalance, price, usable_memory)
+    dec = step_core(model, system, tp, ep, pp, dp, batch, workload.decode_context, 1.0, "decode", *common)
+    pre = step_core(model, system, tp, ep, pp, dp, dp * pp, 0.0, float(workload.prompt), "prefill", *common)
+    tpot, ttft = dec.step_s, pre.step_s
+    mem = P.memory_per_gpu(model, tp, ep, pp, dp, batch, workload.prompt + workload.output,
+                           bytes_per_weight=b_w, bytes_per_kv=b_kv)
+    prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
+    mem_total = mem.total_bytes + prefill_act
+    usable = acc.hbm_bytes * usable_memory
+    fits = mem_total <= usable
+    replica_s_per_req = workload.output * tpot / batch + ttft / (dp * pp)
+    tok_s_replica = workload.output / replica_s_per_req
+    meets = np.ones(tp.size, dtype=bool)
+    if targets.ttft_s is not None:
+        meets &= ttft <= targets.ttft_s
+    if targets.tpot_s is not None:
+        meets &= tpot <= targets.tpot_s
+    if targets.tokens_per_s_per_user is not None:
+        meets &= 1.0 / tpot >= targets.tokens_per_s_per_user
+
+    # deployment on each domain count (broadcast: candidates × domains)
+    dpr = P.domains_per_replica(tp * dp, pp, chips)[:, None]
+    n = doms[None, :].astype(float)
+    replicas = np.where(dpr <= 1, n * np.round(1.0 / dpr), np.floor(n / dpr))
+    per_gpu = replicas * tok_s_replica[:, None] / (n * chips)
+    placed = replicas >= 1
+    # keep, per candidate, the domain count with the most tokens/s per GPU (ties: fewest domains)
+    per_gpu_m = np.where(placed, per_gpu, -1.0)
+    j = np.argmax(per_gpu_m >= per_gpu_m.max(axis=1, keepdims=True) * (1 - 1e-9), axis=1)
+    rows = np.arange(tp.size)
+    best_per_gpu, best_n, best_rep = per_gpu_m[rows, j], doms[j], replicas[rows, j]
+    placed_any = best_per_gpu > 0
+    feasible = placed_any & fits & meets
+    user = 1.0 / tpot
+    usd = chips * price / SECONDS_PER_HOUR / np.where(best_per_gpu > 0, best_per_gpu * chips, np.nan) * 1e6
+
+    names_w = np.array([w for w, _ in dtypes])[di]
+    names_k = np.array([k for _, k in dtypes])[di]
+    cols_all = {"tp": tp.astype(int), "ep": ep.astype(int), "pp": pp.astype(int), "dp": dp.astype(int),
+                "batch": batch.astype(int), "weights_dtype": names_w, "kv_dtype": names_k, "domains": best_n,
+                "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
+                "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
+                "usd_per_million_tokens": usd, "ttft_s": ttft, "tpot_s": tpot, "memory_per_gpu_bytes": mem_total,
+                "bound": dec.bound if np.ndim(dec.bound) else np.full(tp.size, dec.bound)}
+    cols = {k: np.asarray(v)[feasible] for k, v in cols_all.items()}
+    front = pareto_mask(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_per_user"])
+    counts = {"candidates": int(n_struct * doms.size), "structurally_valid_layouts": int(n_struct),
+              "too_few_sequences": int((~ok_batch).sum()), "no_room_on_domains": int((~placed_any).sum()),
+              "out_of_memory": int((placed_any & ~fits).sum()), "miss_target": int((placed_any & fits & ~meets).sum()),
+              "feasible": int(feasible.sum()), "pareto": int(front.sum())}
+    best_ok = cols["tokens_per_s_per_gpu"].max() if feasible.any() else 0.0
+    why = _explain(model, system, cols_all, fits, meets, placed_any, mem, prefill_act, usable, targets, best_ok,
+                   doms)
+    return Plan(columns=cols, pareto=front, rejected=why, counts=counts, model=model.id, system=system.id,
+                hbm_usable_bytes=usable)
+
+
+def _explain(model, system, c, fits, meets, placed, mem, prefill_act, usable, targets, best_ok, doms, top=3):
+    """Sentences for the rejected candidates that would have beaten the best feasible tokens/s per GPU."""
+    out = []
+    per_gpu = c["tokens_per_s_per_gpu"]
+    label = lambda i: (f"TP{c['tp'][i]} EP{c['ep'][i]} PP{c['pp'][i]} DP{c['dp'][i]} batch {c['batch'][i]} "  # noqa: E731
+                       f"{c['weights_dtype'][i]}/{c['kv_dtype'][i]} on {c['domains'][i]} domain(s)")
+    for mask, kind in ((placed & ~fits, "memory"), (placed & fits & ~meets, "target")):
+        idx = np.flatnonzero(mask & (per_gpu > best_ok))
+        # memory: the ones closest to fitting; target: the ones with the most tokens/s per GPU
+        key = c["memory_per_gpu_bytes"][idx] if kind == "memory" else -per_gpu[idx]
+        for i in idx[np.argsort(key, kind="stable")][:top]:
+            if kind == "memory":
+                out.append(f"memory: {label(i)} would give {per_gpu[i]:,.0f} tok/s/GPU but needs "
+                           f"{c['memory_per_gpu_bytes'][i] / 1e9:,.1f} GB per GPU of {usable / 1e9:,.1f} GB usable "
+                           f"(weights {mem.weights_bytes[i] / 1e9:,.1f}, KV {mem.kv_bytes[i] / 1e9:,.1f}, "
+                           f"activations {(mem.activations_bytes[i] + prefill_act[i]) / 1e9:,.2f} GB)")
+            else:
+                miss = []
+                if targets.ttft_s is not None and c["ttft_s"][i] > targets.ttft_s:
+                    miss.append(f"TTFT {c['ttft_s'][i] * 1e3:,.1f} ms > {targets.ttft_s * 1e3:,.1f} ms")
+                if targets.tpot_s is not None and c["tpot_s"][i] > targets.tpot_s:
+                    miss.append(f"TPOT {c['tpot_s'][i] * 1e3:,.1f} ms > {targets.tpot_s * 1e3:,.1f} ms")
+                if targets.tokens_per_s_per_user is not None and c["tokens_per_s_per_user"][i] < targets.tokens_per_s_per_user:
+                    miss.append(f"{c['tokens_per_s_per_user'][i]:,.1f} tok/s per user < {targets.tokens_per_s_per_user:,.1f}")
+                out.append(f"target: {label(i)} would give {per_gpu[i]:,.0f} tok/s/GPU but {'; '.join(miss)}")
+    # structural examples: what the grid skipped and why, in validate()'s words
+    probes = [P.Layout(tp=system.chips * 2), P.Layout(pp=model.layers + 1)]
+    if model.moe:
+        probes.insert(0, P.Layout(tp=1, ep=system.chips, dp=system.chips))
+    for lay in probes:
+        try:
+            P.validate(model, system, lay, int(max(doms)))
+        except InputError as e:
+            out.append(f"validity: {e}")
+    return out
