@@ -101,8 +101,8 @@ def test_recompute_extra_flops():
 
 
 def test_bad_layouts():
-    with pytest.raises(InputError, match="not divisible by pp"):
-        TM.training_memory(GPT_1T, TrainLayout(pp=3), 2048)
+    with pytest.raises(InputError, match="exceeds gpt-1t.s 128 layers"):
+        TM.training_memory(GPT_1T, TrainLayout(pp=256), 2048)
     with pytest.raises(InputError, match="ep \\(3\\) must divide dp"):
         TrainLayout(dp=4, ep=3)
     with pytest.raises(InputError, match="recompute must be one of"):

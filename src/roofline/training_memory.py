@@ -97,13 +97,19 @@ class TrainLayout:
 
 
 def check_layout(m: M.Model, layout: TrainLayout) -> None:
-    """Megatron's divisibility rules: layers split evenly over pp·v stage chunks."""
-    chunks = layout.pp * layout.virtual_stages
-    if m.layers % chunks:
-        raise InputError(f"{m.id} has {m.layers} layers, not divisible by pp·v = {chunks}; choose pp "
-                         f"(and virtual_stages) dividing {m.layers}")
+    """Experts must split evenly over ep. Layers may split unevenly over pp·v chunks (BLOOM: 70 layers
+    on 12 stages); the busiest stage then holds `stage_layers` = v·ceil(L/(pp·v)) layers."""
+    if layout.pp * layout.virtual_stages > m.layers:
+        raise InputError(f"pp·v = {layout.pp * layout.virtual_stages} exceeds {m.id}'s {m.layers} layers; "
+                         f"use fewer pipeline stages")
     if m.moe and m.moe.experts % layout.ep:
         raise InputError(f"ep ({layout.ep}) must divide {m.id}'s {m.moe.experts} experts")
+
+
+def stage_layers(m: M.Model, layout: TrainLayout) -> int:
+    """Layers on the busiest pipeline stage: v·ceil(L/(pp·v))."""
+    v = layout.virtual_stages
+    return v * -(-m.layers // (layout.pp * v))
 
 
 # ---- model states ---------------------------------------------------------------------------------
@@ -122,10 +128,12 @@ def model_state_bytes(params, dp, zero, *, weight_bytes=2.0, grad_bytes=2.0, opt
 
 
 def params_per_gpu(m: M.Model, layout: TrainLayout):
-    """(dense Ψ, expert Ψ) per GPU: dense weights split over tp·pp; routed experts over tp·pp·ep."""
+    """(dense Ψ, expert Ψ) per GPU on the busiest stage: dense weights split over tp and over stages
+    in proportion to layers (f = stage_layers/L), routed experts also over ep."""
     expert_total = m.moe_layers * m.moe.experts * M.expert_params(m) if m.moe else 0.0
     dense = M.params_total(m) - expert_total
-    return dense / (layout.tp * layout.pp), expert_total / (layout.tp * layout.pp * layout.ep)
+    f = stage_layers(m, layout) / m.layers
+    return dense * f / layout.tp, expert_total * f / (layout.tp * layout.ep)
 
 
 # ---- activations ----------------------------------------------------------------------------------
@@ -231,9 +239,8 @@ def activation_bytes_per_gpu(m: M.Model, layout: TrainLayout, seq_len, recompute
     t_rep = t if layout.sequence_parallel else 1.0
     rep, split, quad, inp = la.replicated / t_rep, la.split / t, la.quadratic / t, la.layer_input / t_rep
     layer = rep + split + quad
-    stage_layers = m.layers / layout.pp
     in_flight = in_flight_micro_batches(layout)
-    n = stage_layers * in_flight
+    n = stage_layers(m, layout) * in_flight
     if recompute == "none":
         return n * layer
     if recompute == "selective":
@@ -273,7 +280,7 @@ def training_memory(m: M.Model, layout: TrainLayout, seq_len, recompute="none", 
     return TrainingMemory(
         weights=np.asarray(w), grads=np.asarray(g), optimizer=np.asarray(o), activations=act_peak,
         logits=logits, total=w + g + o + act_peak, recompute=recompute,
-        in_flight=in_flight_micro_batches(layout), layers_per_stage=m.layers / layout.pp,
+        in_flight=in_flight_micro_batches(layout), layers_per_stage=float(stage_layers(m, layout)),
     )
 
 
