@@ -1,0 +1,356 @@
+"""The discrete-event serving simulator: one object holds all state; one seeded Generator; no I/O.
+
+The clock advances one model pass (iteration) at a time, or many decode iterations at once: when no
+request can join and none finishes, arrives or crosses a linear piece of the step table before
+iteration k, the k step times form an arithmetic sequence t_j = t0 + s·j (context grows by one token
+per sequence per iteration), so they are summed in closed form, k·t0 + s·k(k−1)/2, and the first
+iteration ending after the next arrival solves that quadratic. Per-request work is O(1) Python;
+there is no per-token work. Iteration end times are reconstructed afterwards, vectorised, from the
+recorded segments, and every request's admission, first-token and finish times come from them.
+
+Model of a pass (see policies.py for the schedulers): sequences in the pass, new tokens (1 per
+decoding sequence, γ+1 under speculation, prompt chunks for prefills) and their mean cached context
+go through the StepTable. The first token comes out of the pass that completes the prompt; each
+later token needs one decode (or verify) pass. Context grows by the expected tokens per pass.
+Ignores: scheduler and sampling overheads, network time inside a pool (see parallel.py), KV block
+fragmentation, and variation of acceptance between sequences within one pass.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..speculative import draw_verify_steps
+from .policies import Policy
+from .steptable import Deployment, StepTable
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class Trace:
+    """What a run returns. Per request (arrays of length n, seconds): arrival_s, admit_s (first
+    admission), first_token_s, finish_s, prompt/output tokens, priority, preemptions. Per segment
+    of the clock (k iterations of identical shape): seg_start_s, seg_iters, seg_t0_s, seg_slope_s
+    (step j of the segment takes t0 + slope·j), seg_batch (sequences per pass), seg_tokens."""
+
+    arrival_s: np.ndarray
+    admit_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    priority: np.ndarray
+    preemptions: np.ndarray
+    seg_start_s: np.ndarray
+    seg_iters: np.ndarray
+    seg_t0_s: np.ndarray
+    seg_slope_s: np.ndarray
+    seg_batch: np.ndarray
+    seg_tokens: np.ndarray
+    gpus: int
+    usd_per_gpu_hour: float
+    policy: str
+
+    @property
+    def seg_busy_s(self) -> np.ndarray:
+        k = self.seg_iters
+        return k * self.seg_t0_s + self.seg_slope_s * k * (k - 1) / 2.0
+
+    @property
+    def iterations(self) -> int:
+        return int(self.seg_iters.sum())
+
+
+def iteration_times(seg_it0, seg_start, seg_t0, seg_slope, iters):
+    """(start, end) times of iterations `iters` from the segments: j = i − it0 within its segment,
+    start = s0 + j·t0 + slope·j(j−1)/2, end = start + t0 + slope·j."""
+    g = np.searchsorted(seg_it0, iters, side="right") - 1
+    j = iters - seg_it0[g]
+    start = seg_start[g] + j * seg_t0[g] + seg_slope[g] * j * (j - 1) / 2.0
+    return start, start + seg_t0[g] + seg_slope[g] * j
+
+
+class Simulation:
+    """One run: `Simulation(workload, deployment, policy, seed=...).run()` returns a Trace.
+
+    `first_token_s`, when given, marks the requests as already prefilled elsewhere (the decode pool
+    of a disaggregated deployment): they join decoding with their prompt's KV and need output − 1
+    decode passes; their first-token times are the given ones.
+    """
+
+    def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int = 0,
+                 table: StepTable | None = None, first_token_s=None):
+        self.workload, self.deployment, self.policy = workload, deployment, policy
+        self.rng = np.random.default_rng(seed)
+        self.prefilled = first_token_s is not None
+        self.given_first_s = None if first_token_s is None else np.asarray(first_token_s, dtype=float)
+        spec = policy.speculation
+        self.ratio = spec.gamma + 1 if spec else 1
+        self.growth = spec.tokens_per_step if spec else 1.0
+        dec = workload.output_tokens - 1
+        self.decode_passes = (draw_verify_steps(self.rng, dec, spec.alpha, spec.gamma) if spec
+                              else dec.astype(np.int64))
+        need = workload.prompt_tokens + self.decode_passes * self.growth + deployment.kv_overhead_tokens
+        if np.any(need > deployment.kv_capacity_tokens):
+            i = int(np.argmax(need > deployment.kv_capacity_tokens))
+            raise InputError(f"request {i} needs {need[i]:,.0f} tokens of KV cache but the deployment holds "
+                             f"{deployment.kv_capacity_tokens:,.0f}; shorten it or add memory")
+        max_ctx = float(np.max(workload.prompt_tokens + self.decode_passes * self.growth)) + 1
+        max_ratio = max(float(policy.max_batched_tokens), float(workload.prompt_tokens.max()), self.ratio)
+        self.table = table or StepTable(deployment.step, policy.max_seqs, max_ratio, max_ctx)
+
+    def run(self, progress=None) -> Trace:  # noqa: C901 - one loop, kept in one place on purpose
+        w, pol, dep, tab = self.workload, self.policy, self.deployment, self.table
+        n = w.n
+        kind = pol.kind
+        chunked, static, train = kind == "chunked", kind == "static", kind == "train"
+        interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
+        r, g = self.ratio, self.growth
+        draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
+        cap, ovh = dep.kv_capacity_tokens, dep.kv_overhead_tokens
+        on_demand = pol.preemption and not static
+        prefilled = self.prefilled
+        arr = w.arrival_s.tolist()
+        pre_len = w.prompt_tokens.tolist()
+        rem = self.decode_passes.tolist()
+        queues = [np.flatnonzero(w.priority == c).tolist() for c in (0, 1)]
+        ptr = [0, 0]
+        requeue: deque = deque()
+        admit_it, pf_it, first_it, fin_it = [-1] * n, [-1] * n, [-1] * n, [-1] * n
+        npre, state, reserve = [0] * n, [0] * n, [0.0] * n  # state 0 waiting, 1 prefilling, 2 decoding, 3 done
+        buckets: dict = {}
+        heap: list = []
+        pf: deque = deque()  # [rid, tokens left to prefill]
+        stack: list = []
+        nd = nseq = pad = done = it = 0
+        ctx_sum = reserved = now = 0.0
+        s_it0, s_start, s_k, s_t0, s_sl, s_b, s_tok = [], [], [], [], [], [], []
+        report_every, next_report, reported = 4096, 4096, 0
+        inf = math.inf
+
+        def head(now):
+            if requeue:
+                return requeue[0], -1
+            for c in (0, 1):
+                q = queues[c]
+                if ptr[c] < len(q) and arr[q[ptr[c]]] <= now:
+                    return q[ptr[c]], c
+            return None, -1
+
+        def next_arrival():
+            t = inf
+            for c in (0, 1):
+                if ptr[c] < len(queues[c]):
+                    t = min(t, arr[queues[c][ptr[c]]])
+            return t
+
+        while done < n:
+            if nd == 0 and not pf and pad == 0 and not requeue:
+                ta = next_arrival()
+                if ta > now:
+                    now = ta
+            if train:
+                now = max(now, math.ceil(now / interval - 1e-9) * interval)
+            # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
+            if on_demand:
+                while ctx_sum + sum(e[1] for e in pf) + nd * g + nseq * ovh > cap + 1e-9 and nd > 0:
+                    i = len(stack) - 1
+                    while state[stack[i]] != 2:
+                        if state[stack[i]] == 3:
+                            del stack[i]
+                        i -= 1
+                    v = stack.pop(i)
+                    d = it - 1 - pf_it[v]
+                    ctx_sum -= pre_len[v] + d * g
+                    nd -= 1
+                    nseq -= 1
+                    state[v], fin_it[v] = 0, -1
+                    pre_len[v] += d * g
+                    rem[v] -= d
+                    npre[v] += 1
+                    requeue.appendleft(v)
+            # ---- chunks of prompts already being prefilled --------------------------------------------------
+            budget = max_tok - nd * r
+            chunks = []
+            for e in pf:
+                if budget <= 0:
+                    break
+                c = e[1] if e[1] <= budget else budget
+                chunks.append((e, c))
+                budget -= c
+            # ---- admission --------------------------------------------------------------------------------
+            blocked = static and (nd > 0 or pad > 0)
+            if not blocked:
+                pending = sum(e[1] for e in pf)  # prompt tokens still to be cached
+                while nseq < max_seqs:
+                    rid, c = head(now)
+                    if rid is None:
+                        break
+                    need = pre_len[rid]
+                    if not prefilled:
+                        if chunked and budget <= 0:
+                            blocked = True
+                            break
+                        if not chunked and need > budget and chunks:  # an over-long prompt runs alone
+                            blocked = True
+                            break
+                    if on_demand:
+                        if ctx_sum + pending + need + nd * g + (nseq + 1) * ovh > cap + 1e-9:
+                            blocked = True
+                            break
+                    else:
+                        res = need + rem[rid] * g + ovh
+                        if reserved + res > cap + 1e-9:
+                            blocked = True
+                            break
+                        reserved += res
+                        reserve[rid] = res
+                    if c < 0:
+                        requeue.popleft()
+                    else:
+                        ptr[c] += 1
+                    if admit_it[rid] < 0:
+                        admit_it[rid] = it
+                    nseq += 1
+                    stack.append(rid)
+                    if prefilled:
+                        state[rid], pf_it[rid] = 2, it - 1
+                        ctx_sum += need
+                        nd += 1
+                        fin = it - 1 + rem[rid]
+                        if fin in buckets:
+                            buckets[fin].append(rid)
+                        else:
+                            buckets[fin] = [rid]
+                            heapq.heappush(heap, fin)
+                        fin_it[rid] = fin
+                        continue
+                    state[rid] = 1
+                    e = [rid, need]
+                    pf.append(e)
+                    c = need if (not chunked or need <= budget) else budget
+                    chunks.append((e, c))
+                    budget -= c
+                    pending += need
+                if nseq >= max_seqs:
+                    blocked = True
+            b_pass = nd + pad + len(chunks)
+            if b_pass == 0:
+                raise InputError("simulation stalled: waiting requests fit neither the token budget nor the KV "
+                                 "cache; raise max_batched_tokens or the KV capacity")
+            pf_tokens = sum(c for _, c in chunks)
+            ctx_pass = ctx_sum
+            if len(chunks) < len(pf):  # partly prefilled prompts left out of this pass hold cached KV
+                in_pass = set(id(e) for e, _ in chunks)
+                ctx_pass -= sum(pre_len[e[0]] - e[1] for e in pf if id(e) not in in_pass)
+            c_mean = ctx_pass / b_pass
+            if pf_tokens == 0 and not train:
+                # ---- many decode iterations at once ----------------------------------------------
+                t0, slope, end = tab.decode_segment(b_pass, r, c_mean)
+                if draft:
+                    d0, dslope, _ = tab.decode_segment(b_pass, 1, c_mean)
+                    t0, slope = t0 + draft * d0, slope + draft * dslope
+                s = slope * g
+                while heap and not buckets.get(heap[0]):
+                    buckets.pop(heapq.heappop(heap), None)
+                k = heap[0] - it + 1 if heap else 1
+                if end != inf:
+                    k = min(k, int((end - c_mean) / g) + 1)
+                if on_demand:
+                    k = min(k, max(1, int((cap - ctx_sum - nseq * ovh + 1e-9) / ((nd + pad) * g))))
+                if not blocked:
+                    dt = next_arrival() - now
+                    if dt <= 0:
+                        k = 1
+                    elif dt < k * t0 + s * k * (k - 1) / 2.0:
+                        if s > 0:
+                            a = t0 - s / 2.0
+                            ka = max(1, math.ceil((-a + math.sqrt(a * a + 2.0 * s * dt)) / s))
+                        else:
+                            ka = max(1, math.ceil(dt / t0))
+                        while ka > 1 and (ka - 1) * t0 + s * (ka - 1) * (ka - 2) / 2.0 >= dt:
+                            ka -= 1
+                        k = min(k, ka)
+                k = max(1, k)
+                s_it0.append(it), s_start.append(now), s_k.append(k), s_t0.append(t0), s_sl.append(s)
+                s_b.append(b_pass), s_tok.append((nd + pad) * r)
+                now += k * t0 + s * k * (k - 1) / 2.0
+                ctx_sum += (nd + pad) * g * k
+                it += k
+            else:
+                n_tok = (nd + pad) * r + pf_tokens
+                t = tab.t(b_pass, n_tok, c_mean)
+                if draft and nd + pad:
+                    t += draft * tab.t(nd + pad, nd + pad, c_mean)
+                s_it0.append(it), s_start.append(now), s_k.append(1), s_t0.append(t), s_sl.append(0.0)
+                s_b.append(b_pass), s_tok.append(n_tok)
+                now += t
+                ctx_sum += (nd + pad) * g + pf_tokens
+                for e, c in chunks:
+                    e[1] -= c
+                    if e[1] <= 0:
+                        rid = e[0]
+                        pf.remove(e)
+                        state[rid], pf_it[rid] = 2, it
+                        if first_it[rid] < 0:
+                            first_it[rid] = it
+                        nd += 1
+                        fin = it + rem[rid]
+                        fin_it[rid] = fin
+                        if fin in buckets:
+                            buckets[fin].append(rid)
+                        else:
+                            buckets[fin] = [rid]
+                            heapq.heappush(heap, fin)
+                it += 1
+            # ---- finishes ---------------------------------------------------------------------------
+            while heap and heap[0] < it:
+                key = heapq.heappop(heap)
+                for rid in buckets.pop(key, ()):
+                    if state[rid] != 2 or fin_it[rid] != key:
+                        continue
+                    state[rid] = 3
+                    done += 1
+                    nd -= 1
+                    reserved -= reserve[rid]
+                    if static:
+                        pad += 1
+                    else:
+                        ctx_sum -= pre_len[rid] + rem[rid] * g
+                        nseq -= 1
+            if static and nd == 0 and pad:
+                ctx_sum, pad, nseq = 0.0, 0, 0
+                stack.clear()
+            if progress is not None and it >= next_report:
+                progress(done - reported)
+                reported, next_report = done, it + report_every
+        if progress is not None:
+            progress(done - reported)
+        return self._trace(s_it0, s_start, s_k, s_t0, s_sl, s_b, s_tok, admit_it, first_it, fin_it, npre)
+
+    def _trace(self, s_it0, s_start, s_k, s_t0, s_sl, s_b, s_tok, admit_it, first_it, fin_it, npre) -> Trace:
+        w, dep = self.workload, self.deployment
+        it0, start = np.asarray(s_it0, dtype=np.int64), np.asarray(s_start)
+        t0, sl = np.asarray(s_t0), np.asarray(s_sl)
+        admit, _ = iteration_times(it0, start, t0, sl, np.asarray(admit_it, dtype=np.int64))
+        _, finish = iteration_times(it0, start, t0, sl, np.asarray(fin_it, dtype=np.int64))
+        if self.prefilled:
+            first = self.given_first_s
+        else:
+            _, first = iteration_times(it0, start, t0, sl, np.asarray(first_it, dtype=np.int64))
+        return Trace(w.arrival_s, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
+                     np.asarray(npre, dtype=np.int64), start, np.asarray(s_k, dtype=np.int64), t0, sl,
+                     np.asarray(s_b, dtype=float), np.asarray(s_tok, dtype=float), dep.gpus, dep.usd_per_gpu_hour,
+                     self.policy.kind)
+
+
+def simulate(workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int = 0,
+             progress=None) -> Trace:
+    """Run one simulation and return its Trace (see Simulation)."""
+    return Simulation(workload, deployment, policy, seed=seed).run(progress)

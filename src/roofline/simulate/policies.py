@@ -1,0 +1,60 @@
+"""Scheduling policies of the serving simulator (records only; the event loop is in core.py).
+
+- 'continuous': iteration-level batching (Orca, Yu et al. OSDI 2022 §3): every iteration admits
+  waiting requests while the batch has fewer than `max_seqs` sequences, whole prompts fit in the
+  `max_batched_tokens` budget (a prompt longer than the budget runs alone) and their KV fits; their
+  prefill runs in the same pass as the decodes.
+- 'chunked': chunked prefill (Sarathi-Serve, Agrawal et al. OSDI 2024 §4): decodes first, prompts
+  split into chunks that fill the rest of the token budget.
+- 'static': a batch of up to `max_seqs` forms only when the previous batch is done; finished
+  sequences keep their slot as padding until the whole batch ends (HF generate-style).
+- 'train': the lecture's train departures [S 00:22:13–00:23:25]: a pass departs every `interval_s`
+  (or when the previous one ends, if it overruns), carrying everything aboard (at most `max_seqs`);
+  a request boards the next departure, so its first token waits at most interval + step (T05).
+
+KV memory (vLLM, Kwon et al. SOSP 2023 §4.5): `preemption=True` allocates KV as sequences grow and,
+when the pool is full, preempts the most recently admitted sequence (recompute: it re-queues at the
+front and re-prefills prompt + generated tokens); `preemption=False` reserves prompt + output at
+admission and never preempts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError, require_positive
+from ..speculative import Speculation
+
+POLICIES = ("continuous", "chunked", "static", "train")
+
+
+@dataclass(frozen=True)
+class Policy:
+    kind: str = "continuous"
+    max_seqs: int = 256
+    max_batched_tokens: int = 8192
+    interval_s: float = 0.020
+    preemption: bool = True
+    speculation: Speculation | None = None
+
+    def __post_init__(self):
+        if self.kind not in POLICIES:
+            raise InputError(f"unknown policy {self.kind!r}; expected one of {', '.join(POLICIES)}")
+        for name in ("max_seqs", "max_batched_tokens"):
+            v = getattr(self, name)
+            if int(v) != v or v < 1:
+                raise InputError(f"{name} must be a whole number >= 1, got {v}; zero capacity serves nobody")
+        require_positive("train interval", self.interval_s, fix="departures need a positive interval in seconds")
+
+
+@dataclass(frozen=True)
+class Targets:
+    """Service-level targets for goodput: a request counts when TTFT <= ttft_s and TPOT <= tpot_s
+    (DistServe, Zhong et al. OSDI 2024 §2: goodput = requests/s meeting both SLOs)."""
+
+    ttft_s: float = 1.0
+    tpot_s: float = 0.1
+
+    def __post_init__(self):
+        require_positive("TTFT target", self.ttft_s)
+        require_positive("TPOT target", self.tpot_s)

@@ -1,0 +1,209 @@
+"""Step times for the simulator: a small `StepModel` interface, built from the roofline pass, and a
+table of it computed up front so the event loop does no heavy work per iteration.
+
+A StepModel is any callable `step_model(batch, tokens, context) -> seconds` over broadcasting
+arrays: `batch` sequences in the pass, `tokens` new tokens in the pass (decode: = batch; a mixed
+pass adds prefill tokens), `context` mean tokens already cached per sequence. Three are provided:
+
+- `RooflineStep`: roofline.step() as a pass of L = tokens/batch tokens per sequence on top of
+  `context` cached tokens (phase 'prefill'; L = 1 is exactly a decode step), with the same
+  Efficiency factors, dtypes and options as `roofline step` [S 00:02:37, 01:42:00].
+- `BoardStep`: the lecture's idealised board, lecture.step_time (KV, attention, MoE routing ignored
+  unless given) — used to reproduce the lecture's fast-mode numbers (T15).
+- `ConstantStep`: a fixed step time, the lecture's "pick B, the step takes 20 ms" (T05).
+
+`tabulate()` evaluates a StepModel once, vectorised, on a grid batch × (tokens/batch) × context and
+returns a `StepTable` whose scalar lookup interpolates linearly (the roofline is piecewise linear in
+batch and context, so linear interpolation is exact away from the max() kink cells). What the table
+ignores: a mixed pass is represented by its mean context and mean tokens per sequence (the same
+approximation roofline.step makes for a prefill pass).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import lecture
+from .. import model as M
+from ..errors import DoesNotFitError, InputError, require_positive
+from ..roofline import DEFAULT_USABLE_MEMORY, Efficiency, step
+
+
+@dataclass(frozen=True)
+class RooflineStep:
+    """roofline.step() as a StepModel; all keyword options of step() pass through `options`."""
+
+    model: M.Model
+    system: object
+    chips: int | None = None
+    efficiency: Efficiency = Efficiency()
+    weights_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    options: dict = field(default_factory=dict)
+
+    def __call__(self, batch, tokens, context):
+        b = np.asarray(batch, dtype=float)
+        L = np.asarray(tokens, dtype=float) / b
+        return step(self.model, self.system, b, context, phase="prefill", prompt=L, chips=self.chips,
+                    efficiency=self.efficiency, weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype,
+                    check_context=False, **self.options).step_s
+
+
+@dataclass(frozen=True)
+class BoardStep:
+    """lecture.step_time: t = max(B·L·W_active/F, W_total/BW + B·ctx·kv/BW) [S 00:02:37]."""
+
+    w_total: float
+    w_active: float
+    F: float
+    BW: float
+    kv: float = 0.0
+
+    def __call__(self, batch, tokens, context):
+        b = np.asarray(batch, dtype=float)
+        return lecture.step_time(b, context, self.w_total, self.w_active, self.kv, self.F, self.BW,
+                                 len_pass=np.asarray(tokens, dtype=float) / b)
+
+
+@dataclass(frozen=True)
+class ConstantStep:
+    """Every pass takes `step_s` seconds, whatever its batch (the lecture's fixed 20 ms step)."""
+
+    step_s: float
+
+    def __post_init__(self):
+        require_positive("constant step time", self.step_s)
+
+    def __call__(self, batch, tokens, context):
+        return np.full(np.broadcast(np.asarray(batch), np.asarray(tokens), np.asarray(context)).shape, self.step_s)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """One serving deployment: its step model, the GPUs it rents and their price, and KV capacity.
+
+    kv_capacity_tokens: cached tokens the KV pool holds (inf = unlimited); kv_overhead_tokens: extra
+    tokens' worth of KV every sequence holds regardless of length (sliding-window layers).
+    """
+
+    step: object
+    gpus: int = 1
+    usd_per_gpu_hour: float = 2.0
+    kv_capacity_tokens: float = math.inf
+    kv_overhead_tokens: float = 0.0
+
+    def __post_init__(self):
+        if int(self.gpus) != self.gpus or self.gpus < 1:
+            raise InputError(f"deployment gpus must be a whole number >= 1, got {self.gpus}")
+        require_positive("usd per GPU-hour", self.usd_per_gpu_hour, allow_zero=True)
+        if not self.kv_capacity_tokens > 0:
+            raise InputError(f"KV capacity must be > 0 tokens, got {self.kv_capacity_tokens:g}; the weights fill "
+                             f"the memory: use more GPUs or smaller weights")
+
+
+def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency = Efficiency(),
+                        weights_dtype: str = "bf16", kv_dtype: str = "bf16", usd_per_gpu_hour: float | None = None,
+                        usable_memory: float = DEFAULT_USABLE_MEMORY, **options) -> Deployment:
+    """A Deployment whose steps come from roofline.step and whose KV capacity is the HBM left after
+    the weights: (n · HBM · usable − N_total · b_w) / kv bytes per token (model.kv_bytes_per_sequence).
+    Ignores activation memory (small next to KV at serving batch sizes) and block fragmentation."""
+    n = int(chips or system.chips)
+    free = n * system.accelerator.hbm_bytes * usable_memory - M.weight_bytes(model, weights_dtype)
+    if free <= 0:
+        raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB) leave no "
+                              f"KV memory on {n} x {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
+    per_tok = M.kv_bytes_per_token(model, kv_dtype)
+    # sliding-window layers hold at most `window` tokens: a fixed per-sequence overhead past the window
+    w = model.sliding_window or 0
+    overhead = float(M.kv_bytes_per_sequence(model, w, kv_dtype) - per_tok * w) / per_tok if w else 0.0
+    price = system.accelerator.usd_per_hour if usd_per_gpu_hour is None else usd_per_gpu_hour
+    return Deployment(RooflineStep(model, system, n, efficiency, weights_dtype, kv_dtype, options), n, price,
+                      free / per_tok, overhead)
+
+
+# ---- the table ---------------------------------------------------------------------------------
+def _batch_grid(max_batch: float) -> list[float]:
+    small = np.arange(1, min(64, max_batch) + 1, dtype=float)
+    big = np.geomspace(64, max_batch, max(2, int(np.log(max_batch / 64) / np.log(1.05)) + 2)) if max_batch > 64 else []
+    return sorted(set(np.round(np.concatenate([small, big, [max_batch]]), 6).tolist()))
+
+
+def _ratio_grid(max_ratio: float) -> list[float]:
+    small = np.arange(1, min(16, max_ratio) + 1, dtype=float)
+    big = np.geomspace(16, max_ratio, max(2, int(np.log(max_ratio / 16) / np.log(1.2)) + 2)) if max_ratio > 16 else []
+    return sorted(set(np.round(np.concatenate([small, big, [max_ratio]]), 6).tolist()))
+
+
+def _context_grid(max_context: float) -> list[float]:
+    pts = np.concatenate([[0.0], np.geomspace(1, max(2.0, max_context), int(np.log(max(2.0, max_context)) / np.log(1.08)) + 2)])
+    return sorted(set(np.round(pts, 6).tolist()))
+
+
+class StepTable:
+    """A StepModel tabulated on batch × tokens-per-sequence × context, with fast scalar lookups.
+
+    `t(b, n, c)` interpolates linearly in all three axes (pure Python on lists: ~2 µs a call).
+    `decode_segment(b, r, c)` gives the pass time at context c for b sequences of r tokens each, its
+    slope per token of context, and the context where that linear piece ends, so many decode
+    iterations can be summed in closed form (t_j = t0 + slope·j while c + j stays in the piece).
+    """
+
+    def __init__(self, step_model, max_batch: float, max_ratio: float, max_context: float):
+        require_positive("table max batch", max_batch)
+        self.B = _batch_grid(float(max_batch))
+        self.R = _ratio_grid(max(1.0, float(max_ratio)))
+        self.C = _context_grid(float(max_context))
+        b, r, c = np.meshgrid(self.B, self.R, self.C, indexing="ij")
+        vals = np.asarray(step_model(b, b * r, c), dtype=float)
+        vals = np.broadcast_to(vals, b.shape)
+        if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+            raise InputError("the step model returned a non-positive or non-finite step time; check its inputs")
+        self.values = vals
+        self._v = vals.ravel().tolist()
+        self._nr, self._nc = len(self.R), len(self.C)
+
+    @staticmethod
+    def _loc(grid, x):
+        i = bisect_right(grid, x) - 1
+        if i < 0:
+            i = 0
+        elif i > len(grid) - 2:
+            i = len(grid) - 2
+        return i, (x - grid[i]) / (grid[i + 1] - grid[i])
+
+    def _bc(self, bi, wb, ri, ci):
+        """Value at grid (r index ri, c index ci) interpolated in batch."""
+        v, nr, nc = self._v, self._nr, self._nc
+        k = (bi * nr + ri) * nc + ci
+        return v[k] + wb * (v[k + nr * nc] - v[k])
+
+    def t(self, b: float, n: float, c: float) -> float:
+        """Step seconds of a pass of b sequences, n tokens, mean cached context c."""
+        bi, wb = self._loc(self.B, b)
+        ci, wc = self._loc(self.C, c)
+        ri, wr = self._loc(self.R, n / b)
+        lo = self._bc(bi, wb, ri, ci)
+        lo += wc * (self._bc(bi, wb, ri, ci + 1) - lo)
+        if wr == 0.0:
+            return lo
+        hi = self._bc(bi, wb, ri + 1, ci)
+        hi += wc * (self._bc(bi, wb, ri + 1, ci + 1) - hi)
+        return lo + wr * (hi - lo)
+
+    def decode_segment(self, b: float, r: float, c: float):
+        """(t at c, d t / d context, end of the linear piece in context) for b sequences of r tokens."""
+        bi, wb = self._loc(self.B, b)
+        ci, wc = self._loc(self.C, c)
+        ri, wr = self._loc(self.R, r)
+        v0 = self._bc(bi, wb, ri, ci)
+        v1 = self._bc(bi, wb, ri, ci + 1)
+        if wr != 0.0:
+            v0 += wr * (self._bc(bi, wb, ri + 1, ci) - v0)
+            v1 += wr * (self._bc(bi, wb, ri + 1, ci + 1) - v1)
+        slope = (v1 - v0) / (self.C[ci + 1] - self.C[ci])
+        end = self.C[ci + 1] if ci + 2 < len(self.C) else math.inf
+        return v0 + slope * (c - self.C[ci]), slope, end

@@ -1,0 +1,155 @@
+"""Serving simulator: golden numbers (T05, T07), cross-checks against the analytic roofline and a naive
+per-token simulator, Little's law (Hypothesis), scheduler behaviour and input errors."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalog import get_catalog
+from roofline.errors import InputError
+from roofline.roofline import step
+from roofline.simulate import (ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment,
+                               simulate)
+from roofline.simulate.metrics import littles_law, summarize
+from roofline.simulate.reference import naive_continuous
+from roofline.simulate.workload import lengths, poisson_arrivals
+
+
+@pytest.fixture(scope="module")
+def llama_dgx():
+    cat = get_catalog()
+    return cat.model("llama-3-70b"), cat.system("dgx-h100")
+
+
+def _poisson(seed, n, rate, prompt=512, output=128):
+    rng = np.random.default_rng(seed)
+    t = poisson_arrivals(rng, rate, n)
+    return make_workload(t, lengths(rng, n, "lognormal", prompt, 0.8, maximum=4 * prompt),
+                         lengths(rng, n, "lognormal", output, 0.8, maximum=4 * output))
+
+
+# ---- golden: the lecture's train departures (§1.5) ------------------------------------------------
+def test_T05_worst_case_train_wait_is_twice_the_interval():
+    """A pass departs every 20 ms and takes 20 ms: first token within 2 x interval = 40 ms (T05);
+    mean wait for the next departure is interval/2 for uniform (Poisson) arrivals [I]."""
+    interval = 0.020
+    wl = make_workload(poisson_arrivals(np.random.default_rng(5), 37.0, 4000), 1, 1)
+    tr = simulate(wl, Deployment(ConstantStep(interval)), Policy("train", max_seqs=2000, interval_s=interval))
+    ttft = tr.first_token_s - tr.arrival_s
+    assert ttft.max() <= 2 * interval + 1e-12
+    assert ttft.max() > 2 * interval * 0.995  # the bound is reached
+    assert ttft.min() >= interval - 1e-12
+    assert (ttft - interval).mean() == pytest.approx(interval / 2, rel=0.03)
+
+
+def test_T07_train_throughput_is_batch_over_step():
+    """B = 2,000 sequences per 20 ms train: 100,000 tokens/s (T07), by simulation of 10 full waves."""
+    wl = make_workload(np.zeros(20_000), 1, 100)
+    tr = simulate(wl, Deployment(ConstantStep(0.020)), Policy("train", max_seqs=2000, interval_s=0.020))
+    s = summarize(tr)
+    assert s.throughput_tokens_per_s == pytest.approx(100_000, rel=1e-9)
+    assert s.mean_batch == pytest.approx(2000)
+
+
+# ---- cross-check: simulator vs the analytic step model under saturation -----------------------------
+@pytest.mark.parametrize("model_id,system_id,batch,prompt,output", [
+    ("llama-3-70b", "dgx-h100", 128, 1024, 256),
+    ("deepseek-v3", "hgx-h200", 96, 2000, 300),
+    ("gpt-oss-120b", "dgx-h100", 200, 700, 150),
+])
+def test_saturated_throughput_matches_analytic_roofline(model_id, system_id, batch, prompt, output):
+    """All requests waiting at t = 0: continuous batching runs waves of B sequences, each a prefill
+    pass step(prefill, B, P, 0) and O-1 decode passes step(decode, B, P+j-1); the simulated throughput
+    must agree with B·O / wave time within 2%."""
+    cat = get_catalog()
+    m, s = cat.model(model_id), cat.system(system_id)
+    dep = roofline_deployment(m, s, weights_dtype="fp8" if model_id == "deepseek-v3" else "bf16")
+    wl = make_workload(np.zeros(4 * batch), prompt, output)
+    tr = simulate(wl, dep, Policy("continuous", max_seqs=batch, max_batched_tokens=batch * prompt))
+    kw = dict(weights_dtype="fp8" if model_id == "deepseek-v3" else "bf16", check_context=False)
+    t_pre = float(step(m, s, batch, 0, phase="prefill", prompt=prompt, **kw).step_s)
+    t_dec = step(m, s, batch, prompt + np.arange(output - 1), **kw).step_s.sum()
+    analytic = batch * output / (t_pre + t_dec)
+    assert summarize(tr).throughput_tokens_per_s == pytest.approx(analytic, rel=0.02)
+    assert summarize(tr).preemptions == 0
+
+
+def test_fast_loop_reproduces_naive_per_token_simulator(llama_dgx):
+    dep = roofline_deployment(*llama_dgx)
+    wl = _poisson(1, 600, 40.0)
+    sim = Simulation(wl, dep, Policy("continuous", max_seqs=48, max_batched_tokens=2048))
+    tr = sim.run()
+    first, finish = naive_continuous(wl, sim.table, 48, 2048)
+    np.testing.assert_allclose(tr.first_token_s, first, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(tr.finish_s, finish, rtol=1e-9, atol=1e-9)
+    assert tr.iterations > len(tr.seg_iters)  # decode iterations were batched into segments
+
+
+# ---- Little's law -----------------------------------------------------------------------------------
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), rate=st.floats(2.0, 80.0), kind=st.sampled_from(["continuous", "chunked"]))
+def test_littles_law(seed, rate, kind):
+    """L (time-average in system, from the loop's occupancy record + queue) = λ·W (from timestamps)."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=1e9)
+    wl = _poisson(seed, 300, rate, prompt=256, output=64)
+    ll = littles_law(simulate(wl, dep, Policy(kind, max_seqs=32, max_batched_tokens=1024), seed=seed))
+    assert ll["L"] == pytest.approx(ll["lambda_W"], rel=1e-6)
+
+
+# ---- schedulers -------------------------------------------------------------------------------------
+def test_static_batching_waits_for_the_whole_batch(llama_dgx):
+    dep = roofline_deployment(*llama_dgx)
+    wl = _poisson(2, 400, 30.0)
+    cont, stat = (summarize(simulate(wl, dep, Policy(k, max_seqs=32))) for k in ("continuous", "static"))
+    assert stat.ttft_p50_s > cont.ttft_p50_s
+    assert stat.throughput_tokens_per_s <= cont.throughput_tokens_per_s * 1.001
+
+
+def test_chunked_prefill_caps_tokens_per_pass(llama_dgx):
+    dep = roofline_deployment(*llama_dgx)
+    wl = _poisson(3, 300, 20.0, prompt=3000)
+    tr = simulate(wl, dep, Policy("chunked", max_seqs=64, max_batched_tokens=512))
+    assert tr.seg_tokens.max() <= 512
+    assert np.all(tr.finish_s >= tr.first_token_s) and np.all(tr.first_token_s > tr.arrival_s)
+
+
+def test_preemption_when_kv_runs_out_and_every_request_finishes():
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=6000)
+    wl = make_workload(np.zeros(64), 200, 300)
+    tr = simulate(wl, dep, Policy("continuous", max_seqs=64))
+    assert tr.preemptions.sum() > 0
+    assert np.all(np.isfinite(tr.finish_s)) and np.all(tr.finish_s > tr.first_token_s)
+    reserve = simulate(wl, dep, Policy("continuous", max_seqs=64, preemption=False))
+    assert reserve.preemptions.sum() == 0 and reserve.seg_batch.max() <= 6000 // 500
+
+
+def test_priority_class_is_admitted_first():
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=1e9)
+    rng = np.random.default_rng(4)
+    t = poisson_arrivals(rng, 300.0, 3000)
+    wl = make_workload(t, 100, 50, priority=rng.integers(0, 2, t.size))
+    tr = simulate(wl, dep, Policy("continuous", max_seqs=16))
+    fast, slow = (summarize(tr, mask=tr.priority == c) for c in (0, 1))
+    assert fast.ttft_p50_s < slow.ttft_p50_s
+
+
+# ---- errors -------------------------------------------------------------------------------------------
+def test_bad_workloads_name_the_field():
+    with pytest.raises(InputError, match=r"prompt_tokens\[1\] = -5"):
+        make_workload([0.0, 1.0], [10, -5], 10)
+    with pytest.raises(InputError, match=r"arrival_s\[2\] = 0.5 s is earlier"):
+        make_workload([0.0, 1.0, 0.5], 10, 10)
+    with pytest.raises(InputError, match="output_tokens"):
+        make_workload([0.0], 10, 0)
+
+
+def test_zero_capacity_and_kv_too_small_are_errors():
+    with pytest.raises(InputError, match="max_seqs must be a whole number >= 1"):
+        Policy("continuous", max_seqs=0)
+    with pytest.raises(InputError, match="KV capacity must be > 0"):
+        Deployment(ConstantStep(0.01), kv_capacity_tokens=0)
+    with pytest.raises(InputError, match="request 0 needs 1,100 tokens of KV"):
+        Simulation(make_workload([0.0], 1000, 101), Deployment(ConstantStep(0.01), kv_capacity_tokens=500))
+    with pytest.raises(InputError, match="unknown policy 'fifo'"):
+        Policy("fifo")
