@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -27,6 +27,11 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
+        tp: Annotated[Optional[int], typer.Option("--tp", help="Tensor-parallel degree (with --ep/--pp/--dp: parallel step with communication).")] = None,
+        ep: Annotated[Optional[int], typer.Option("--ep", help="Expert-parallel degree: 1 or TP x DP (MoE models).")] = None,
+        pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (batch = sequences in flight over all stages).")] = None,
+        dp: Annotated[Optional[int], typer.Option("--dp", help="Attention data-parallel groups inside one replica.")] = None,
+        domains: Annotated[Optional[int], typer.Option("--domains", help="Scale-up domains available to the replica.")] = None,
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""
@@ -34,6 +39,10 @@ def register(app: typer.Typer) -> None:
 
         m = resolve_model(model)
         sysrec, chips = resolve_hardware(system, accelerator, gpus)
+        if any(v is not None for v in (tp, ep, pp, dp, domains)):
+            return _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, usd_per_gpu_hour,
+                             Efficiency(compute_efficiency, memory_efficiency), tp or 1, ep or 1, pp or 1, dp or 1,
+                             domains or 1, json)
         r = step(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
                  kv_dtype=kv_dtype, chips=chips, usd_per_gpu_hour=usd_per_gpu_hour,
                  efficiency=Efficiency(compute_efficiency, memory_efficiency), check_fit=True)
@@ -41,6 +50,10 @@ def register(app: typer.Typer) -> None:
             d = {"model": m.id, "system": sysrec.id, "phase": phase, "batch": batch, "context": context,
                  "prompt": prompt if phase == "prefill" else 1, "weights_dtype": weights_dtype, "kv_dtype": kv_dtype}
             d.update(r.to_dict())
+            # no layout given: perfect sharding over the chips, no communication modelled (docs/parallelism.md)
+            d["comm_s"] = 0.0
+            d["memory_per_gpu_parts_bytes"] = {"weights": d["weights_per_gpu_bytes"], "kv": d["kv_per_gpu_bytes"],
+                                               "activations": d["activations_per_gpu_bytes"]}
             return print_json(d)
         rows = [
             ["compute", seconds(float(r.compute_s))],
@@ -64,3 +77,44 @@ def register(app: typer.Typer) -> None:
         ]
         table(f"{m.id} on {chips} x {sysrec.accelerator.id}, {phase}, B={batch}, context={context}",
               ["quantity", "value"], rows)
+
+
+def _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, price, eff, tp, ep, pp, dp, domains,
+              json):
+    """`roofline step --tp/--ep/--pp/--dp/--domains`: one replica's decode loop or prefill pass with
+    TP all-reduces, EP dispatch/combine and PP sends on their tiers (parallel_step)."""
+    from ..parallel_step import parallel_step
+    from ..roofline import step
+
+    r = parallel_step(m, sysrec, batch, context, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, phase=phase,
+                      prompt=prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype, efficiency=eff,
+                      usd_per_gpu_hour=price)
+    plain = step(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
+                 kv_dtype=kv_dtype, chips=sysrec.chips, check_context=True)
+    d = {"model": m.id, "system": sysrec.id, "phase": phase, "batch": batch, "context": context,
+         "prompt": prompt if phase == "prefill" else 1, "weights_dtype": weights_dtype, "kv_dtype": kv_dtype,
+         "tp": tp, "ep": ep, "pp": pp, "dp": dp, "domains": domains}
+    d.update(r.to_dict())
+    for k in ("params_total", "params_active", "kv_bytes_per_token"):
+        d[k] = getattr(plain, k)
+    if json:
+        return print_json(d)
+    if not bool(r.fits):
+        from ..errors import DoesNotFitError
+
+        raise DoesNotFitError(
+            f"{m.id} needs {float(r.memory_per_gpu_bytes) / 1e9:,.1f} GB per GPU under TP{tp} EP{ep} PP{pp} DP{dp} "
+            f"(weights {float(r.weights_per_gpu_bytes) / 1e9:,.1f}, KV {float(r.kv_per_gpu_bytes) / 1e9:,.1f} GB); "
+            f"raise TP/EP/PP, lower the batch or context, or use fp8 weights/KV")
+    rows = [[k.replace("_s", "").replace("_", " "), seconds(float(d[k]))] for k in
+            ("compute_s", "weight_read_s", "kv_read_s", "kv_write_s", "tp_comm_s", "ep_comm_s", "pp_comm_s",
+             "step_s", "step_upper_s")]
+    rows += [["bound", str(d["bound"])], ["tokens/s (replica)", fmt(d["tokens_per_s"])],
+             ["tokens/s per GPU", fmt(d["tokens_per_s_per_gpu"])],
+             ["tokens/s per sequence", fmt(d["tokens_per_s_per_sequence"])],
+             ["$ per million tokens", fmt(d["usd_per_million_tokens"])],
+             ["memory per GPU", f"{si_bytes(d['memory_per_gpu_bytes'])} (weights {si_bytes(d['weights_per_gpu_bytes'])}, "
+                                f"KV {si_bytes(d['kv_per_gpu_bytes'])}, activations {si_bytes(d['activations_per_gpu_bytes'])})"],
+             ["GPUs / domains", f"{int(d['gpus'])} / {d['domains']:.3g}"]]
+    table(f"{m.id} on {sysrec.id}, TP{tp} EP{ep} PP{pp} DP{dp}, {phase}, B={batch}, context={context}",
+          ["quantity", "value"], rows)

@@ -1,0 +1,90 @@
+"""Planner: Pareto frontier, feasibility (memory, targets, validity), vectorised = per-candidate loop."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from roofline.catalog import get_catalog
+from roofline.parallel_step import parallel_step
+from roofline.planner import Targets, Workload, pareto_mask, plan
+
+CAT = get_catalog()
+LLAMA, DSV3 = CAT.model("llama-3-70b"), CAT.model("deepseek-v3")
+H100, NVL72 = CAT.system("dgx-h100"), CAT.system("gb200-nvl72")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100), st.floats(0, 100)), min_size=1, max_size=40))
+def test_pareto_mask_matches_brute_force(points):
+    x, y = np.array(points).T
+    got = pareto_mask(x, y)
+    for i in range(len(x)):
+        dominated = np.any((x >= x[i]) & (y >= y[i]) & ((x > x[i]) | (y > y[i])))
+        dup_before = np.any((x[:i] == x[i]) & (y[:i] == y[i]))
+        assert got[i] == (not dominated and not dup_before)
+
+
+def test_llama_on_one_dgx_h100():
+    p = plan(LLAMA, H100, [1], Workload(1024, 1024))
+    rows = p.rows()
+    assert rows and all(r["pareto"] for r in rows)
+    assert {r["weights_dtype"] for r in rows} <= {"bf16", "fp8"}  # H100 has no native fp4
+    best = p.best()
+    assert best["memory_per_gpu_bytes"] <= 0.9 * 80e9 and best["tp"] * best["pp"] * best["replicas"] <= 8
+    # the frontier is monotone: faster per user ⇒ fewer tokens/s per GPU
+    per_user = [r["tokens_per_s_per_user"] for r in rows]
+    per_gpu = [r["tokens_per_s_per_gpu"] for r in rows]
+    assert per_user == sorted(per_user, reverse=True) and per_gpu == sorted(per_gpu)
+
+
+def test_frontier_points_match_parallel_step():
+    """Cross-check: each frontier point's TPOT equals a direct parallel_step call with its layout."""
+    p = plan(LLAMA, H100, [1], Workload(1024, 512))
+    for r in p.rows()[::5]:
+        d = parallel_step(LLAMA, H100, r["batch"], 1024 + 256, tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"],
+                          weights_dtype=r["weights_dtype"], kv_dtype=r["kv_dtype"])
+        assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
+
+
+def test_targets_are_met_and_explained():
+    t = Targets(tpot_s=0.010, ttft_s=0.5)
+    p = plan(LLAMA, H100, [1], Workload(1024, 1024), t)
+    assert all(r["tpot_s"] <= 0.010 and r["ttft_s"] <= 0.5 for r in p.rows())
+    assert any(line.startswith("target:") and "TPOT" in line for line in p.rejected)
+    assert any(line.startswith("memory:") for line in p.rejected)
+    assert any(line.startswith("validity:") for line in p.rejected)
+
+
+def test_deepseek_on_one_to_four_racks_prefers_one_rack_ep():
+    p = plan(DSV3, NVL72, [1, 2, 3, 4], Workload(1024, 1024))
+    best = p.best()
+    assert best["ep"] > 1 and best["gpus"] <= 72  # EP inside one rack (§2.3, §3.5: little or no PP)
+    assert p.counts["feasible"] > 0 and p.counts["pareto"] == len(p.rows())
+
+
+def test_more_memory_per_gpu_never_shrinks_the_feasible_set():
+    small = plan(LLAMA, H100, [1], Workload(4096, 1024), usable_memory=0.5)
+    big = plan(LLAMA, H100, [1], Workload(4096, 1024), usable_memory=0.9)
+    assert big.counts["feasible"] >= small.counts["feasible"]
+    assert big.best()["tokens_per_s_per_gpu"] >= small.best()["tokens_per_s_per_gpu"]
+
+
+def test_idle_gpus_are_paid_for():
+    """EP 64 on a 72-GPU rack: per-GPU throughput counts all 72 (8 idle), so it is 64/72 of the replica's."""
+    p = plan(DSV3, NVL72, [1], Workload(1024, 1024))
+    c = p.columns
+    i = np.flatnonzero((c["ep"] == 64) & (c["gpus"] == 64))[0]
+    assert c["replicas"][i] == 1
+    d = parallel_step(DSV3, NVL72, c["batch"][i], 1024 + 512, tp=c["tp"][i], ep=64, dp=c["dp"][i],
+                      weights_dtype=c["weights_dtype"][i], kv_dtype=c["kv_dtype"][i])
+    prefill = parallel_step(DSV3, NVL72, c["dp"][i], 0, tp=c["tp"][i], ep=64, dp=c["dp"][i], phase="prefill",
+                            prompt=1024, weights_dtype=c["weights_dtype"][i], kv_dtype=c["kv_dtype"][i])
+    per_req = 1024 * d.step_s / c["batch"][i] + prefill.step_s / c["dp"][i]
+    assert c["tokens_per_s_per_gpu"][i] == pytest.approx(1024 / per_req / 72, rel=1e-9)
+
+
+def test_bad_domains():
+    from roofline.errors import InputError
+
+    with pytest.raises(InputError, match="domains must be whole numbers >= 1"):
+        plan(LLAMA, H100, [0])
