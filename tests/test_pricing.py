@@ -131,3 +131,24 @@ def test_deepseek_cache_discount():
     assert v4[0].value == pytest.approx(0.02)
     # a smaller discount affords a shorter hold in every tier
     assert v4[1].high < v3[1].high
+
+
+def test_t38_prefill_memory_per_token_falls_as_one_over_len_pass():
+    for L in (10, 1000):
+        dec = lecture.pass_cost_per_token(4000, 1, 1e5, 8e11, 1e11, 2048, 300.0, 1.0)[1]
+        pre = lecture.pass_cost_per_token(4000, L, 1e5, 8e11, 1e11, 2048, 300.0, 1.0)[1]
+        assert float(dec / pre) == pytest.approx(L, rel=1e-12)
+
+
+def test_chapter_5_has_no_mismatches(tmp_path):
+    from roofline.report.chapters.ch05_prices import chapter
+
+    ch = chapter(tmp_path)
+    ids = {w.id for w in ch.items}
+    assert {f"T{n}" for n in range(34, 43)} <= ids
+    assert all(w.ok is not False for w in ch.items)
+    assert all(isinstance(w.result, str) or math.isfinite(w.result) for w in ch.items)
+    for w in ch.items:
+        if isinstance(w.expected, str):
+            assert w.result == w.expected, w.title
+    assert all((tmp_path / f.path.split("/")[-1]).exists() for f in ch.figures)
