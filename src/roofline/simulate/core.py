@@ -262,7 +262,7 @@ class Simulation:
                 k = heap[0] - it + 1 if heap else 1
                 if end != inf:
                     k = min(k, int((end - c_mean) / g) + 1)
-                if on_demand:
+                if on_demand and cap != inf:
                     k = min(k, max(1, int((cap - ctx_sum - nseq * ovh + 1e-9) / ((nd + pad) * g))))
                 if not blocked:
                     dt = next_arrival() - now

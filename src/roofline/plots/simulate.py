@@ -1,0 +1,72 @@
+"""Plots of simulator traces: latency distributions, batch occupancy, train-departure timeline, and the
+fast/slow trade (price against speed). matplotlib is imported lazily through new_figure()."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import COLORS, new_figure, save
+
+
+def latency_distributions(trace, path, targets=None):
+    """Empirical CDFs of TTFT, TPOT and end-to-end latency, with the targets as vertical lines."""
+    from ..simulate.metrics import e2e_s, tpot_s, ttft_s
+
+    fig, axes = new_figure(ncols=3, width=4.2, height=3.4)
+    for ax, (name, x, tgt) in zip(np.ravel(axes), (("TTFT", ttft_s(trace), targets and targets.ttft_s),
+                                           ("TPOT", tpot_s(trace), targets and targets.tpot_s),
+                                           ("end-to-end", e2e_s(trace), None))):
+        x = np.sort(x[np.isfinite(x)])
+        ax.plot(x, np.arange(1, x.size + 1) / max(1, x.size), color=COLORS["total"])
+        if tgt:
+            ax.axvline(tgt, color=COLORS["compute"], ls="--", label="target")
+            ax.legend()
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{name} (s)")
+        ax.set_ylabel("fraction of requests")
+    return save(fig, path)
+
+
+def occupancy_over_time(trace, path):
+    """Sequences in each pass against time (step plot of the recorded segments)."""
+    fig, ax = new_figure(width=8, height=3.4)
+    ax.step(trace.seg_start_s, trace.seg_batch, where="post", color=COLORS["weights"], lw=0.8)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("sequences in the pass")
+    ax.set_title(f"batch occupancy ({trace.policy})")
+    return save(fig, path)
+
+
+def train_timeline(trace, path, first: int = 30):
+    """The first requests' wait for a departure (grey) and the pass that yields their first token
+    (blue), with every pass departure as a red line: under train departures no bar is longer than
+    two intervals (lecture §1.5, T05)."""
+    fig, ax = new_figure(width=8, height=4.2)
+    k = min(first, trace.arrival_s.size)
+    y = np.arange(k)
+    a, adm, f1 = trace.arrival_s[:k], trace.admit_s[:k], trace.first_token_s[:k]
+    ax.barh(y, adm - a, left=a, color=COLORS["other"], label="waiting for a departure")
+    ax.barh(y, f1 - adm, left=adm, color=COLORS["weights"], label="pass to first token")
+    lo, hi = float(a.min()), float(f1.max())
+    for t in trace.seg_start_s[(trace.seg_start_s >= lo) & (trace.seg_start_s <= hi)][:500]:
+        ax.axvline(t, color=COLORS["compute"], lw=0.5, alpha=0.6)
+    ax.set_xlim(lo, hi + 0.02 * (hi - lo))
+    ax.set_xlabel("time (s); red lines: pass departures")
+    ax.set_ylabel("request")
+    ax.set_title(f"departure timeline ({trace.policy})")
+    ax.legend(loc="lower right")
+    return save(fig, path)
+
+
+def fast_slow(points, path):
+    """Price against speed: `points` is a list of (label, tokens/s per request, $/M tokens)."""
+    fig, ax = new_figure(width=5.6, height=4.2)
+    for label, speed, usd in points:
+        ax.scatter([speed], [usd], s=40)
+        ax.annotate(label, (speed, usd), textcoords="offset points", xytext=(6, 4))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("speed per request (tokens/s)")
+    ax.set_ylabel("$ per million output tokens")
+    ax.set_title("fast vs slow mode (simulated)")
+    return save(fig, path)
