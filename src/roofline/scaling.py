@@ -163,6 +163,8 @@ def lifetime_plan(n_params, tokens_per_s, lifetime_days, *, k_rl=3.0, eta_rl=1.0
 
     With the defaults (k_RL = 3, η = 1/3) D_pre = D_inf = 1.5·D_RL [S 01:27:15, F].
     """
+    _check_k_eta(2.0, eta_inf, "inference")
+    _check_k_eta(k_rl, eta_rl, "RL")
     d_inf = lifetime_tokens(tokens_per_s, lifetime_days)
     d_pre = d_inf * equal_cost_data_ratio(2.0, eta_inf)
     d_rl = d_pre / equal_cost_data_ratio(k_rl, eta_rl)

@@ -1,0 +1,62 @@
+"""`roofline train` / `roofline overtrain` through the CLI: JSON keys, numbers, exact error messages."""
+
+import json
+
+import pytest
+
+
+def test_train_json(run_cli):
+    code, out, err = run_cli("train", "-m", "llama-3.1-405b", "-s", "dgx-h100", "--tp", "8", "--pp", "16",
+                             "--dp", "128", "--seq", "8192", "--global-batch", "2048", "--schedule", "interleaved",
+                             "--virtual-stages", "2", "--zero", "2", "--recompute", "none", "--tokens", "15.6e12",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["gpus"] == 16384 and d["layout"]["micro_batches"] == 16
+    assert d["bubble_fraction"] == pytest.approx(15 / 47)
+    assert d["model_tflops_per_gpu"] == pytest.approx(400, rel=0.15)  # Llama 3 Table 4
+    assert d["gpu_hours"] == pytest.approx(d["time_to_train_s"] * 16384 / 3600)
+    m = d["memory_by_recompute"]
+    assert m["none"] >= m["selective"] >= m["full"]
+
+
+def test_train_table(run_cli):
+    code, out, err = run_cli("train", "-m", "llama-3-8b", "-s", "dgx-h100", "--dp", "8", "--global-batch", "64")
+    assert code == 0, err
+    assert "pipeline bubble" in out and "memory per GPU by recomputation mode" in out
+
+
+@pytest.mark.parametrize("args,phrase", [
+    (("--global-batch", "100", "--dp", "3"), "must be a multiple of dp·micro-batch = 3"),
+    (("--tp", "16"), "keep tensor parallelism inside the scale-up domain"),
+    (("--recompute", "sometimes"), "recompute must be one of none, selective, full, reversible"),
+    (("--schedule", "zigzag"), "schedule must be one of gpipe, 1f1b, interleaved"),
+    (("--zero", "5"), "zero stage must be 0, 1, 2 or 3"),
+])
+def test_train_errors(run_cli, args, phrase):
+    code, out, err = run_cli("train", "-m", "llama-3-8b", "-s", "dgx-h100", *args)
+    assert code == 1
+    assert phrase in err and err.startswith("error: ")
+
+
+def test_train_needs_system(run_cli):
+    code, _, err = run_cli("train", "-m", "llama-3-8b")
+    assert code == 1 and "no hardware given" in err
+
+
+def test_overtrain_json(run_cli):
+    code, out, err = run_cli("overtrain", "--params", "1e11", "--traffic", "5e7", "--lifetime-days", "60",
+                             "--target-loss", "2.0", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["inference_tokens"] == pytest.approx(2.592e14)
+    assert d["pretrain_tokens"] / d["rl_tokens"] == pytest.approx(1.5)
+    assert d["overtraining"] == pytest.approx(129.6)
+    assert d["optimum"]["cost_opt_flops"] <= d["optimum"]["cost_chinchilla_flops"]
+
+
+def test_overtrain_errors(run_cli):
+    code, _, err = run_cli("overtrain", "--eta-inf", "0")
+    assert code == 1 and "inference efficiency must be > 0" in err
+    code, _, err = run_cli("overtrain", "--target-loss", "1.5")
+    assert code == 1 and "irreducible loss" in err
