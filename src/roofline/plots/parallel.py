@@ -1,0 +1,122 @@
+"""Plots for chapters 2–3: Pareto frontier, rack map of experts, decode pipeline timeline, memory vs stages.
+
+Every number drawn is computed by roofline.planner / roofline.parallel; matplotlib is imported lazily.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import COLORS, new_figure, save
+
+
+def pareto_frontier(plan, path, title: str | None = None):
+    """Tokens/s per GPU (throughput) against tokens/s per user (interactivity), as serving benchmarks
+    draw it: all feasible layouts in grey, the Pareto frontier in black, coloured by expert parallelism."""
+    fig, ax = new_figure()
+    c = plan.columns
+    ax.scatter(c["tokens_per_s_per_user"], c["tokens_per_s_per_gpu"], s=4, color="#cccccc", label="feasible layouts")
+    f = plan.pareto
+    order = np.argsort(c["tokens_per_s_per_user"][f])
+    x, y = c["tokens_per_s_per_user"][f][order], c["tokens_per_s_per_gpu"][f][order]
+    ax.plot(x, y, "-", color=COLORS["total"], lw=1.5, label="Pareto frontier")
+    ep = c["ep"][f][order]
+    sc = ax.scatter(x, y, c=np.log2(ep), cmap="viridis", s=22, zorder=3)
+    fig.colorbar(sc, ax=ax, label="log2(EP)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("tokens/s per user (1/TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(title or f"{plan.model} on {plan.system}")
+    ax.legend(loc="lower left", fontsize=8)
+    return save(fig, path)
+
+
+def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: float = 8.0):
+    """Experts placed on the GPUs of `racks` racks (§2.2–2.3): each cell a GPU with its expert ids, idle
+    GPUs hatched; the bar shows the share of a GPU's all-to-all traffic that stays on its rack (1/n)
+    and leaves it (1 − 1/n), and the resulting slowdown vs one rack."""
+    from ..network import fraction_off_domain
+    from ..parallel import place_experts, two_domain_ep_slowdown
+
+    import matplotlib.pyplot as plt
+
+    fig, axes = new_figure(ncols=2, width=5.6)
+    ax, ax2 = np.asarray(axes).ravel()[:2]
+    place = place_experts(experts, gpus_per_rack * racks)
+    cols = 9 if gpus_per_rack % 9 == 0 else 8
+    per = place.experts_per_gpu
+    for r in range(racks):
+        for g in range(gpus_per_rack):
+            per_rack = place.ep // racks  # the same number of expert GPUs on every rack
+            gid = r * per_rack + g
+            x, y = g % cols + r * (cols + 1), -(g // cols)
+            used = g < per_rack
+            ax.add_patch(plt.Rectangle((x, y), 0.9, 0.9, facecolor=f"C{r}" if used else "white",
+                                       alpha=0.35 if used else 1.0, hatch=None if used else "//", edgecolor="k", lw=0.4))
+            if used and per <= 8:
+                ax.text(x + 0.45, y + 0.45, f"{gid * per}-{gid * per + per - 1}", ha="center", va="center", fontsize=4)
+    ax.set_xlim(-0.5, racks * (cols + 1))
+    ax.set_ylim(-(gpus_per_rack // cols) - 0.5, 1.5)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"{experts} experts on {racks} x {gpus_per_rack} GPUs: EP {place.ep}, {per} per GPU, "
+                 f"{place.idle_gpus} idle", fontsize=9)
+    n = np.arange(1, 9)
+    off = fraction_off_domain(n)
+    ax2.bar(n, 1 - off, color=COLORS["weights"], label="stays on rack (scale-up)")
+    ax2.bar(n, off, bottom=1 - off, color=COLORS["network"], label="leaves rack (scale-out)")
+    ax3 = ax2.twinx()
+    ax3.plot(n, two_domain_ep_slowdown(n, up_over_out), "ko-", label=f"slowdown vs 1 rack (BW ratio {up_over_out:g})")
+    ax2.set_xlabel("racks the experts span")
+    ax2.set_ylabel("share of each GPU's all-to-all traffic")
+    ax3.set_ylabel("all-to-all slowdown")
+    ax2.legend(loc="center right", fontsize=7)
+    ax3.legend(loc="lower right", fontsize=7)
+    return save(fig, path)
+
+
+def pipeline_timeline(stages: int, path, stage_s: float = 1.0, hop_s: float = 0.0, loops: int = 3):
+    """Decode pipelining (§3.3): with n_micro = P micro-batches every stage is busy at all times (no
+    bubble); each micro-batch loops through all stages, P·(t_stage + t_hop) per token (§3.6)."""
+    from ..parallel import decode_token_latency, micro_batches
+
+    fig, ax = new_figure(width=8, height=3.2)
+    n_micro = int(micro_batches(stages))
+    period = stages * stage_s + stages * hop_s
+    for mb in range(n_micro):
+        for loop in range(loops):
+            for st in range(stages):
+                start = loop * period + (st + mb) % stages * (stage_s + hop_s)
+                ax.broken_barh([(start, stage_s)], (st - 0.4, 0.8), facecolors=f"C{mb}", edgecolor="k", lw=0.3)
+                if loop == 0 and st == 0:
+                    ax.text(start + stage_s / 2, st, f"mb{mb}", ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(stages))
+    ax.set_yticklabels([f"stage {s}" for s in range(stages)])
+    ax.invert_yaxis()
+    ax.set_xlabel("time (stage steps)")
+    tok = float(decode_token_latency(stages * stage_s, stages, hop_s))
+    ax.set_title(f"Decode with P = {stages} stages and {n_micro} micro-batches: every stage busy; "
+                 f"one token per micro-batch every {tok:g} stage steps", fontsize=9)
+    return save(fig, path)
+
+
+def memory_vs_stages(path, w_total_bytes=1e12, ep=64, micro_batch=2400, context=1e5, kv_bytes_per_token=2048,
+                     stages=(1, 2, 4, 8, 16)):
+    """Memory per GPU against pipeline stages (§3.5): weights fall as 1/P, KV stays (T23's numbers)."""
+    from ..parallel import lecture_memory_per_gpu
+
+    P = np.asarray(stages, dtype=float)
+    w, kv, tot = lecture_memory_per_gpu(w_total_bytes, ep, micro_batch, context, kv_bytes_per_token, P)
+    fig, ax = new_figure()
+    ax.bar(np.arange(P.size), kv / 1e9, color=COLORS["kv"], label="KV cache (b·ctx·kv/E, P cancels)")
+    ax.bar(np.arange(P.size), w / 1e9, bottom=kv / 1e9, color=COLORS["weights"], label="weights (W/(E·P))")
+    for i, t in enumerate(tot):
+        ax.text(i, t / 1e9, f"{t / 1e9:.2f}", ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(np.arange(P.size))
+    ax.set_xticklabels([f"P={int(p)}" for p in P])
+    ax.set_ylabel("GB per GPU")
+    ax.set_title(f"W={w_total_bytes / 1e12:g} TB, E={ep}, b={micro_batch}, ctx={context:,.0f}, kv={kv_bytes_per_token} B",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    return save(fig, path)

@@ -1,0 +1,51 @@
+"""Chapter 2: MoE layout across racks (lecture §2): experts per GPU, scale-up vs scale-out, rack memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import Chapter, Figure, Worked
+
+
+def chapter(fig_dir: Path) -> Chapter:
+    from ...catalog import get_catalog
+    from ...network import all_to_all_two_tier_s, fraction_off_domain
+    from ...parallel import place_experts, sparsity_quality_equivalence, two_domain_ep_slowdown
+    from ...plots.parallel import rack_map
+
+    cat = get_catalog()
+    h100 = cat.system("dgx-h100")
+    nvl = cat.system("gb200-nvl72")
+    place = place_experts(256, 72)
+    one = all_to_all_two_tier_s(1e9, 1, 64, nvl.scale_up_bytes_per_s, nvl.scale_out_bytes_per_s, 0.0, 0.0).time_s
+    two = all_to_all_two_tier_s(1e9, 2, 64, nvl.scale_up_bytes_per_s, nvl.scale_out_bytes_per_s, 0.0, 0.0).time_s
+    items = [
+        Worked("T16", "sparsity-quality equivalence", "N_dense_equiv / N_active", {"dense": 1.3e9, "active": 3.7e8},
+               float(sparsity_quality_equivalence(1.3e9, 3.7e8)), "x", 3.51, 1e-2, "[S 00:29:37], Clark et al. 2022"),
+        Worked("T17", "expert GPUs for 256 experts on 72 GPUs", "largest divisor of E <= GPUs",
+               {"experts": 256, "GPUs": 72}, place.ep, "GPUs", 64, 0.0, "[S 00:33:46-00:36:40]"),
+        Worked("T17", "experts per GPU", "E / EP", {"experts": 256, "EP": place.ep}, place.experts_per_gpu, "", 4, 0.0,
+               "[S 00:33:46]"),
+        Worked("T17", "idle GPUs", "GPUs - EP", {"GPUs": 72, "EP": place.ep}, place.idle_gpus, "", 8, 0.0, "[S 00:33:46]"),
+        Worked("T21", "share of all-to-all leaving the rack, 2 racks", "1 - 1/n", {"n": 2},
+               float(fraction_off_domain(2)), "", 0.5, 0.0, "§2.3 [I]"),
+        Worked("T21", "two-rack EP slowdown (lecture's rough form)", "max(1/n, (1-1/n)·BW_up/BW_out)",
+               {"n": 2, "BW_up/BW_out": 8}, float(two_domain_ep_slowdown(2, 8)), "x", 4.0, 0.0, "[S 00:39:39-00:40:10]"),
+        Worked("", "two-rack all-to-all slowdown on gb200-nvl72 (catalog bandwidths, 64 GPUs per rack)",
+               "all_to_all_two_tier(2 racks) / all_to_all(1 rack)",
+               {"BW_up": nvl.scale_up_bytes_per_s, "BW_out": nvl.scale_out_bytes_per_s}, float(two / one), "x",
+               source="network.all_to_all_two_tier_s; NVL72 scale-out is 18x slower than NVLink, not 8x"),
+        Worked("T22", "Hopper x8 memory", "8 x 80 GB", {"GPUs": h100.chips}, h100.hbm_bytes / 1e9, "GB", 640, 0.0,
+               "[D 00:45:30]"),
+        Worked("", "GB200 NVL72 rack memory", "72 x 186 GB", {"GPUs": nvl.chips}, nvl.hbm_bytes / 1e12, "TB", 13.4, 0.01,
+               "NVIDIA GB200 NVL72 spec [X]"),
+    ]
+    figs = [Figure("fig/" + rack_map(256, 72, 2, fig_dir / "ch02_rack_map.png").name,
+                   "DeepSeek's 256 experts over two NVL72 racks (EP 128, 2 per GPU, 8 idle per rack) and the share "
+                   "of all-to-all traffic that leaves the rack as experts span more racks, with the lecture's slowdown.")]
+    return Chapter(key=2.0, title="2. MoE layout across racks", items=items, figures=figs,
+                   intro="Expert parallelism puts different experts on different GPUs; dispatch and combine are "
+                         "all-to-alls that want one fully connected scale-up domain. Across n racks, 1 - 1/n of the "
+                         "traffic leaves the rack over a network about 8x slower (§2.3).",
+                   notes=["The catalog's GB200 NVL72 scale-out (400 Gb/s = 50 GB/s per GPU) is 18x slower than its "
+                          "900 GB/s NVLink per direction, so the computed two-rack slowdown exceeds the lecture's 4x."])
