@@ -90,7 +90,7 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         family="nvidia",
         gemm=Factor(0.75, 0.60, 0.82, "FlashAttention-3 (arXiv 2407.08608): 740 TFLOP/s = 75% of H100 "
                     "BF16 peak; cuBLAS large BF16 GEMMs reach ~0.7-0.8 of H100 peak"),
-        gemm_low_precision=Factor(0.70, 0.55, 0.81, "cuBLASLt FP8 8192^3 GEMM 1,609 TFLOP/s on H100 = 0.81 "
+        gemm_low_precision=Factor(0.70, 0.54, 0.81, "cuBLASLt FP8 8192^3 GEMM 1,609 TFLOP/s on H100 = 0.81 "
                                   "(d-robotics test_gpu_scripts report, 2026-05-24); Azure ND GB200 v6 FP8 "
                                   "GEMM 2,744 of 5,000 TFLOP/s = 0.55 (Azure HPC blog 4399253, 2025)"),
         gemm_half_tokens=Factor(64.0, 32.0, 128.0, _TILE),
@@ -111,7 +111,7 @@ FAMILIES: dict[str, FamilyEfficiency] = {
     ),
     "amd": FamilyEfficiency(
         family="amd",
-        gemm=Factor(0.50, 0.40, 0.65, "SemiAnalysis 'MI300X vs H100 vs H200 Benchmark Part 1' (2024-12): "
+        gemm=Factor(0.50, 0.40, 0.65, "SemiAnalysis MI300X vs H100 vs H200 Benchmark Part 1 (2024-12, as recalled, not re-read here): "
                     "MI300X BF16 GEMMs ~600-700 of 1,307 TFLOP/s"),
         gemm_low_precision=Factor(0.45, 0.35, 0.60, "same source, FP8 GEMMs a similar or lower fraction"),
         gemm_half_tokens=Factor(64.0, 32.0, 128.0, _TILE),
@@ -134,12 +134,12 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         gemm_half_tokens=Factor(128.0, 64.0, 256.0, "128x128 MXU (v4): a matmul needs ~128 rows to fill it "
                                 "(scaling-book ch. 2)"),
         weight_bandwidth=Factor(0.85, 0.75, 0.92, "estimate: HBM streaming on TPU ~0.8-0.9 (scaling-book)"),
-        kv_bandwidth=Factor(0.80, 0.65, 0.90, "estimate"),
+        kv_bandwidth=Factor(0.80, 0.65, 0.90, "estimate: no TPU kernel-level figure in the reference data"),
         attention_compute=Factor(0.60, 0.40, 0.75, "estimate: Pallas flash attention"),
         scale_up_bandwidth=Factor(0.80, 0.65, 0.90, "estimate: ICI collectives"),
-        scale_up_step_latency_s=Factor(2e-6, 1e-6, 5e-6, "estimate: ICI hop"),
+        scale_up_step_latency_s=Factor(2e-6, 1e-6, 5e-6, "estimate: ICI hop, no measured figure here"),
         layer_overhead_s=Factor(5e-6, 2e-6, 15e-6, "estimate: XLA fuses a layer into few ops"),
-        pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate"),
+        pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate: no TPU kernel-level figure in the reference data"),
     ),
 }
 

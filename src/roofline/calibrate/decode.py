@@ -1,0 +1,165 @@
+"""End-to-end check: a real Llama-architecture decode, timed, against the calibrated prediction.
+
+The model (calibrate/data/tiny-llama.yaml, random weights, nothing downloaded) is the Llama block
+(Touvron et al. 2023): RMSNorm → Q/K/V projections with grouped-query heads → RoPE → attention over
+the KV cache → output projection → residual; RMSNorm → SwiGLU MLP → residual; final RMSNorm and LM head.
+One decode step = one new token for each of B sequences with C tokens already cached. It runs in
+PyTorch when installed (CPU, or CUDA), else in NumPy; fp32 throughout.
+
+Prediction: efficiency.predict_pass with the calibrated profile and calibrated_family (only
+microbenchmarks); measured: minimum over repeats of the wall time of one step.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from ..catalog import parse_model
+from ..efficiency import FamilyEfficiency, predict_pass
+from ..hardware import Accelerator, single_accelerator_system
+from .microbench import _Ops, resolve_backend
+
+#: Dispatched operations per layer in `_layer` below (counted by hand from the code: 2 RMSNorms × 6,
+#: 3 projections + 3 reshapes, RoPE 2 × 5, 2 cache writes + 2 slices, scores/scale/softmax/PV/reshape 5,
+#: output projection + residual 2, MLP 3 matmuls + SiLU + product + residual 6) — used only to turn the
+#: measured per-op overhead into a per-layer overhead.
+OPS_PER_LAYER = 45
+#: Embedding lookup, final RMSNorm (6) and LM head.
+OPS_PER_PASS = 8
+
+
+def tiny_model():
+    import yaml
+
+    doc = yaml.safe_load((resources.files("roofline.calibrate") / "data" / "tiny-llama.yaml").read_text())
+    return parse_model(doc["models"][0], "roofline/calibrate/data/tiny-llama.yaml")
+
+
+class LlamaDecoder:
+    """Random-weight Llama decoder with a preallocated KV cache (PyTorch or NumPy)."""
+
+    def __init__(self, m, backend: str = "auto", device: str = "cpu", seed: int = 0):
+        self.m, self.backend = m, resolve_backend(backend, device)
+        self.ops = _Ops(self.backend, device)
+        D, H, K, hd, F = m.d_model, m.heads, m.kv_heads, m.head_dim, m.d_ff
+        r = self.ops.randn
+        self.emb = r((m.vocab, D), seed=seed)
+        self.lm_head = r((D, m.vocab), seed=seed + 1)
+        self.layers = []
+        for i in range(m.layers):
+            s = seed + 10 * (i + 1)
+            self.layers.append(dict(wq=r((D, H * hd), seed=s), wk=r((D, K * hd), seed=s + 1),
+                                    wv=r((D, K * hd), seed=s + 2), wo=r((H * hd, D), seed=s + 3),
+                                    wg=r((D, F), seed=s + 4), wu=r((D, F), seed=s + 5), wd=r((F, D), seed=s + 6)))
+        self.cache = None
+
+    # -- backend helpers ------------------------------------------------------------------------
+    def _rms(self, x):
+        if self.backend == "torch":
+            return x * self.ops.t.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5)
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5)
+
+    def _softmax(self, s):
+        if self.backend == "torch":
+            return self.ops.t.softmax(s, dim=-1)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    def _silu(self, x):
+        if self.backend == "torch":
+            return self.ops.t.nn.functional.silu(x)
+        return x / (1.0 + np.exp(-x))
+
+    def _rope(self, x, pos):
+        hd = x.shape[-1]
+        inv = 1.0 / (10000.0 ** (np.arange(0, hd, 2) / hd))
+        ang = pos * inv
+        cos, sin = np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+        if self.backend == "torch":
+            cos, sin = self.ops.t.from_numpy(cos).to(x.device), self.ops.t.from_numpy(sin).to(x.device)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        if self.backend == "torch":
+            return self.ops.t.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+        return np.concatenate([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+
+    def allocate(self, batch: int, context: int):
+        """KV cache for `batch` sequences holding `context` cached tokens (+1 slot for the new one)."""
+        m = self.m
+        shape = (batch, m.kv_heads, context + 1, m.head_dim)
+        self.cache = [(self.ops.randn(shape, seed=100 + i), self.ops.randn(shape, seed=200 + i))
+                      for i in range(m.layers)]
+        self.batch, self.context = batch, context
+
+    def step(self, tokens):
+        """One decode step for all sequences at position `context`; returns logits [B, V]."""
+        m, B, C = self.m, self.batch, self.context
+        H, K, hd = m.heads, m.kv_heads, m.head_dim
+        x = self.emb[tokens]
+        for w, (kc, vc) in zip(self.layers, self.cache):
+            h = self._rms(x)
+            q = self._rope((h @ w["wq"]).reshape(B, K, H // K, hd), C)
+            k = self._rope((h @ w["wk"]).reshape(B, K, 1, hd), C)
+            v = (h @ w["wv"]).reshape(B, K, 1, hd)
+            kc[:, :, C:C + 1] = k
+            vc[:, :, C:C + 1] = v
+            keys, vals = kc[:, :, :C + 1], vc[:, :, :C + 1]
+            kt = keys.transpose(-1, -2) if self.backend == "torch" else keys.swapaxes(-1, -2)
+            p = self._softmax((q @ kt) * (1.0 / np.sqrt(hd)))
+            o = (p @ vals).reshape(B, H * hd)
+            x = x + o @ w["wo"]
+            h = self._rms(x)
+            x = x + (self._silu(h @ w["wg"]) * (h @ w["wu"])) @ w["wd"]
+        return self._rms(x) @ self.lm_head
+
+    def time_step(self, repeats: int = 3) -> float:
+        rng = np.random.default_rng(0)
+        tokens = rng.integers(0, self.m.vocab, self.batch)
+        if self.backend == "torch":
+            tokens = self.ops.t.from_numpy(tokens).to(self.ops.device)
+            with self.ops.t.inference_mode():
+                return self.ops.timeit(lambda: self.step(tokens), repeats)
+        return self.ops.timeit(lambda: self.step(tokens), repeats)
+
+
+@dataclass(frozen=True)
+class DecodePoint:
+    batch: int
+    context: int
+    measured_s: float
+    predicted_s: float
+    low_s: float
+    high_s: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted_s / self.measured_s - 1.0
+
+
+def predict_decode(m, acc: Accelerator, fam: FamilyEfficiency, batch, context):
+    """(mid, fast, slow) predicted step seconds for the decode model on a calibrated accelerator."""
+    system = single_accelerator_system(acc, 1)
+    out = [predict_pass(m, system, batch, context, phase="decode", weights_dtype="fp32", kv_dtype="fp32",
+                        activation_dtype="fp32", chips=1, fam=fam, which=w).step_s for w in ("mid", "fast", "slow")]
+    return tuple(float(x) for x in out)
+
+
+def decode_check(acc: Accelerator, fam: FamilyEfficiency, *, batches=(1, 4, 16), contexts=(128, 512, 1024),
+                 backend: str = "auto", device: str = "cpu", repeats: int = 3, progress=None) -> list[DecodePoint]:
+    """Time the real decode at every (batch, context) and compare with the prediction."""
+    m = tiny_model()
+    dec = LlamaDecoder(m, backend, device)
+    out = []
+    for b in batches:
+        for c in contexts:
+            dec.allocate(b, c)
+            t = dec.time_step(repeats)
+            mid, fast, slow = predict_decode(m, acc, fam, b, c)
+            out.append(DecodePoint(b, c, t, mid, fast, slow))
+            if progress:
+                progress()
+    dec.cache = None
+    return out

@@ -1,0 +1,97 @@
+"""Efficiency model: cited factors, saturating GEMM curve, predicted pass vs the pure roofline."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalog import get_catalog
+from roofline.efficiency import (FAMILIES, WHICH, Factor, efficiency_for, factor_table, family_for,
+                                 gemm_efficiency, predict_pass)
+from roofline.errors import InputError
+from roofline.hardware import single_accelerator_system
+from roofline.roofline import step
+
+
+def test_every_factor_has_a_source_and_a_spread():
+    for fam in FAMILIES.values():
+        for name, v, lo, hi, src in factor_table(fam):
+            assert lo <= v <= hi, name
+            assert len(src) > 10, (fam.family, name)
+
+
+def test_kernel_figures_are_inside_the_nvidia_spreads():
+    """The kernel-level figures the factors cite (reference data) lie inside their spreads."""
+    nv = FAMILIES["nvidia"]
+    assert nv.weight_bandwidth.low <= 3000 / 3350 <= nv.weight_bandwidth.high  # FlashMLA H800
+    assert nv.weight_bandwidth.low <= 7.35 / 8.0 <= nv.weight_bandwidth.high  # Azure GB200 HBM
+    assert nv.attention_compute.low <= 740 / 989.5 <= nv.attention_compute.high  # FlashAttention-3
+    assert nv.gemm_low_precision.low <= 2744 / 5000 <= nv.gemm_low_precision.high  # Azure GB200 FP8 GEMM
+    assert nv.scale_up_bandwidth.low <= 153 / 200 <= nv.scale_up_bandwidth.high  # DeepEP intranode
+
+
+def test_gemm_curve_saturates_and_halves():
+    fam = FAMILIES["nvidia"]
+    half = fam.gemm_half_tokens.value
+    assert gemm_efficiency(half, fam) == pytest.approx(fam.gemm.value / 2)
+    assert gemm_efficiency(1e9, fam) == pytest.approx(fam.gemm.value, rel=1e-6)
+    assert gemm_efficiency(1e9, fam, "fp8") == pytest.approx(fam.gemm_low_precision.value, rel=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(1, 1e6), st.floats(1, 1e6))
+def test_gemm_efficiency_non_decreasing(a, b):
+    fam = FAMILIES["amd"]
+    lo, hi = sorted((a, b))
+    assert gemm_efficiency(lo, fam) <= gemm_efficiency(hi, fam) + 1e-15
+
+
+def test_family_by_vendor_and_generic_fallback():
+    cat = get_catalog()
+    assert family_for(cat.accelerator("h100-sxm")).family == "nvidia"
+    assert family_for(cat.accelerator("mi300x")).family == "amd"
+    eff = efficiency_for(cat.accelerator("h100-sxm"), 4096)
+    assert 0.5 < eff.compute <= 0.82 and eff.memory == FAMILIES["nvidia"].weight_bandwidth.value
+
+
+def test_factor_rejects_bad_spread_and_which():
+    with pytest.raises(InputError, match="low <= value <= high"):
+        Factor(0.5, 0.6, 0.9, "x")
+    with pytest.raises(InputError, match="which must be one of"):
+        FAMILIES["nvidia"].gemm.pick("median")
+
+
+def _llama70b_h100(n=1):
+    cat = get_catalog()
+    return cat.model("llama-2-70b"), single_accelerator_system(cat.accelerator("h100-sxm"), n)
+
+
+def test_predicted_pass_is_slower_than_the_pure_roofline():
+    m, s = _llama70b_h100(2)
+    for phase, prompt in (("decode", 1), ("prefill", 2048)):
+        pure = step(m, s, 8, 1024, phase=phase, prompt=prompt, chips=2, check_context=False).step_s
+        pred = predict_pass(m, s, 8, 1024, phase=phase, prompt=prompt, chips=2, tensor_parallel=2)
+        assert float(pred.step_s) > float(pure)
+
+
+def test_interval_corners_bracket_the_central_prediction():
+    m, s = _llama70b_h100(4)
+    t = {w: float(predict_pass(m, s, 32, 2048, chips=4, tensor_parallel=4, which=w).step_s) for w in WHICH}
+    assert t["fast"] < t["mid"] < t["slow"]
+
+
+def test_decode_batch1_cross_check_weight_read():
+    """Batch-1 decode is weight-read bound: step ≈ W/(BW·η_w) + fixed overheads (two derivations)."""
+    m, s = _llama70b_h100(1)
+    fam = FAMILIES["nvidia"]
+    pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8", chips=1)
+    w = step(m, s, 1, 0, weights_dtype="fp8", chips=1, check_context=False).weight_read_s
+    expect = w / fam.weight_bandwidth.value + m.layers * fam.layer_overhead_s.value + fam.pass_overhead_s.value
+    assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
+
+
+def test_predict_pass_broadcasts_over_context():
+    m, s = _llama70b_h100(2)
+    ctx = np.array([128, 1024, 4096])
+    t = predict_pass(m, s, 16, ctx, chips=2, tensor_parallel=2).step_s
+    assert t.shape == (3,) and np.all(np.diff(t) > 0)

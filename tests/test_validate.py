@@ -1,0 +1,97 @@
+"""Validation: the dataset's shape, the metrics, and the regression gate on the median error."""
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline.cli import main
+from roofline.validate import BOUNDS, by_metric, evaluate_all, load_dataset
+from roofline.validate.metrics import summarize
+
+
+@pytest.fixture(scope="module")
+def evals():
+    return evaluate_all()
+
+
+def test_dataset_breadth():
+    models, rows = load_dataset()
+    assert len(rows) >= 25
+    assert len({r.accelerator for r in rows}) >= 5
+    assert {r.metric for r in rows} >= {"decode", "prefill", "throughput", "training_mfu"}
+    assert any(r.model in ("mixtral-8x7b", "deepseek-v3") for r in rows)  # MoE
+    for r in rows:
+        assert r.source and r.date and r.measured > 0
+
+
+def test_median_error_within_documented_bounds(evals):
+    """`make test` fails when the median |error| rises above validate.metrics.BOUNDS (one place)."""
+    for s in by_metric(evals):
+        assert s.median_abs <= BOUNDS[s.group], f"{s.group}: median |error| {s.median_abs:.1%} > {BOUNDS[s.group]:.0%}"
+
+
+def test_intervals_contain_their_predictions(evals):
+    for e in evals:
+        assert e.low <= e.predicted <= e.high, e.measurement.id
+
+
+def test_metrics_on_known_numbers():
+    class M:  # minimal stand-ins
+        def __init__(self, i):
+            self.id, self.metric = f"m{i}", "decode"
+
+    class E:
+        def __init__(self, i, err, cov):
+            self.measurement, self.error, self.covered = M(i), err, cov
+
+    s = summarize([E(0, 0.1, True), E(1, -0.3, False), E(2, 0.2, True)])
+    assert s.median_abs == pytest.approx(0.2)
+    assert s.mape == pytest.approx(0.2)
+    assert s.worst == pytest.approx(0.3) and s.worst_id == "m1"
+    assert s.bias == pytest.approx(0.1)
+    assert s.coverage == pytest.approx(2 / 3)
+
+
+def test_static_batch_cross_check(evals):
+    """Throughput of a static batch = B·O/(t_run·n) and its e2e latency share the same t_run."""
+    from roofline.validate.scenarios import _batch_run_s, _model
+
+    models, rows = load_dataset()
+    r = next(x for x in rows if x.scenario == "static_batch_throughput")
+    ev = next(e for e in evals if e.measurement.id == r.id)
+    t = _batch_run_s(r, _model(r.model, models), "mid")
+    assert ev.predicted == pytest.approx(r.row["batch"] * r.row["output_tokens"] / (t * r.chips))
+
+
+def test_cli_validate_json(capsys):
+    main(["validate", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert len(d["measurements"]) >= 25
+    groups = {s["group"]: s for s in d["summary"]}
+    assert "all" in groups and np.isfinite(groups["all"]["median_abs"])
+
+
+def test_cli_validate_writes_docs_and_plot(tmp_path, capsys):
+    md = tmp_path / "validation.md"
+    main(["validate", "--write-docs", str(md)])
+    text = md.read_text()
+    assert "median |err|" in text and "coverage" in text
+    assert (tmp_path / "validation.png").stat().st_size > 1000
+
+
+def test_cli_validate_missing_dataset(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["validate", "--dataset", "/nonexistent/m.yaml"])
+    assert exc.value.code == 1
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_bad_dataset_row_is_rejected(tmp_path):
+    from roofline.errors import InputError
+
+    p = tmp_path / "m.yaml"
+    p.write_text("measurements:\n  - {id: x, metric: speed, scenario: ttft_s, model: llama-3-8b, accelerator: h100, "
+                 "chips: 1, measured: 1, source: s, date: d}\n")
+    with pytest.raises(InputError, match="metric 'speed' not one of"):
+        load_dataset(str(p))
