@@ -146,7 +146,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("tiers")
     def tiers_cmd(kv_bytes: KvOpt = 2048.0,
-                  model: Annotated[Optional[str], typer.Option("--model", "-m", help="Take KV bytes/token from this model (with --kv-dtype) instead of --kv-bytes.")] = None,
+                  model: Annotated[Optional[str], typer.Option("--model", "-m", help="Take KV bytes/token (with --kv-dtype) and active params from this model instead of --kv-bytes/--remat-active-params.")] = None,
                   kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV-cache format with --model.")] = "bf16",
                   hold: Annotated[Optional[list[float]], typer.Option("--hold", help="Hold time(s) in seconds to price (repeatable; default 0.02, 300, 3600).")] = None,
                   tier: TierIdsOpt = None, remat_accelerator: RematAccOpt = "h100-sxm",
@@ -167,7 +167,10 @@ def register(app: typer.Typer) -> None:
         holds = np.array(hold if hold else [0.02, 300.0, 3600.0], dtype=float)
         if np.any(~np.isfinite(holds) | (holds <= 0)):
             raise InputError(f"--hold must be > 0 seconds, got {holds[~np.isfinite(holds) | (holds <= 0)][0]:g}")
-        kv = M.kv_bytes_per_token(load_model(model), kv_dtype) if model else kv_bytes
+        mrec = load_model(model) if model else None
+        kv = M.kv_bytes_per_token(mrec, kv_dtype) if mrec else kv_bytes
+        if mrec:  # the model's own active parameters set its remat cost
+            remat_active_params = M.params_active(mrec)
         acc = get_catalog().accelerator(remat_accelerator)
         remat = T.remat_cost_on(acc, active_params=remat_active_params, usd_per_gpu_hour=usd_per_gpu_hour)
         opts = T.options(kv, tl, remat)
