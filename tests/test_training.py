@@ -16,10 +16,8 @@ from roofline.training_memory import TrainLayout
 
 RUNS = yaml.safe_load((Path(__file__).parent / "data" / "training_runs.yaml").read_text())
 A100 = get_catalog().accelerator("a100-80gb")
-# DGX A100 domain (NVIDIA DGX A100 datasheet: NVLink 3 600 GB/s total = 300 per direction, one HDR
-# 200 Gb/s NIC per GPU = 25 GB/s); hop latencies are estimates.
-DGX_A100 = System(id="dgx-a100", name="DGX A100", accelerator=A100, chips=8, scale_up_bytes_per_s=300e9,
-                  scale_out_bytes_per_s=25e9, scale_up_latency_s=2e-6, scale_out_latency_s=5e-6, source="", date="")
+# DGX A100 domain from the catalog (NVLink 3 300 GB/s per direction, one HDR 200 Gb/s NIC per GPU)
+DGX_A100 = get_catalog().system("dgx-a100")
 # Jean Zay A100 nodes used for BLOOM: 4 x Omni-Path 100 Gb/s per 8-GPU node (BLOOM paper §3.4.1).
 JEAN_ZAY = System(id="jean-zay", name="Jean Zay A100", accelerator=A100, chips=8, scale_up_bytes_per_s=300e9,
                   scale_out_bytes_per_s=6.25e9, scale_up_latency_s=2e-6, scale_out_latency_s=5e-6, source="", date="")

@@ -21,12 +21,11 @@ def chapter(fig_dir: Path) -> Chapter:
     from ... import training as T
     from ... import training_memory as TM
     from ...catalog import get_catalog
-    from ...hardware import single_accelerator_system
     from ...plots import training as P
 
     cat = get_catalog()
     gpt = _gpt_1t()
-    dgx_a100 = single_accelerator_system(cat.accelerator("a100-80gb"), 8)
+    dgx_a100 = cat.system("dgx-a100")
     lay = TM.TrainLayout(tp=8, pp=64, dp=6, micro_batch=1, micro_batches=512, schedule="interleaved",
                          virtual_stages=2, zero=0)
     r = T.train_step(gpt, dgx_a100, lay, 2048, recompute="full", causal=False, dtype="fp16", dropout=True,
