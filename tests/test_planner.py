@@ -88,3 +88,12 @@ def test_bad_domains():
 
     with pytest.raises(InputError, match="domains must be whole numbers >= 1"):
         plan(LLAMA, H100, [0])
+
+
+def test_plots_write_files(tmp_path):
+    from roofline.plots import parallel as pl
+
+    p = plan(LLAMA, H100, [1], Workload(1024, 256))
+    for path in (pl.pareto_frontier(p, tmp_path / "a.png"), pl.rack_map(256, 72, 2, tmp_path / "b.png"),
+                 pl.pipeline_timeline(4, tmp_path / "c.png"), pl.memory_vs_stages(tmp_path / "d.png")):
+        assert path.exists() and path.stat().st_size > 1000
