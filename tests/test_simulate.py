@@ -153,3 +153,20 @@ def test_zero_capacity_and_kv_too_small_are_errors():
         Simulation(make_workload([0.0], 1000, 101), Deployment(ConstantStep(0.01), kv_capacity_tokens=500))
     with pytest.raises(InputError, match="unknown policy 'fifo'"):
         Policy("fifo")
+
+
+# ---- workloads ------------------------------------------------------------------------------------
+def test_arrival_processes_have_their_rates_and_burstiness(tmp_path):
+    from roofline.simulate.workload import gamma_arrivals, read_trace, varying_rate_arrivals, write_trace
+
+    rng = np.random.default_rng(0)
+    g = np.diff(gamma_arrivals(rng, 10.0, 40_000, cv=2.0))
+    assert g.mean() == pytest.approx(0.1, rel=0.03) and g.std() / g.mean() == pytest.approx(2.0, rel=0.05)
+    t = varying_rate_arrivals(rng, lambda x: 5.0 + 5.0 * (x > 50), 10.0, 100.0)
+    assert np.sum(t < 50) == pytest.approx(250, rel=0.15) and np.sum(t >= 50) == pytest.approx(500, rel=0.15)
+    emp = lengths(rng, 1000, "empirical", values=[10, 20])
+    assert set(np.unique(emp)) == {10.0, 20.0}
+    wl = _poisson(1, 50, 3.0)
+    back = read_trace(write_trace(wl, tmp_path / "t.csv"))
+    np.testing.assert_allclose(back.arrival_s, wl.arrival_s, atol=1e-6)
+    assert np.array_equal(back.output_tokens, wl.output_tokens)
