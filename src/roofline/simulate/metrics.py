@@ -93,7 +93,7 @@ def summarize(trace: Trace, targets: Targets = Targets(), mask=None) -> Summary:
         tpot_mean_s=float(np.nanmean(tpot)) if np.isfinite(tpot).any() else float("nan"),
         tpot_p50_s=_pct(tpot, 50), tpot_p90_s=_pct(tpot, 90), tpot_p99_s=_pct(tpot, 99),
         e2e_p50_s=_pct(e2e, 50), e2e_p90_s=_pct(e2e, 90), e2e_p99_s=_pct(e2e, 99),
-        throughput_tokens_per_s=out_tokens / makespan, throughput_requests_per_s=sel.sum() / makespan,
+        throughput_tokens_per_s=out_tokens / makespan, throughput_requests_per_s=float(sel.sum()) / makespan,
         goodput_requests_per_s=float(ok.sum()) / makespan, goodput_fraction=float(ok.mean()),
         utilisation=float(busy.sum()) / makespan,
         mean_batch=float((busy * trace.seg_batch).sum() / busy.sum()),
