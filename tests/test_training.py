@@ -147,7 +147,7 @@ def test_llama3_405b():
 
 def test_bad_inputs():
     m = gpt(4, 1024, 16, 1000)
-    with pytest.raises(InputError, match="keep tensor parallelism inside the scale-up domain"):
+    with pytest.raises(InputError, match="TP 16 exceeds the 8 GPUs of one dgx-a100 scale-up domain"):
         T.train_step(m, DGX_A100, TrainLayout(tp=16), 512)
     with pytest.raises(InputError, match="compute efficiency must be a fraction"):
         T.train_step(m, DGX_A100, TrainLayout(), 512, efficiency=T.TrainEfficiency(compute=1.5))

@@ -28,7 +28,7 @@ def test_train_table(run_cli):
 
 @pytest.mark.parametrize("args,phrase", [
     (("--global-batch", "100", "--dp", "3"), "must be a multiple of dp·micro-batch = 3"),
-    (("--tp", "16"), "keep tensor parallelism inside the scale-up domain"),
+    (("--tp", "16"), "TP 16 exceeds the 8 GPUs of one dgx-h100 scale-up domain"),
     (("--recompute", "sometimes"), "recompute must be one of none, selective, full, reversible"),
     (("--schedule", "zigzag"), "schedule must be one of gpipe, 1f1b, interleaved"),
     (("--zero", "5"), "zero stage must be 0, 1, 2 or 3"),
@@ -60,3 +60,8 @@ def test_overtrain_errors(run_cli):
     assert code == 1 and "inference efficiency must be > 0" in err
     code, _, err = run_cli("overtrain", "--target-loss", "1.5")
     assert code == 1 and "irreducible loss" in err
+
+
+def test_train_tp_must_divide_heads(run_cli):
+    code, _, err = run_cli("train", "-m", "llama-3-70b", "-s", "dgx-h100", "--tp", "3")
+    assert code == 1 and "error: TP 3 does not divide llama-3-70b's 64 attention heads; use TP in [1, 2, 4, 8]" in err

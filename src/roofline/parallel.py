@@ -146,12 +146,9 @@ def _divisors(n: int, limit: int) -> list[int]:
     return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
-def validate(model: M.Model, system, layout: Layout, domains: int = 1, batch=None) -> None:
-    """Raise InputError naming the first problem with `layout` and what would fit instead."""
-    tp, ep, pp, dp = layout.tp, layout.ep, layout.pp, layout.dp
-    for name, v in (("TP", tp), ("EP", ep), ("PP", pp), ("DP", dp), ("domains", domains)):
-        if int(v) != v or v < 1:
-            raise InputError(f"{name} must be a whole number >= 1, got {v}")
+def check_tensor_parallel(model: M.Model, system, tp: int) -> None:
+    """TP stays inside one scale-up domain, divides the attention heads, and divides or is a multiple of
+    the KV heads (KV heads are then replicated, as vLLM does). Shared by inference and training layouts."""
     chips = system.chips
     if tp > chips:
         raise InputError(f"TP {tp} exceeds the {chips} GPUs of one {system.id} scale-up domain (TP all-reduces "
@@ -162,6 +159,16 @@ def validate(model: M.Model, system, layout: Layout, domains: int = 1, batch=Non
     if not model.mla and model.kv_heads % tp and tp % model.kv_heads:
         raise InputError(f"TP {tp} neither divides nor is a multiple of {model.id}'s {model.kv_heads} KV heads; "
                          f"use TP in {[d for d in _divisors(model.heads, chips) if model.kv_heads % d == 0 or d % model.kv_heads == 0]}")
+
+
+def validate(model: M.Model, system, layout: Layout, domains: int = 1, batch=None) -> None:
+    """Raise InputError naming the first problem with `layout` and what would fit instead."""
+    tp, ep, pp, dp = layout.tp, layout.ep, layout.pp, layout.dp
+    for name, v in (("TP", tp), ("EP", ep), ("PP", pp), ("DP", dp), ("domains", domains)):
+        if int(v) != v or v < 1:
+            raise InputError(f"{name} must be a whole number >= 1, got {v}")
+    check_tensor_parallel(model, system, tp)
+    chips = system.chips
     if pp > model.layers:
         raise InputError(f"PP {pp} exceeds {model.id}'s {model.layers} layers; use PP <= {model.layers}")
     if ep > 1:

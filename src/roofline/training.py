@@ -37,6 +37,7 @@ from . import model as M
 from . import network as NET
 from .errors import InputError, require_fraction, require_positive
 from .hardware import System
+from .parallel import check_tensor_parallel
 from .training_memory import (RECOMPUTE_MODES, TrainLayout, TrainingMemory, check_layout,
                               forward_attention_flops_per_token, params_per_gpu,
                               recompute_extra_flops_per_token, stage_layers, training_memory)
@@ -180,9 +181,7 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     if recompute not in RECOMPUTE_MODES:
         raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}")
     require_positive("sequence length", seq_len)
-    if layout.tp > system.chips:
-        raise InputError(f"tp ({layout.tp}) exceeds the {system.chips} GPUs of one {system.id} domain; "
-                         f"keep tensor parallelism inside the scale-up domain (tp <= {system.chips})")
+    check_tensor_parallel(m, system, layout.tp)
     eff = efficiency.resolve(system)
     up, out = NET.tiers(system, scale_up_efficiency=eff.scale_up, scale_out_efficiency=eff.scale_out)
     acc = system.accelerator
