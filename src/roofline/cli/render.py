@@ -40,7 +40,9 @@ def table(title: str, columns: list[str], rows: list[list], caption: str | None 
     t = Table(title=title, caption=caption, show_lines=False)
     for i, c in enumerate(columns):
         widest = max([len(row[i]) for row in cells] + [1])
-        t.add_column(c, justify="left" if i == 0 else "right", no_wrap=True, min_width=min(widest, 40))
+        short = widest <= 24  # numbers and ids stay whole; long text columns wrap instead
+        t.add_column(c, justify="left" if i == 0 or not short else "right", no_wrap=short,
+                     min_width=widest if short else 12, overflow="fold")
     for r in cells:
         t.add_row(*r)
     # piped output is not cut to 80 columns: scripts and logs get whole numbers
