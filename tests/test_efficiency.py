@@ -28,6 +28,9 @@ def test_kernel_figures_are_inside_the_nvidia_spreads():
     assert nv.attention_compute.low <= 740 / 989.5 <= nv.attention_compute.high  # FlashAttention-3
     assert nv.gemm_low_precision.low <= 2744 / 5000 <= nv.gemm_low_precision.high  # Azure GB200 FP8 GEMM
     assert nv.scale_up_bandwidth.low <= 153 / 200 <= nv.scale_up_bandwidth.high  # DeepEP intranode
+    assert nv.scale_up_bandwidth.low <= 365 / 450 <= nv.scale_up_bandwidth.high  # NCCL ring busbw H100
+    assert nv.scale_out_bandwidth.low <= 43 / 50 <= nv.scale_out_bandwidth.high  # DeepEP internode
+    assert 2 * nv.scale_up_step_latency_s.low <= 6e-6 <= 2 * nv.scale_up_step_latency_s.high  # nccl #1259
 
 
 def test_gemm_curve_saturates_and_halves():
@@ -70,13 +73,13 @@ def test_predicted_pass_is_slower_than_the_pure_roofline():
     m, s = _llama70b_h100(2)
     for phase, prompt in (("decode", 1), ("prefill", 2048)):
         pure = step(m, s, 8, 1024, phase=phase, prompt=prompt, chips=2, check_context=False).step_s
-        pred = predict_pass(m, s, 8, 1024, phase=phase, prompt=prompt, chips=2, tensor_parallel=2)
+        pred = predict_pass(m, s, 8, 1024, phase=phase, prompt=prompt, tp=2)
         assert float(pred.step_s) > float(pure)
 
 
 def test_interval_corners_bracket_the_central_prediction():
     m, s = _llama70b_h100(4)
-    t = {w: float(predict_pass(m, s, 32, 2048, chips=4, tensor_parallel=4, which=w).step_s) for w in WHICH}
+    t = {w: float(predict_pass(m, s, 32, 2048, tp=4, which=w).step_s) for w in WHICH}
     assert t["fast"] < t["mid"] < t["slow"]
 
 
@@ -84,7 +87,7 @@ def test_decode_batch1_cross_check_weight_read():
     """Batch-1 decode is weight-read bound: step ≈ W/(BW·η_w) + fixed overheads (two derivations)."""
     m, s = _llama70b_h100(1)
     fam = FAMILIES["nvidia"]
-    pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8", chips=1)
+    pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8")
     w = step(m, s, 1, 0, weights_dtype="fp8", chips=1, check_context=False).weight_read_s
     expect = w / fam.weight_bandwidth.value + m.layers * fam.layer_overhead_s.value + fam.pass_overhead_s.value
     assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
@@ -93,5 +96,30 @@ def test_decode_batch1_cross_check_weight_read():
 def test_predict_pass_broadcasts_over_context():
     m, s = _llama70b_h100(2)
     ctx = np.array([128, 1024, 4096])
-    t = predict_pass(m, s, 16, ctx, chips=2, tensor_parallel=2).step_s
+    t = predict_pass(m, s, 16, ctx, tp=2).step_s
     assert t.shape == (3,) and np.all(np.diff(t) > 0)
+
+
+def test_communication_is_the_parallel_steps():
+    """predict_pass reuses parallel_step's TP all-reduces on tiers carrying the family's η and α."""
+    from roofline.efficiency import _tiers
+    from roofline.parallel_step import parallel_step
+
+    m, s = _llama70b_h100(4)
+    fam = FAMILIES["nvidia"]
+    pred = predict_pass(m, s, 64, 1024, tp=4)
+    ref = parallel_step(m, s, 64, 1024, tp=4, tiers=_tiers(s, fam, "mid"), check=False)
+    assert float(pred.comm_s) == pytest.approx(float(ref.tp_comm_s + ref.ep_comm_s + ref.pp_comm_s))
+    assert float(pred.comm_s) > 0
+    # perfect overlap never exceeds the added form
+    over = predict_pass(m, s, 64, 1024, tp=4, overlap_comm=True)
+    assert float(over.step_s) <= float(pred.step_s)
+
+
+def test_expert_parallel_crosses_domains_on_scale_out():
+    """DeepSeek-V3 EP over 2 domains pays an all-to-all that a single-domain layout does not."""
+    cat = get_catalog()
+    m, s = cat.model("deepseek-v3"), cat.system("dgx-h100")
+    one = predict_pass(m, s, 512, 2048, ep=8, dp=8, weights_dtype="fp8")
+    two = predict_pass(m, s, 1024, 2048, ep=16, dp=16, domains=2, weights_dtype="fp8")
+    assert float(two.comm_s) > float(one.comm_s) > 0

@@ -7,19 +7,20 @@ factor with a (low, high) spread, and combines them into a predicted pass time:
     η_gemm(T)  = η_max · T / (T + T_½)                        GEMM efficiency vs rows T = tokens in pass
     t_compute  = F_matmul / (n·P·η_gemm(T)) + F_attn / (n·P·η_attn)
     t_memory   = W / (n·BW·η_w) + KV_read / (n·BW·η_kv) + KV_write / (n·BW·η_w)
-    t_comm     = 2·L · all_reduce(T·D·b_act, n_tp)              Megatron TP: 2 all-reduces per layer
+    t_comm     = TP all-reduces + EP dispatch/combine + PP p2p    from parallel_step (tiers carry η, α)
     t_pass     = max(t_compute, t_memory) + t_comm + L·τ_layer + τ_pass
 
 Sources of the shape: the saturating GEMM curve is the standard tile-occupancy argument (a GEMM with T
 rows fills ⌈T/128⌉ of the 128-row output tiles of CUTLASS/cuBLAS kernels, so below ~128 rows the tensor
 cores idle; NVIDIA "Matrix Multiplication Background User's Guide", §"Dimension quantization effects");
-Megatron-LM (Shoeybi et al. 2019 §3) for the 2 all-reduces per layer; NVIDIA "Getting Started with CUDA
+communication terms are parallel_step's (Megatron's 2 all-reduces per layer, EP all-to-all on the
+scale-up or scale-out tier, stage boundaries); NVIDIA "Getting Started with CUDA
 Graphs" (2019) for µs-scale per-kernel launch gaps. Each factor below names the microbenchmark or
 kernel-level figure it comes from. NO factor was fitted to the end-to-end cases of roofline.validate.
 
 Ignores: wave quantization at specific shapes, clock throttling under sustained load (folded into the
-spread), communication/compute overlap (comm is added: an upper-side choice), elementwise kernels
-(folded into τ_layer), MoE all-to-all (not modelled here; see parallel.py).
+spread), communication/compute overlap unless the caller says the engine overlaps it (comm is added:
+an upper-side choice), elementwise kernels (folded into τ_layer), the K and N sizes of a GEMM.
 """
 
 from __future__ import annotations
@@ -72,8 +73,13 @@ class FamilyEfficiency:
     attention_compute: Factor  # fraction of dense peak reached by attention FLOPs (flash kernels)
     scale_up_bandwidth: Factor  # achieved fraction of per-direction scale-up link rate in collectives
     scale_up_step_latency_s: Factor  # α: latency of one algorithm step of a scale-up collective
+    scale_out_bandwidth: Factor  # achieved fraction of per-direction scale-out (NIC) rate in collectives
+    scale_out_step_latency_s: Factor  # α of one step across domains (NIC, switches)
     layer_overhead_s: Factor  # fixed time per layer per pass (kernel launch gaps, small kernels)
     pass_overhead_s: Factor  # fixed time per pass (sampling, scheduling, host work)
+    #: Optional measured curve ((rows, η), ...) replacing η_max·T/(T+T_½) (calibrated profiles only:
+    #: `roofline calibrate` measures it at the model's own GEMM shapes); log-linear interpolation in T.
+    gemm_curve: tuple = ()
 
     def gemm_max(self, dtype: str) -> Factor:
         return self.gemm_low_precision if dtype.lower() in ("fp8", "int8", "fp6", "fp4") else self.gemm
@@ -101,10 +107,17 @@ FAMILIES: dict[str, FamilyEfficiency] = {
                             "(0.90, best case); paged/GQA kernels lower"),
         attention_compute=Factor(0.65, 0.35, 0.75, "FlashAttention-3 forward 0.75 of H100 peak; FlashMLA "
                                  "compute-bound decode 660/989 = 0.67; FlashAttention-2 on H100 0.35 (FA3 paper)"),
-        scale_up_bandwidth=Factor(0.77, 0.65, 0.90, "DeepEP intranode EP8 153-158 GB/s of H800's 200 GB/s "
-                                  "per direction = 0.77-0.79 (DeepEP README, 2025)"),
-        scale_up_step_latency_s=Factor(1.5e-6, 0.7e-6, 3e-6, "NVSwitch hop plus NCCL step ~1-3 µs "
-                                       "(estimate; DeepEP EP8 low-latency dispatch 77 µs is RDMA, not NVLink)"),
+        scale_up_bandwidth=Factor(0.80, 0.65, 0.90, "NCCL ring all-reduce bus bandwidth 365-370 of 450 GB/s on "
+                                  "8x H100 NVLink (nccl issue #1455; sjeaugey in nccl-tests #212: '~20% protocol "
+                                  "overhead'); DeepEP intranode EP8 153-158 of 200 GB/s on H800 = 0.77-0.79"),
+        scale_up_step_latency_s=Factor(3e-6, 1.5e-6, 5e-6, "small-message all-reduce ~6 µs on 2x H100 NVLink "
+                                       "with CUDA graphs (NVLSTree, NCCL 2.20, nccl issue #1259) = 2 steps of "
+                                       "~3 µs; 4x H800 ring 1 KiB 3.5 µs without graphs (nccl issue #1984)"),
+        scale_out_bandwidth=Factor(0.90, 0.78, 0.95, "DeepEP internode normal kernels 43-58 GB/s RDMA per "
+                                   "H800 with a 50 GB/s CX7 NIC (DeepEP README legacy docs, 2025)"),
+        scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "DeepEP low-latency EP8 dispatch 77 µs for 128 "
+                                        "tokens x 7 KiB (RDMA, mostly bandwidth); IB one-hop ~2-5 µs plus "
+                                        "NCCL proxy: estimate"),
         layer_overhead_s=Factor(10e-6, 5e-6, 25e-6, _CUDA_GRAPH),
         pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate: sampling + scheduler + host sync per "
                                "step, 0.03-0.5 ms in TensorRT-LLM/vLLM traces"),
@@ -122,7 +135,10 @@ FAMILIES: dict[str, FamilyEfficiency] = {
                                  "(AMD ROCm blogs 2024)"),
         scale_up_bandwidth=Factor(0.70, 0.55, 0.85, "xGMI all-reduce bus bandwidth ~0.7 of link rate (RCCL "
                                   "tests as reported by SemiAnalysis 2024-12)"),
-        scale_up_step_latency_s=Factor(2e-6, 1e-6, 5e-6, "estimate, RCCL small-message steps"),
+        scale_up_step_latency_s=Factor(4e-6, 2e-6, 10e-6, "estimate, RCCL small-message steps (xGMI "
+                                       "mesh; no kernel-level figure in the reference data)"),
+        scale_out_bandwidth=Factor(0.85, 0.70, 0.95, "estimate: RoCE/IB NIC, as NVIDIA family"),
+        scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "estimate, as NVIDIA family"),
         layer_overhead_s=Factor(15e-6, 8e-6, 40e-6, _CUDA_GRAPH + " (HIP graphs, similar)"),
         pass_overhead_s=Factor(200e-6, 50e-6, 1e-3, "estimate: vLLM scheduler + sampling per step"),
     ),
@@ -138,6 +154,8 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         attention_compute=Factor(0.60, 0.40, 0.75, "estimate: Pallas flash attention"),
         scale_up_bandwidth=Factor(0.80, 0.65, 0.90, "estimate: ICI collectives"),
         scale_up_step_latency_s=Factor(2e-6, 1e-6, 5e-6, "estimate: ICI hop, no measured figure here"),
+        scale_out_bandwidth=Factor(0.80, 0.60, 0.90, "estimate: data-centre network between pods"),
+        scale_out_step_latency_s=Factor(20e-6, 10e-6, 50e-6, "estimate: DCN between pods"),
         layer_overhead_s=Factor(5e-6, 2e-6, 15e-6, "estimate: XLA fuses a layer into few ops"),
         pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate: no TPU kernel-level figure in the reference data"),
     ),
@@ -159,6 +177,10 @@ def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype: str = "bf16", which: s
     dimensions (assumed large: d_model and d_ff are thousands) and wave quantization.
     """
     t = np.asarray(tokens, dtype=float)
+    if fam.gemm_curve:
+        r, e = (np.asarray(c, dtype=float) for c in zip(*fam.gemm_curve))
+        spread = fam.gemm_max(dtype).pick(which)  # 1.0 mid; the corners scale the measured curve
+        return spread * np.interp(np.log(np.maximum(t, 1e-9)), np.log(r), e)
     eta = fam.gemm_max(dtype).pick(which)
     half = fam.gemm_half_tokens.pick(which, faster_when_high=False)
     return eta * t / (t + half)
@@ -186,43 +208,63 @@ class PassTime:
     overhead_s: np.ndarray
 
 
+def _tiers(system: System, fam: FamilyEfficiency, which: str):
+    """(scale-up, scale-out) network.Tier with the family's achieved bandwidth and step latency."""
+    from .network import Tier
+
+    slow_high = dict(faster_when_high=False)
+    up = Tier("scale-up", system.scale_up_bytes_per_s, fam.scale_up_step_latency_s.pick(which, **slow_high),
+              fam.scale_up_bandwidth.pick(which))
+    out = Tier("scale-out", system.scale_out_bytes_per_s, fam.scale_out_step_latency_s.pick(which, **slow_high),
+               fam.scale_out_bandwidth.pick(which))
+    return up, out
+
+
 def predict_pass(model: M.Model, system: System, batch, context, *, phase: str = "decode", prompt=1,
                  weights_dtype: str = "bf16", kv_dtype: str = "bf16", activation_dtype: str = "bf16",
-                 chips: int | None = None, tensor_parallel: int = 1, fam: FamilyEfficiency | None = None,
-                 which: str = "mid") -> PassTime:
-    """Pass time with the family's efficiency factors (formula in the module docstring).
+                 tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1, domains: int = 1,
+                 overlap_comm: bool = False, moe_imbalance: float = 1.0,
+                 fam: FamilyEfficiency | None = None, which: str = "mid") -> PassTime:
+    """Pass time of one replica under layout (tp, ep, pp, dp) with the family's efficiency factors.
 
-    `chips` shard the pass perfectly (roofline.step); `tensor_parallel` > 1 adds Megatron's two
-    all-reduces per layer over that many chips on the scale-up tier (network.ring_all_reduce_s).
-    Overlap of compute and memory is perfect (max); communication and overheads are added.
+    The ideal terms and the communication come from parallel_step.parallel_step (its TP all-reduces,
+    EP dispatch/combine on the right tiers and pipeline p2p), run with Efficiency() = 1 and network
+    tiers carrying the family's achieved bandwidths and step latencies; this function divides each
+    ideal term by its own factor (module docstring):
+
+        t_compute = t_matmul/η_gemm(T_gpu) + t_attn/η_attn             T_gpu = B·len/(pp·dp) rows
+        t_memory  = (t_weights + t_kv_write)/η_w + t_kv_read/η_kv
+        t_pass    = max(t_compute, t_memory) + t_comm + L·τ_layer + τ_pass       (overlap_comm False)
+                  = max(t_compute, t_memory, t_comm) + L·τ_layer + τ_pass     (overlap_comm True: e.g.
+                    DeepSeek's dual micro-batch overlap of EP communication with compute)
+
+    Decode TP all-reduces are not overlapped by default (each layer waits for its all-reduce).
     """
-    from .network import ring_all_reduce_s
-    from .units import dtype_bytes
+    from .parallel_step import parallel_step
 
     fam = fam or family_for(system.accelerator)
-    r = step(model, system, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
-             kv_dtype=kv_dtype, activation_dtype=activation_dtype, chips=chips, check_context=False)
-    n = r.chips
+    r = parallel_step(model, system, batch, context, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, phase=phase,
+                      prompt=prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                      activation_dtype=activation_dtype, tiers=_tiers(system, fam, which),
+                      moe_imbalance=moe_imbalance, check=False)
     L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
-    tokens = np.asarray(batch, dtype=float) * L
-    peak = system.accelerator.peak_flops(weights_dtype) * n
-    matmul_s = tokens * M.matmul_flops_per_token(model) / peak
-    attn_s = np.maximum(r.compute_s - matmul_s, 0.0)
-    compute = matmul_s / gemm_efficiency(tokens, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
+    rows = np.asarray(batch, dtype=float) * L / (pp * dp)  # GEMM rows on one GPU per micro-batch
+    peak = system.accelerator.peak_flops(weights_dtype)
+    ctx = np.asarray(context, dtype=float)
+    attn = (M.prefill_attention_flops_per_token(model, L, ctx) if phase == "prefill"
+            else M.attention_flops_per_token(model, ctx + 1))
+    # attention FLOPs per GPU per loop: every layer of the B·L tokens, split over tp·dp GPUs
+    attn_s = np.asarray(batch, dtype=float) * L * attn / (tp * dp) / peak
+    matmul_s = np.maximum(r.compute_s - attn_s, 0.0)
+    compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
     memory = ((r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
               + r.kv_read_s / fam.kv_bandwidth.pick(which))
-    if tensor_parallel > 1:
-        msg = tokens * model.d_model * dtype_bytes(activation_dtype)
-        comm = 2 * model.layers * ring_all_reduce_s(
-            msg, tensor_parallel, system.scale_up_bytes_per_s,
-            fam.scale_up_step_latency_s.pick(which, faster_when_high=False), fam.scale_up_bandwidth.pick(which))
-    else:
-        comm = np.zeros_like(tokens)
+    comm = r.tp_comm_s + r.ep_comm_s + r.pp_comm_s
     slow_high = dict(faster_when_high=False)
     overhead = (model.layers * fam.layer_overhead_s.pick(which, **slow_high)
-                + fam.pass_overhead_s.pick(which, **slow_high)) + 0.0 * tokens
-    return PassTime(step_s=np.maximum(compute, memory) + comm + overhead, compute_s=compute,
-                    memory_s=memory, comm_s=comm, overhead_s=overhead)
+                + fam.pass_overhead_s.pick(which, **slow_high)) + 0.0 * rows
+    busy = np.maximum(np.maximum(compute, memory), comm) if overlap_comm else np.maximum(compute, memory) + comm
+    return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory, comm_s=comm, overhead_s=overhead)
 
 
 def factor_table(fam: FamilyEfficiency) -> list[tuple[str, float, float, float, str]]:

@@ -143,7 +143,7 @@ def predict_decode(m, acc: Accelerator, fam: FamilyEfficiency, batch, context):
     """(mid, fast, slow) predicted step seconds for the decode model on a calibrated accelerator."""
     system = single_accelerator_system(acc, 1)
     out = [predict_pass(m, system, batch, context, phase="decode", weights_dtype="fp32", kv_dtype="fp32",
-                        activation_dtype="fp32", chips=1, fam=fam, which=w).step_s for w in ("mid", "fast", "slow")]
+                        activation_dtype="fp32", fam=fam, which=w).step_s for w in ("mid", "fast", "slow")]
     return tuple(float(x) for x in out)
 
 

@@ -1,37 +1,44 @@
-"""Evaluate each published measurement with the library (roofline.step + the efficiency model).
+"""Evaluate each published measurement with the library (parallel_step + the efficiency model; training
+rows with training.train_step).
 
 Every scenario is a function of one measurement row (data/measurements.yaml) returning the predicted
 value in the row's unit, for the central efficiency factors and for the two corners of their spread
 (efficiency.WHICH): the interval [low, high] is the range of the prediction over those corners.
 
-Scenarios (formulas; L_d = layers, T = tokens of a pass):
-- static_batch_throughput: t = t_prefill(B, I) + Σ_{c=I}^{I+O−2} t_decode(B, c);  value = B·O/(t·n)
-  (the first output token comes from the prefill; TensorRT-LLM's static-batch benchmark).
-- e2e_latency_s: the same t.   ttft_s: t_prefill(B, I).   decode_step_s: t_decode(B, C).
-- decode_tokens_per_s_per_sequence: 1/t_decode(B, C).
-- decode_node_throughput: B/t_decode(B, C) · 8/n (output tokens/s per 8-GPU node).
-- prefill_mfu: T·2N_matmul / (t_prefill · n · P).
-- training_mfu (Narayanan et al. 2021 §2.2 bubble; Kaplan 2020 6N):
-      t_token = p_count·(F_mm/η_gemm + F_attn/η_attn)/P · (1 + (p−1)/(v·m))
-      p_count = 3 forward-equivalents (forward + backward), 4 with activation recomputation
-      MFU = useful FLOPs per token / (t_token · P), useful = 3F_mm (model6n), 3(F_mm+F_attn)
-      (with_attention) or p_count·(F_mm+F_attn) (hardware: counts recomputation, as Megatron does)
-  Ignores data-parallel gradient all-reduce and TP communication not hidden by overlap, optimizer
-  step, stragglers and failures — so it over-predicts MFU; the error report shows by how much.
-  (Uses this self-contained model until the training module of issue 5 lands.)
+Inference passes are efficiency.predict_pass under the row's layout (tp, ep, pp, dp; default one chip or
+perfect sharding where the row says so) on the row's system (a catalog or dataset system, else `chips`
+copies of the accelerator on one scale-up domain): TP all-reduces, EP dispatch/combine and stage p2p
+come from parallel_step.
+
+Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
+- static_batch_throughput (TensorRT-LLM gptSessionBenchmark, static batching): all B sequences start
+  together; the prefill emits the first token, then O−1 decode steps at growing context:
+      t_run = t_prefill(B, I) + Σ_{c=I}^{I+O−2} t_decode(B, c);   value = B·O/(t_run·n) per GPU
+- e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
+  `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
+- ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
+- decode_step_s: t_decode(B, C).   decode_tokens_per_s_per_sequence: 1/t_decode(B, C).
+- decode_node_throughput (DeepSeek day 6): one decode step of B sequences, each verifying
+  1 + d tokens (MTP: d draft tokens, acceptance a) at KV length C; value = B·(1 + a·d)/t · 8/n
+  output tokens/s per 8-GPU node.
+- prefill_mfu: B·I·2N_matmul / (t_prefill · n · P).
+- training_mfu: training.train_step with the row's TrainLayout (tp, pp, dp, micro_batch, micro_batches,
+  schedule, virtual_stages, zero), recompute mode and FLOP convention (mfu_definition: model → MFU,
+  hardware → HFU, which counts recomputation as Megatron 2021 and BLOOM do); η_compute = the family's
+  GEMM curve at b·s rows, scale-up/scale-out efficiencies from the family (efficiency.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
 
 from .. import model as M
-from ..catalog import get_catalog, parse_model
-from ..efficiency import WHICH, family_for, gemm_efficiency, predict_pass
+from ..catalog import get_catalog, parse_model, parse_system
+from ..efficiency import WHICH, Factor, family_for, gemm_efficiency, predict_pass
 from ..errors import InputError
 from ..hardware import single_accelerator_system
 
@@ -76,7 +83,7 @@ class Evaluation:
 
 @lru_cache(maxsize=None)
 def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]]:
-    """(extra models by id, measurements) from the packaged YAML (or `path`)."""
+    """(extra models and systems by id, measurements) from the packaged YAML (or `path`)."""
     import yaml
 
     if path is None:
@@ -87,10 +94,13 @@ def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]
             text = fh.read()
         name = path
     doc = yaml.safe_load(text)
-    models = {}
+    extra = {}
     for i, row in enumerate(doc.get("models") or []):
         m = parse_model(dict(row), f"{name}: models[{i}]")
-        models[m.id] = m
+        extra[m.id] = m
+    for i, row in enumerate(doc.get("systems") or []):
+        sy = parse_system(dict(row), f"{name}: systems[{i}]", get_catalog().accelerators)
+        extra[sy.id] = sy
     out = []
     seen = set()
     for i, row in enumerate(doc.get("measurements") or []):
@@ -109,91 +119,123 @@ def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]
             id=row["id"], metric=row["metric"], scenario=row["scenario"], model=row["model"],
             accelerator=row["accelerator"], chips=int(row["chips"]), measured=float(row["measured"]),
             unit=str(row.get("unit", "")), source=str(row["source"]), date=str(row["date"]),
-            reliability=str(row.get("reliability", "medium")), sharding=str(row.get("sharding", "tensor")),
+            reliability=str(row.get("reliability", "medium")), sharding=_sharding(row),
             row=dict(row)))
-    return models, tuple(out)
+    return extra, tuple(out)
+
+
+def _sharding(row) -> str:
+    """Label for the report: how the row's chips are modelled."""
+    if row.get("sharding"):
+        return str(row["sharding"])
+    if row["scenario"] == "training_mfu":
+        return "train-layout"
+    lay = [f"{k.upper()}{row[k]}" for k in ("tp", "ep", "pp", "dp") if int(row.get(k, 1)) > 1]
+    return " ".join(lay) if lay else "1 chip"
 
 
 def _model(name: str, extra: dict) -> M.Model:
     return extra[name] if name in extra else get_catalog().model(name)
 
 
-def _pass(meas: Measurement, m, phase, batch, context, prompt=1, which="mid"):
+def _system(meas: Measurement, extra: dict):
     r = meas.row
-    system = single_accelerator_system(get_catalog().accelerator(meas.accelerator), meas.chips)
-    return predict_pass(m, system, batch, context, phase=phase, prompt=prompt,
+    if r.get("system"):
+        sid = r["system"]
+        return extra[sid] if sid in extra else get_catalog().system(sid)
+    return single_accelerator_system(get_catalog().accelerator(meas.accelerator), meas.chips)
+
+
+def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
+    r = meas.row
+    fam = family_for(get_catalog().accelerator(meas.accelerator))
+    if r.get("ideal_network"):  # communication of a layout parallel_step cannot express: bandwidth only
+        fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
+                      scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
+    return predict_pass(m, _system(meas, extra or {}), batch, context, phase=phase, prompt=prompt, fam=fam,
                         weights_dtype=r.get("weights_dtype", "bf16"), kv_dtype=r.get("kv_dtype", "bf16"),
-                        chips=meas.chips, tensor_parallel=int(r.get("tensor_parallel", 1)), which=which)
+                        tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)),
+                        dp=int(r.get("dp", 1)), domains=int(r.get("domains", 1)),
+                        overlap_comm=bool(r.get("overlap_comm", False)), which=which)
 
 
-def _batch_run_s(meas, m, which):
+def _batch_run_s(meas, m, which, extra=None):
     r = meas.row
     B, I, O = r["batch"], r["input_tokens"], r["output_tokens"]
-    t = _pass(meas, m, "prefill", B, 0, prompt=I, which=which).step_s
-    if O > 1:
-        t = t + float(np.sum(_pass(meas, m, "decode", B, np.arange(I, I + O - 1), which=which).step_s))
+    steps = O - 1 if r.get("first_token_from_prefill", True) else O
+    t = _pass(meas, m, "prefill", B, 0, prompt=I, which=which, extra=extra).step_s
+    if steps > 0:
+        t = t + float(np.sum(_pass(meas, m, "decode", B, np.arange(I, I + steps), which=which, extra=extra).step_s))
     return float(t)
 
 
-def _static_batch_throughput(meas, m, which):
+def _static_batch_throughput(meas, m, which, extra):
     r = meas.row
-    return r["batch"] * r["output_tokens"] / (_batch_run_s(meas, m, which) * meas.chips)
+    return r["batch"] * r["output_tokens"] / (_batch_run_s(meas, m, which, extra) * meas.chips)
 
 
-def _e2e_latency(meas, m, which):
-    return _batch_run_s(meas, m, which)
+def _e2e_latency(meas, m, which, extra):
+    return _batch_run_s(meas, m, which, extra)
 
 
-def _ttft(meas, m, which):
-    return float(_pass(meas, m, "prefill", meas.row["batch"], 0, prompt=meas.row["input_tokens"], which=which).step_s)
+def _ttft(meas, m, which, extra):
+    r = meas.row
+    return float(_pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s)
 
 
-def _decode_step(meas, m, which):
-    return float(_pass(meas, m, "decode", meas.row["batch"], meas.row["context"], which=which).step_s)
+def _decode_step(meas, m, which, extra):
+    return float(_pass(meas, m, "decode", meas.row["batch"], meas.row["context"], which=which, extra=extra).step_s)
 
 
-def _decode_speed(meas, m, which):
-    return 1.0 / _decode_step(meas, m, which)
+def _decode_speed(meas, m, which, extra):
+    return 1.0 / _decode_step(meas, m, which, extra)
 
 
-def _node_throughput(meas, m, which):
-    return meas.row["batch"] / _decode_step(meas, m, which) * 8.0 / meas.chips
+def _node_throughput(meas, m, which, extra):
+    r = meas.row
+    d, a = int(r.get("mtp_draft_tokens", 0)), float(r.get("mtp_acceptance", 0.0))
+    if d:  # a verify pass: 1 + d tokens per sequence against the cached context
+        t = float(_pass(meas, m, "prefill", r["batch"], r["context"], prompt=1 + d, which=which, extra=extra).step_s)
+    else:
+        t = _decode_step(meas, m, which, extra)
+    return r["batch"] * (1.0 + a * d) / t * 8.0 / meas.chips
 
 
-def _prefill_mfu(meas, m, which):
+def _prefill_mfu(meas, m, which, extra):
     r = meas.row
     acc = get_catalog().accelerator(meas.accelerator)
-    t = _pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which).step_s
+    t = _pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s
     flops = r["batch"] * r["input_tokens"] * M.matmul_flops_per_token(m)
     return float(flops / (t * meas.chips * acc.peak_flops(r.get("weights_dtype", "bf16"))))
 
 
-def training_mfu(m: M.Model, acc, *, seq_len: int, pipeline: int = 1, microbatches: int = 1, interleave: int = 1,
-                 recompute: bool = False, definition: str = "with_attention", dtype: str = "bf16",
-                 which: str = "mid") -> float:
-    """Predicted training MFU (formula in the module docstring)."""
-    if definition not in ("model6n", "with_attention", "hardware"):
-        raise InputError(f"mfu_definition must be model6n, with_attention or hardware, got {definition!r}")
-    fam = family_for(acc)
-    f_mm = M.matmul_flops_per_token(m)
-    f_attn = float(M.prefill_attention_flops_per_token(m, seq_len))
-    passes = 4.0 if recompute else 3.0
-    eta_g = float(gemm_efficiency(seq_len, fam, dtype, which))
-    eta_a = fam.attention_compute.pick(which)
-    bubble = (pipeline - 1) / (interleave * microbatches)
-    flops_time = passes * (f_mm / eta_g + f_attn / eta_a) * (1.0 + bubble)  # FLOP at peak-equivalent
-    useful = {"model6n": 3 * f_mm, "with_attention": 3 * (f_mm + f_attn),
-              "hardware": passes * (f_mm + f_attn)}[definition]
-    return useful / flops_time
+def _training(meas, m, which, extra):
+    """training.train_step with the row's published layout (module docstring)."""
+    from ..training import TrainEfficiency, train_step
+    from ..training_memory import TrainLayout
 
-
-def _training(meas, m, which):
     r = meas.row
-    acc = get_catalog().accelerator(meas.accelerator)
-    return training_mfu(m, acc, seq_len=r["seq_len"], pipeline=r.get("pipeline", 1),
-                        microbatches=r.get("microbatches", 1), interleave=r.get("interleave", 1),
-                        recompute=bool(r.get("recompute", False)), definition=r.get("mfu_definition", "with_attention"),
-                        dtype=r.get("weights_dtype", "bf16"), which=which)
+    system = _system(meas, extra)
+    fam = family_for(system.accelerator)
+    dtype = r.get("weights_dtype", "bf16")
+    lay = TrainLayout(tp=int(r.get("tp", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
+                      micro_batch=int(r.get("micro_batch", 1)), micro_batches=int(r.get("micro_batches", 1)),
+                      schedule=r.get("schedule", "1f1b"), virtual_stages=int(r.get("virtual_stages", 1)),
+                      zero=int(r.get("zero", 1)))
+    if lay.gpus != meas.chips:
+        raise InputError(f"{meas.id}: layout tp·pp·dp = {lay.gpus} GPUs, but chips = {meas.chips}; fix the row")
+    seq = r["seq_len"]
+    eff = TrainEfficiency(compute=float(gemm_efficiency(lay.micro_batch * seq, fam, dtype, which)),
+                          scale_up=fam.scale_up_bandwidth.pick(which), scale_out=fam.scale_out_bandwidth.pick(which),
+                          overlap_dp=float(r.get("overlap_dp", 0.0)), overlap_pp=float(r.get("overlap_pp", 0.0)),
+                          overlap_tp=float(r.get("overlap_tp", 0.0)))
+    st = train_step(m, system, lay, seq, recompute=r.get("recompute", "none"), efficiency=eff,
+                    causal=bool(r.get("causal", True)), dtype=dtype, flash_attention=bool(r.get("flash_attention", True)),
+                    dropout=bool(r.get("dropout", False)))
+    definition = r.get("mfu_definition", "model")
+    if definition not in ("model", "hardware"):
+        raise InputError(f"{meas.id}: mfu_definition must be model or hardware, got {definition!r}")
+    return float(st.mfu if definition == "model" else st.hfu)
 
 
 SCENARIOS = {
@@ -208,15 +250,16 @@ SCENARIOS = {
 }
 
 
-def evaluate(meas: Measurement, extra_models: dict | None = None) -> Evaluation:
+def evaluate(meas: Measurement, extra: dict | None = None) -> Evaluation:
     """Predict one measurement: central value and the interval over the efficiency corners."""
-    m = _model(meas.model, extra_models or {})
+    extra = extra or {}
+    m = _model(meas.model, extra)
     fn = SCENARIOS[meas.scenario]
-    vals = {w: fn(meas, m, w) for w in WHICH}
-    return Evaluation(meas, vals["mid"], min(vals["fast"], vals["slow"]), max(vals["fast"], vals["slow"]))
+    vals = {w: fn(meas, m, w, extra) for w in WHICH}
+    return Evaluation(meas, vals["mid"], min(vals.values()), max(vals.values()))
 
 
 def evaluate_all(path: str | None = None) -> list[Evaluation]:
     """Evaluate every packaged measurement (or those of `path`)."""
-    models, rows = load_dataset(path)
-    return [evaluate(r, models) for r in rows]
+    extra, rows = load_dataset(path)
+    return [evaluate(r, extra) for r in rows]
