@@ -7,7 +7,9 @@ One decode step = one new token for each of B sequences with C tokens already ca
 PyTorch when installed (CPU, or CUDA), else in NumPy; fp32 throughout.
 
 Prediction: efficiency.predict_pass with the calibrated profile and calibrated_family (only
-microbenchmarks); measured: minimum over repeats of the wall time of one step.
+microbenchmarks), whose GEMM curve and KV bandwidth are re-measured at the model's own shapes
+(batch-B projections, decode attention over the cache) interleaved with the decode timings;
+measured: median over rounds of the minimum over repeats of one step's wall time.
 """
 
 from __future__ import annotations
@@ -147,19 +149,92 @@ def predict_decode(m, acc: Accelerator, fam: FamilyEfficiency, batch, context):
     return tuple(float(x) for x in out)
 
 
+def _shape_benches(dec: LlamaDecoder, batch: int, context: int, repeats: int):
+    """(matmul s, attention s) of one layer at the model's own shapes: the 7 projections of a layer
+    (plus the LM head, counted once per pass: returned separately) with `batch` rows, and decode
+    attention q·Kᵀ → softmax → ·V over `context`+1 cached tokens. Min over `repeats`."""
+    m, ops = dec.m, dec.ops
+    D, H, K, hd, F = m.d_model, m.heads, m.kv_heads, m.head_dim, m.d_ff
+    w = dec.layers[0]
+    x, o, f = ops.randn((batch, D), seed=21), ops.randn((batch, H * hd), seed=22), ops.randn((batch, F), seed=23)
+
+    def layer_mm():
+        x @ w["wq"], x @ w["wk"], x @ w["wv"], o @ w["wo"], x @ w["wg"], x @ w["wu"], f @ w["wd"]
+
+    q = ops.randn((batch, K, H // K, hd), seed=24)
+    kc, vc = ops.randn((batch, K, context + 1, hd), seed=25), ops.randn((batch, K, context + 1, hd), seed=26)
+    kt = kc.transpose(-1, -2) if dec.backend == "torch" else kc.swapaxes(-1, -2)
+
+    def attn():
+        dec._softmax((q @ kt) * 0.125) @ vc
+
+    def head():
+        x @ dec.lm_head
+
+    def run(fn):
+        if dec.backend == "torch":
+            with ops.t.inference_mode():
+                return ops.timeit(fn, repeats)
+        return ops.timeit(fn, repeats)
+
+    return run(layer_mm), run(attn), run(head)
+
+
+@dataclass(frozen=True)
+class ShapeCalibration:
+    """Medians over interleaved rounds: GEMM efficiency by rows at the model's shapes, KV bandwidth."""
+
+    gemm_curve: tuple  # ((rows, η relative to the profile's fp32 peak), ...)
+    kv_bandwidth: tuple  # (median, min, max) fraction of the profile's bandwidth over the grid
+
+
+def shape_family(fam: FamilyEfficiency, cal: ShapeCalibration) -> FamilyEfficiency:
+    """`fam` with the GEMM curve and KV bandwidth measured at the model's own shapes."""
+    from dataclasses import replace
+
+    from ..efficiency import Factor
+
+    src = "roofline calibrate: model-shape microbenchmarks interleaved with the decode repeats (medians)"
+    med, lo, hi = cal.kv_bandwidth
+    return replace(fam, gemm_curve=cal.gemm_curve, kv_bandwidth=Factor(med, min(lo, med), max(hi, med), src))
+
+
 def decode_check(acc: Accelerator, fam: FamilyEfficiency, *, batches=(1, 4, 16), contexts=(128, 512, 1024),
-                 backend: str = "auto", device: str = "cpu", repeats: int = 3, progress=None) -> list[DecodePoint]:
-    """Time the real decode at every (batch, context) and compare with the prediction."""
+                 backend: str = "auto", device: str = "cpu", repeats: int = 3, rounds: int = 3,
+                 progress=None) -> list[DecodePoint]:
+    """Time the real decode at every (batch, context) and compare with the prediction.
+
+    Benchmarks and decode run on shared cores, so they are interleaved: each round times, for every
+    point, the model-shape microbenchmarks (_shape_benches) right before the decode step; the GEMM
+    curve η(rows) and the KV bandwidth are the medians over rounds of the microbenchmarks, the measured
+    step the median over rounds of its decode timings. No decode timing enters any factor.
+    """
     m = tiny_model()
     dec = LlamaDecoder(m, backend, device)
-    out = []
-    for b in batches:
-        for c in contexts:
-            dec.allocate(b, c)
-            t = dec.time_step(repeats)
-            mid, fast, slow = predict_decode(m, acc, fam, b, c)
-            out.append(DecodePoint(b, c, t, mid, fast, slow))
-            if progress:
-                progress()
+    peak, bw = acc.peak_flops("fp32"), acc.hbm_bytes_per_s
+    mm = {b: [] for b in batches}
+    kv_eta = {(b, c): [] for b in batches for c in contexts}
+    step = {(b, c): [] for b in batches for c in contexts}
+    D, H, K, hd, F = m.d_model, m.heads, m.kv_heads, m.head_dim, m.d_ff
+    layer_params = D * H * hd * 2 + D * K * hd * 2 + 3 * D * F
+    for _ in range(rounds):
+        for b in batches:
+            for c in contexts:
+                dec.allocate(b, c)
+                t_mm, t_att, t_head = _shape_benches(dec, b, c, repeats)
+                flops = 2.0 * b * (m.layers * layer_params + D * m.vocab)
+                mm[b].append(flops / ((m.layers * t_mm + t_head) * peak))
+                kv_eta[(b, c)].append(2.0 * b * K * (c + 1) * hd * 4 / (t_att * bw))
+                step[(b, c)].append(dec.time_step(repeats))
+                if progress:
+                    progress()
     dec.cache = None
+    kv = np.array([np.median(v) for v in kv_eta.values()])
+    cal = ShapeCalibration(gemm_curve=tuple((float(b), float(np.median(v))) for b, v in sorted(mm.items())),
+                           kv_bandwidth=(float(np.median(kv)), float(kv.min()), float(kv.max())))
+    fam2 = shape_family(fam, cal)
+    out = []
+    for (b, c), ts in step.items():
+        mid, fast, slow = predict_decode(m, acc, fam2, b, c)
+        out.append(DecodePoint(b, c, float(np.median(ts)), mid, fast, slow))
     return out
