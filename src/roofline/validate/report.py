@@ -63,6 +63,18 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "Per metric: n, median |error|, MAPE, worst, bias and coverage above; cases that informed a factor: "
         "none for every metric, so the error on the rest equals these rows.",
         "",
+    ]
+    flagged = [e for e in evals if e.measurement.row.get("chosen_after_result")]
+    if flagged:
+        lines += [
+            "**Scenario choices made after seeing a row's result** (not factors, but disclosed): "
+            + "; ".join(f"`{e.measurement.id}` ({e.measurement.row['chosen_after_result']})" for e in flagged)
+            + ". Error by metric without those rows:",
+            "",
+            _table(SUMMARY_COLUMNS, summary_rows(by_metric([e for e in evals if e not in flagged]))),
+            "",
+        ]
+    lines += [
         "## Error by layout",
         "",
         "The layout each row is evaluated under (parallel_step: TP all-reduces, EP all-to-all, attention "
