@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
 from roofline.efficiency import (FAMILIES, WHICH, Factor, efficiency_for, factor_table, family_for,
-                                 gemm_efficiency, predict_pass)
+                                 gemm_efficiency, kv_read_multiplier, predict_pass)
 from roofline.errors import InputError
 from roofline.hardware import single_accelerator_system
 from roofline.roofline import step
@@ -91,6 +91,26 @@ def test_decode_batch1_cross_check_weight_read():
     w = step(m, s, 1, 0, weights_dtype="fp8", chips=1, check_context=False).weight_read_s
     expect = w / fam.weight_bandwidth.value + m.layers * fam.layer_overhead_s.value + fam.pass_overhead_s.value
     assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
+
+
+def test_kv_per_query_head_multiplies_only_the_kv_read():
+    """Per-query-head decode attention reads the cache G = heads/kv_heads times (Llama 2 70B: 64/8);
+    the memory term grows by exactly (G-1)·t_kv/η_kv, MHA models are unchanged, MLA is refused."""
+    cat = get_catalog()
+    m, s = _llama70b_h100(2)
+    assert kv_read_multiplier(m, True) == 8 and kv_read_multiplier(m, True, "fast") == 1
+    assert kv_read_multiplier(m, False) == 1
+    shared = predict_pass(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8")
+    per_head = predict_pass(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8", kv_per_query_head=True)
+    from roofline.parallel_step import parallel_step
+    kv = parallel_step(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8", check=False).kv_read_s
+    eta = FAMILIES["nvidia"].kv_bandwidth.value
+    assert float(per_head.memory_s - shared.memory_s) == pytest.approx(float(7 * kv / eta), rel=1e-9)
+    from roofline.validate import load_dataset
+    mha = load_dataset()[0]["llama-2-7b"]
+    assert kv_read_multiplier(mha, True) == 1
+    with pytest.raises(InputError, match="MLA"):
+        kv_read_multiplier(cat.model("deepseek-v3"), True)
 
 
 def test_predict_pass_broadcasts_over_context():

@@ -17,8 +17,8 @@ def evals():
 
 def test_dataset_breadth():
     models, rows = load_dataset()
-    assert len(rows) >= 25
-    assert len({r.accelerator for r in rows}) >= 5
+    assert len(rows) >= 70
+    assert len({r.accelerator for r in rows}) >= 6
     assert {r.metric for r in rows} >= {"decode", "prefill", "throughput", "training_mfu"}
     assert any(r.model in ("mixtral-8x7b", "deepseek-v3") for r in rows)  # MoE
     for r in rows:
@@ -95,3 +95,24 @@ def test_bad_dataset_row_is_rejected(tmp_path):
                  "chips: 1, measured: 1, source: s, date: d}\n")
     with pytest.raises(InputError, match="metric 'speed' not one of"):
         load_dataset(str(p))
+
+
+def test_decode_attention_kind_is_checked_and_changes_only_gqa_rows():
+    """decode_attention: per-query-head slows the GQA (70B) rows' decode, leaves MHA (7B) rows alone;
+    an unknown kind is one clear error."""
+    from dataclasses import replace
+
+    from roofline.errors import InputError
+    from roofline.validate import evaluate
+
+    extra, rows = load_dataset()
+    by_id = {r.id: r for r in rows}
+    for rid, changes in (("trtllm-h100-fp8-llama2-70b-tp4-b480-i128-o2048", True),
+                         ("trtllm-h100-fp8-llama2-7b-b112-i128-o2048", False)):
+        r = by_id[rid]
+        shared = replace(r, row={**r.row, "decode_attention": "shared"})
+        a, b = evaluate(r, extra).predicted, evaluate(shared, extra).predicted
+        assert (a < b * 0.9) if changes else a == pytest.approx(b)
+    bad = replace(r, row={**r.row, "decode_attention": "paged"})
+    with pytest.raises(InputError, match="decode_attention must be shared or per-query-head"):
+        evaluate(bad, extra)

@@ -223,7 +223,7 @@ def _tiers(system: System, fam: FamilyEfficiency, which: str):
 def predict_pass(model: M.Model, system: System, batch, context, *, phase: str = "decode", prompt=1,
                  weights_dtype: str = "bf16", kv_dtype: str = "bf16", activation_dtype: str = "bf16",
                  tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1, domains: int = 1,
-                 overlap_comm: bool = False, moe_imbalance: float = 1.0,
+                 overlap_comm: bool = False, moe_imbalance: float = 1.0, kv_per_query_head: bool = False,
                  fam: FamilyEfficiency | None = None, which: str = "mid") -> PassTime:
     """Pass time of one replica under layout (tp, ep, pp, dp) with the family's efficiency factors.
 
@@ -239,6 +239,14 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
                     DeepSeek's dual micro-batch overlap of EP communication with compute)
 
     Decode TP all-reduces are not overlapped by default (each layer waits for its all-reduce).
+
+    kv_per_query_head: the decode-attention kernel does not pack the query heads of a GQA/MQA group
+    into one tile; each query head's thread block loads its KV head from HBM on its own, so the KV
+    read is G = heads/kv_heads times the cache (TensorRT-LLM's masked multi-head attention kernel
+    before its XQA kernel, which NVIDIA's 'New XQA-kernel provides 2.4x more Llama-70B throughput'
+    blog (2024-01-30, TensorRT-LLM v0.8) says reduces this data loading; FlashAttention's pack-GQA
+    option exists to remove the same redundant K/V loads). The central value is G×; the optimistic
+    corner is 1× (the group's blocks hitting in L2), the pessimistic corner G×. Not for MLA models.
     """
     from .parallel_step import parallel_step
 
@@ -257,14 +265,26 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
     attn_s = np.asarray(batch, dtype=float) * L * attn / (tp * dp) / peak
     matmul_s = np.maximum(r.compute_s - attn_s, 0.0)
     compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
+    kv_read_s = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which)
     memory = ((r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
-              + r.kv_read_s / fam.kv_bandwidth.pick(which))
+              + kv_read_s / fam.kv_bandwidth.pick(which))
     comm = r.tp_comm_s + r.ep_comm_s + r.pp_comm_s
     slow_high = dict(faster_when_high=False)
     overhead = (model.layers * fam.layer_overhead_s.pick(which, **slow_high)
                 + fam.pass_overhead_s.pick(which, **slow_high)) + 0.0 * rows
     busy = np.maximum(np.maximum(compute, memory), comm) if overlap_comm else np.maximum(compute, memory) + comm
     return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory, comm_s=comm, overhead_s=overhead)
+
+
+def kv_read_multiplier(model: M.Model, per_query_head: bool, which: str = "mid") -> float:
+    """KV bytes actually read per cached byte by the decode-attention kernel (predict_pass docstring):
+    1 for kernels that share a KV head across its query-head group; G = heads/kv_heads ('mid', 'slow')
+    or 1 ('fast': perfect L2 reuse) for kernels that load it once per query head."""
+    if not per_query_head:
+        return 1.0
+    if model.mla:
+        raise InputError(f"{model.id}: kv_per_query_head applies to MHA/GQA/MQA caches, not MLA latents")
+    return 1.0 if which == "fast" else model.heads / model.kv_heads
 
 
 def factor_table(fam: FamilyEfficiency) -> list[tuple[str, float, float, float, str]]:

@@ -156,7 +156,15 @@ def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
                         weights_dtype=r.get("weights_dtype", "bf16"), kv_dtype=r.get("kv_dtype", "bf16"),
                         tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)),
                         dp=int(r.get("dp", 1)), domains=int(r.get("domains", 1)),
-                        overlap_comm=bool(r.get("overlap_comm", False)), which=which)
+                        overlap_comm=bool(r.get("overlap_comm", False)),
+                        kv_per_query_head=_decode_attention(meas) == "per-query-head", which=which)
+
+
+def _decode_attention(meas) -> str:
+    kind = str(meas.row.get("decode_attention", "shared"))
+    if kind not in ("shared", "per-query-head"):
+        raise InputError(f"{meas.id}: decode_attention must be shared or per-query-head, got {kind!r}")
+    return kind
 
 
 def _batch_run_s(meas, m, which, extra=None):
