@@ -32,6 +32,27 @@ def test_step_accelerator_gpus_and_prefill_and_dtypes(run_cli):
     assert d["bound"] == "compute" and d["chips"] == 2 and d["weights_dtype"] == "fp8"
 
 
+def test_step_realistic_matches_predict_pass_and_brackets(run_cli):
+    """--realistic = efficiency.predict_pass under the layout, central value inside its interval, slower
+    than the pure roofline; per-query-head KV reads make a GQA decode slower still."""
+    from roofline import get_model, get_system
+    from roofline.efficiency import predict_pass
+
+    args = ("step", "-m", "llama-3-70b", "-s", "dgx-h100", "-b", "64", "-c", "4096", "--tp", "8", "--realistic", "--json")
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    d = json.loads(out)
+    r = d["realistic"]
+    expect = predict_pass(get_model("llama-3-70b"), get_system("dgx-h100"), 64, 4096, tp=8).step_s
+    assert r["step_s"] == pytest.approx(float(expect)) and r["layout"] == "TP8 EP1 PP1 DP1"
+    assert r["low_s"] < r["step_s"] < r["high_s"] and r["step_s"] > d["step_s"]
+    code, out, err = run_cli(*args, "--decode-attention", "per-query-head")
+    assert code == 0, err
+    assert json.loads(out)["realistic"]["step_s"] > r["step_s"]
+    code, out, _ = run_cli("step", "-m", "llama-3-8b", "-s", "dgx-h100", "-b", "8", "--realistic")
+    assert code == 0 and "efficiency model (nvidia, TP8" in out and "interval" in out
+
+
 def test_step_table_renders(run_cli):
     code, out, _ = run_cli("step", "-m", "llama-3-8b", "-s", "dgx-h100", "-b", "8", "-c", "1000")
     assert code == 0 and "critical batch" in out and "memory" in out

@@ -32,6 +32,8 @@ def register(app: typer.Typer) -> None:
         pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (batch = sequences in flight over all stages).")] = None,
         dp: Annotated[Optional[int], typer.Option("--dp", help="Attention data-parallel groups inside one replica.")] = None,
         domains: Annotated[Optional[int], typer.Option("--domains", help="Scale-up domains available to the replica.")] = None,
+        realistic: Annotated[bool, typer.Option("--realistic", help="Also predict with the cited efficiency model of the accelerator's family (roofline.efficiency), with the interval over its factors' spread.")] = False,
+        decode_attention: Annotated[str, typer.Option("--decode-attention", help="With --realistic: shared (KV head read once per GQA group) or per-query-head (older kernels).")] = "shared",
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""
@@ -39,10 +41,18 @@ def register(app: typer.Typer) -> None:
 
         m = resolve_model(model)
         sysrec, chips = resolve_hardware(system, accelerator, gpus)
-        if any(v is not None for v in (tp, ep, pp, dp, domains)):
+        if decode_attention not in ("shared", "per-query-head"):
+            raise typer.BadParameter(f"got {decode_attention!r}; use shared or per-query-head", param_hint="--decode-attention")
+        layout = any(v is not None for v in (tp, ep, pp, dp, domains))
+        real = None
+        if realistic:  # no layout given: the chips as one TP group (the efficiency model needs a layout)
+            real = _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype,
+                              (tp or 1) if layout else chips, ep or 1, pp or 1, dp or 1, domains or 1,
+                              decode_attention == "per-query-head")
+        if layout:
             return _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, usd_per_gpu_hour,
                              Efficiency(compute_efficiency, memory_efficiency), tp or 1, ep or 1, pp or 1, dp or 1,
-                             domains or 1, json)
+                             domains or 1, json, real)
         r = step(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
                  kv_dtype=kv_dtype, chips=chips, usd_per_gpu_hour=usd_per_gpu_hour,
                  efficiency=Efficiency(compute_efficiency, memory_efficiency), check_fit=True)
@@ -54,6 +64,8 @@ def register(app: typer.Typer) -> None:
             d["comm_s"] = 0.0
             d["memory_per_gpu_parts_bytes"] = {"weights": d["weights_per_gpu_bytes"], "kv": d["kv_per_gpu_bytes"],
                                                "activations": d["activations_per_gpu_bytes"]}
+            if real:
+                d["realistic"] = real
             return print_json(d)
         rows = [
             ["compute", seconds(float(r.compute_s))],
@@ -74,13 +86,41 @@ def register(app: typer.Typer) -> None:
             ["critical batch B* (KV ignored)", fmt(r.critical_batch)],
             ["critical batch at this context", fmt(float(r.critical_batch_with_kv))],
             ["latency floor W_total/BW", seconds(r.latency_floor_s)],
-        ]
+        ] + _realistic_rows(real)
         table(f"{m.id} on {chips} x {sysrec.accelerator.id}, {phase}, B={batch}, context={context}",
               ["quantity", "value"], rows)
 
 
+def _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, tp, ep, pp, dp, domains,
+               per_query_head):
+    """The efficiency model's pass time (efficiency.predict_pass) at the central factors and the two
+    corners of their spread: the interval any prediction carries (docs/validation.md gives its error)."""
+    from ..efficiency import WHICH, family_for, predict_pass
+
+    t = {w: predict_pass(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
+                         kv_dtype=kv_dtype, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains,
+                         kv_per_query_head=per_query_head, which=w) for w in WHICH}
+    mid = t["mid"]
+    tokens = batch * (prompt if phase == "prefill" else 1)
+    return {"family": family_for(sysrec.accelerator).family, "layout": f"TP{tp} EP{ep} PP{pp} DP{dp}",
+            "decode_attention": "per-query-head" if per_query_head else "shared",
+            "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
+            "compute_s": float(mid.compute_s), "memory_s": float(mid.memory_s), "comm_s": float(mid.comm_s),
+            "overhead_s": float(mid.overhead_s), "tokens_per_s": tokens / float(mid.step_s)}
+
+
+def _realistic_rows(real) -> list:
+    if not real:
+        return []
+    return [[f"efficiency model ({real['family']}, {real['layout']}): step", seconds(real["step_s"])],
+            ["  interval over the factors' spread", f"{seconds(real['low_s'])} .. {seconds(real['high_s'])}"],
+            ["  compute / memory / comm / overhead", " / ".join(seconds(real[k]) for k in
+                                                                 ("compute_s", "memory_s", "comm_s", "overhead_s"))],
+            ["  tokens/s (replica)", fmt(real["tokens_per_s"])]]
+
+
 def _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, price, eff, tp, ep, pp, dp, domains,
-              json):
+              json, real=None):
     """`roofline step --tp/--ep/--pp/--dp/--domains`: one replica's decode loop or prefill pass with
     TP all-reduces, EP dispatch/combine and PP sends on their tiers (parallel_step)."""
     from ..parallel_step import parallel_step
@@ -97,6 +137,8 @@ def _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype,
     d.update(r.to_dict())
     for k in ("params_total", "params_active", "kv_bytes_per_token"):
         d[k] = getattr(plain, k)
+    if real:
+        d["realistic"] = real
     if json:
         return print_json(d)
     if not bool(r.fits):
@@ -115,6 +157,6 @@ def _parallel(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype,
              ["$ per million tokens", fmt(d["usd_per_million_tokens"])],
              ["memory per GPU", f"{si_bytes(d['memory_per_gpu_bytes'])} (weights {si_bytes(d['weights_per_gpu_bytes'])}, "
                                 f"KV {si_bytes(d['kv_per_gpu_bytes'])}, activations {si_bytes(d['activations_per_gpu_bytes'])})"],
-             ["GPUs / domains", f"{int(d['gpus'])} / {d['domains']:.3g}"]]
+             ["GPUs / domains", f"{int(d['gpus'])} / {d['domains']:.3g}"]] + _realistic_rows(real)
     table(f"{m.id} on {sysrec.id}, TP{tp} EP{ep} PP{pp} DP{dp}, {phase}, B={batch}, context={context}",
           ["quantity", "value"], rows)
