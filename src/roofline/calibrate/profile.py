@@ -25,6 +25,11 @@ from ..units import GIGA, TERA
 from .microbench import Microbench, fit_half_rows
 
 
+def _sig(x: float) -> float:
+    """x to 7 significant digits (fixed decimals would lose a slow machine's GB/s in TB/s units)."""
+    return float(f"{x:.7g}")
+
+
 def accelerator_row(mb: Microbench, *, id: str = "calibrated", tdp_w: float = 100.0,
                     usd_per_hour: float = 0.1) -> dict:
     """A row in the format of catalog/data/accelerators.yaml (human units) from the microbenchmarks."""
@@ -37,10 +42,10 @@ def accelerator_row(mb: Microbench, *, id: str = "calibrated", tdp_w: float = 10
         "id": id,
         "name": f"calibrated {mb.device_name}",
         "vendor": "calibrated",
-        "dense_tflops": {dt: round(max(v) / TERA, 6) for dt, v in mb.matmul_flops_per_s.items()},
-        "hbm_gb": round(mem / GIGA, 3),
-        "hbm_tb_per_s": round(bw / TERA, 6),
-        "scale_up_gb_per_s": round(bw / GIGA, 3),
+        "dense_tflops": {dt: _sig(max(v) / TERA) for dt, v in mb.matmul_flops_per_s.items()},
+        "hbm_gb": _sig(mem / GIGA),
+        "hbm_tb_per_s": _sig(bw / TERA),
+        "scale_up_gb_per_s": _sig(bw / GIGA),
         "scale_out_gb_per_s": 1.25,
         "tdp_w": float(tdp_w),
         "usd_per_hour": float(usd_per_hour),
