@@ -113,6 +113,22 @@ def test_kv_per_query_head_multiplies_only_the_kv_read():
         kv_read_multiplier(cat.model("deepseek-v3"), True)
 
 
+def test_attention_runs_at_the_activation_dtype_peak():
+    """Prefill attention FLOPs are charged at the activation dtype's peak (flash kernels compute in bf16)
+    while the GEMMs run at the weights' peak: switching activations bf16 -> fp8 saves exactly
+    F_attn·(1/P_bf16 − 1/P_fp8)/η_attn of compute time."""
+    from roofline import model as M
+
+    m, s = _llama70b_h100(1)
+    kw = dict(phase="prefill", prompt=4096, weights_dtype="fp8")
+    a = predict_pass(m, s, 1, 0, activation_dtype="bf16", **kw).compute_s
+    b = predict_pass(m, s, 1, 0, activation_dtype="fp8", **kw).compute_s
+    acc, fam = s.accelerator, FAMILIES["nvidia"]
+    f_attn = 4096 * M.prefill_attention_flops_per_token(m, 4096, 0)
+    expect = f_attn * (1 / acc.peak_flops("bf16") - 1 / acc.peak_flops("fp8")) / fam.attention_compute.value
+    assert float(a - b) == pytest.approx(float(expect), rel=1e-9) and expect > 0
+
+
 def test_predict_pass_broadcasts_over_context():
     m, s = _llama70b_h100(2)
     ctx = np.array([128, 1024, 4096])

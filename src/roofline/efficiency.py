@@ -233,6 +233,7 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
     ideal term by its own factor (module docstring):
 
         t_compute = t_matmul/η_gemm(T_gpu) + t_attn/η_attn             T_gpu = B·len/(pp·dp) rows
+                    (t_attn at the activation dtype's peak: flash kernels compute in bf16/fp16)
         t_memory  = (t_weights + t_kv_write)/η_w + t_kv_read/η_kv
         t_pass    = max(t_compute, t_memory) + t_comm + L·τ_layer + τ_pass       (overlap_comm False)
                   = max(t_compute, t_memory, t_comm) + L·τ_layer + τ_pass     (overlap_comm True: e.g.
@@ -257,13 +258,16 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
                       moe_imbalance=moe_imbalance, check=False)
     L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
     rows = np.asarray(batch, dtype=float) * L / (pp * dp)  # GEMM rows on one GPU per micro-batch
-    peak = system.accelerator.peak_flops(weights_dtype)
+    acc = system.accelerator
     ctx = np.asarray(context, dtype=float)
     attn = (M.prefill_attention_flops_per_token(model, L, ctx) if phase == "prefill"
             else M.attention_flops_per_token(model, ctx + 1))
-    # attention FLOPs per GPU per loop: every layer of the B·L tokens, split over tp·dp GPUs
-    attn_s = np.asarray(batch, dtype=float) * L * attn / (tp * dp) / peak
-    matmul_s = np.maximum(r.compute_s - attn_s, 0.0)
+    # attention FLOPs per GPU per loop: every layer of the B·L tokens, split over tp·dp GPUs. parallel_step
+    # counts them at the weights' peak; flash-attention kernels compute in the activation dtype (Q·Kᵀ and
+    # P·V in bf16/fp16, an fp8 KV cache dequantised on load), so they run at that dtype's peak here.
+    attn_flops = np.asarray(batch, dtype=float) * L * attn / (tp * dp)
+    matmul_s = np.maximum(r.compute_s - attn_flops / acc.peak_flops(weights_dtype), 0.0)
+    attn_s = attn_flops / acc.peak_flops(activation_dtype)
     compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
     kv_read_s = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which)
     memory = ((r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
