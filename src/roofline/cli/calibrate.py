@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .render import fmt, print_json, table
+from .render import fmt, print_json, progress, table
 
 AcceleratorFileOpt = Annotated[Optional[Path], typer.Option(
     "--accelerator-file", help="Accelerator profile YAML (as written by `roofline calibrate`, or any file with an "
@@ -45,7 +45,10 @@ def _decode_table(points, title):
 def _run_check(acc, fam, batches, contexts, backend, device, json, extra=None):
     from ..calibrate.decode import decode_check
 
-    pts = decode_check(acc, fam, batches=batches, contexts=contexts, backend=backend, device=device)
+    rounds = 3
+    with progress(rounds * len(batches) * len(contexts), "decode check (interleaved rounds)", quiet=json) as advance:
+        pts = decode_check(acc, fam, batches=batches, contexts=contexts, backend=backend, device=device,
+                           rounds=rounds, progress=advance)
     if json:
         import numpy as np
 
@@ -84,7 +87,8 @@ def register(app: typer.Typer) -> None:
         b, c = _ints(batches, "--batches"), _ints(contexts, "--contexts")
         if usd_per_hour <= 0 or tdp_w <= 0:
             raise InputError("--usd-per-hour and --tdp-w must be > 0")
-        mb = run_microbenchmarks(backend, device)
+        with progress(None, "microbenchmarks (matmul by size, bandwidth)", quiet=json):
+            mb = run_microbenchmarks(backend, device)
         doc = profile_document(mb, usd_per_hour=usd_per_hour, tdp_w=tdp_w)
         acc = parse_accelerator(doc["accelerators"][0], "calibrated profile")
         fam = calibrated_family(mb, OPS_PER_LAYER, OPS_PER_PASS)
@@ -132,5 +136,6 @@ def register(app: typer.Typer) -> None:
         get_catalog().accelerators[acc.id] = acc  # also usable by id for the rest of this process
         b, c = _ints(batches, "--batches"), _ints(contexts, "--contexts")
         # the overhead and bandwidth-efficiency factors still come from (quick) microbenchmarks
-        mb = run_microbenchmarks(backend, device, rows=(1, 4, 16, 64, 256), copy_mib=64, repeats=3)
+        with progress(None, "microbenchmarks (quick)", quiet=json):
+            mb = run_microbenchmarks(backend, device, rows=(1, 4, 16, 64, 256), copy_mib=64, repeats=3)
         _run_check(acc, calibrated_family(mb, OPS_PER_LAYER, OPS_PER_PASS), b, c, mb.backend, device, json)

@@ -87,8 +87,9 @@ def si_bytes(x: float) -> str:
 
 
 @contextmanager
-def progress(total: int, description: str, quiet: bool = False):
-    """Yield an `advance(n)` callable; draws a rich progress bar only on a TTY and when not quiet."""
+def progress(total: int | None, description: str, quiet: bool = False):
+    """Yield an `advance(n)` callable; draws a rich progress bar only on a TTY and when not quiet
+    (total None: an indeterminate, pulsing bar for work of unknown length)."""
     if quiet or not sys.stderr.isatty():
         yield lambda n=1: None
         return
