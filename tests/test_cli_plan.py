@@ -25,6 +25,18 @@ def test_plan_impossible_target_is_one_line_error(run_cli):
     assert code == 1 and err.startswith("error: no layout of llama-3-70b") and "relax the targets" in err
 
 
+def test_plan_nonpositive_target_is_a_usage_error(run_cli):
+    import pytest
+
+    from roofline.errors import InputError
+    from roofline.planner import Targets
+
+    code, _, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--tpot-ms", "-1")
+    assert code == 2 and "--tpot-ms" in err and "got -1.0" in err
+    with pytest.raises(InputError, match="target ttft_s must be > 0"):
+        Targets(ttft_s=0.0)
+
+
 def test_plan_bad_domains(run_cli):
     code, _, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--domains", "two")
     assert code == 1 and "error: --domains 'two' is not N, A-B or a comma list" in err

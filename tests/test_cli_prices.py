@@ -119,6 +119,8 @@ def test_bad_hold_and_unknown_id(run_cli):
     assert code == 1 and "--hold must be > 0 seconds, got -3" in err
     code, _, err = run_cli("prices", "show", "gemini-9")
     assert code == 1 and "unknown price list 'gemini-9'" in err
+    code, _, err = run_cli("prices", "show", "zzzz")
+    assert code == 1 and "see `roofline prices show`" in err  # no close match: where the ids are listed
 
 
 def test_tier_share_of_server_cost_form(run_cli, tmp_path):

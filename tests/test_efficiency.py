@@ -109,7 +109,7 @@ def test_kv_per_query_head_multiplies_only_the_kv_read():
     from roofline.validate import load_dataset
     mha = load_dataset()[0]["llama-2-7b"]
     assert kv_read_multiplier(mha, True) == 1
-    with pytest.raises(InputError, match="MLA"):
+    with pytest.raises(InputError, match="MLA latents"):
         kv_read_multiplier(cat.model("deepseek-v3"), True)
 
 

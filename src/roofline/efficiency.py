@@ -287,7 +287,8 @@ def kv_read_multiplier(model: M.Model, per_query_head: bool, which: str = "mid")
     if not per_query_head:
         return 1.0
     if model.mla:
-        raise InputError(f"{model.id}: kv_per_query_head applies to MHA/GQA/MQA caches, not MLA latents")
+        raise InputError(f"{model.id} caches MLA latents: per-query-head decode attention applies to "
+                         "MHA/GQA/MQA caches only; use shared")
     return 1.0 if which == "fast" else model.heads / model.kv_heads
 
 

@@ -24,9 +24,9 @@ class CatalogError(RooflineError):
 class UnknownEntryError(CatalogError, KeyError):
     """An id that is not in a catalog; the message lists close matches."""
 
-    def __init__(self, kind: str, name: str, known: list[str]):
+    def __init__(self, kind: str, name: str, known: list[str], listing: str | None = None):
         close = difflib.get_close_matches(name.lower(), known, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(close)}?" if close else f"see `roofline catalog {kind}s`"
+        hint = f"did you mean {', '.join(close)}?" if close else f"see `{listing or f'roofline catalog {kind}s'}`"
         super().__init__(f"unknown {kind} {name!r}: {hint}")
         self.name = name
 

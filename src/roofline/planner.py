@@ -64,6 +64,12 @@ class Targets:
     tpot_s: float | None = None
     tokens_per_s_per_user: float | None = None
 
+    def __post_init__(self):
+        for name in ("ttft_s", "tpot_s", "tokens_per_s_per_user"):
+            v = getattr(self, name)
+            if v is not None and not (np.isfinite(v) and v > 0):
+                raise InputError(f"target {name} must be > 0 and finite, got {v}; omit it for no target")
+
 
 COLUMNS = ("tp", "ep", "pp", "dp", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
            "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",

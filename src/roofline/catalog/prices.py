@@ -327,13 +327,13 @@ def price_list(name: str, catalog=None) -> PriceList:
     for p in lists.values():
         if key == p.id or key in p.aliases:
             return p
-    raise UnknownEntryError("price list", name, list(lists))
+    raise UnknownEntryError("price list", name, list(lists), listing="roofline prices show")
 
 
 def memory_tier(name: str, catalog=None) -> MemoryTier:
     tiers = memory_tiers(catalog)
     if name.lower() not in tiers:
-        raise UnknownEntryError("tier", name, list(tiers))
+        raise UnknownEntryError("tier", name, list(tiers), listing="roofline tiers (every catalog tier)")
     return tiers[name.lower()]
 
 

@@ -60,6 +60,9 @@ def register(app: typer.Typer) -> None:
         m = resolve_model(model)
         sysrec = get_catalog().system(system)
         doms = parse_domains(domains)
+        for flag, v in (("--ttft-ms", ttft), ("--tpot-ms", tpot), ("--tokens-per-s-per-user", user_rate)):
+            if v is not None and not (v > 0 and v != float("inf")):
+                raise typer.BadParameter(f"got {v}; a target must be > 0 (omit the flag for no target)", param_hint=flag)
         tg = Targets(ttft_s=None if ttft is None else ttft / 1e3, tpot_s=None if tpot is None else tpot / 1e3,
                      tokens_per_s_per_user=user_rate)
         p = plan(m, sysrec, doms, Workload(prompt, output, context), tg,
