@@ -145,6 +145,7 @@ def test_sweep_json_csv_and_plot(run_cli, tmp_path):
 def test_usage_error_exit_2():
     r = subprocess.run([sys.executable, "-m", "roofline.cli", "step", "--bogus"], capture_output=True, text=True)
     assert r.returncode == 2 and "No such option" in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "step --help" in r.stderr
 
 
 def test_help_is_fast_and_lists_commands():

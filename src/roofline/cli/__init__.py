@@ -65,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         raise SystemExit(1) from None
-    except ClickException as exc:
-        exc.show()
+    except ClickException as exc:  # usage errors: one line too, pointing at the command's --help
+        ctx = getattr(exc, "ctx", None)
+        where = f"; see `{ctx.command_path} --help`" if ctx is not None else ""
+        print(f"error: {exc.format_message().rstrip('.')}{where}", file=sys.stderr)
         raise SystemExit(getattr(exc, "exit_code", 2) or 2) from None
     except OSError as exc:
         print(f"error: {exc.strerror or exc}: {getattr(exc, 'filename', '') or ''}; check the path", file=sys.stderr)
