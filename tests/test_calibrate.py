@@ -56,6 +56,9 @@ def test_numpy_decoder_runs_and_is_deterministic():
     a, b = d1.step(tok), d2.step(tok)
     assert a.shape == (2, m.vocab) and np.all(np.isfinite(a))
     np.testing.assert_allclose(a, b)
+    # the whole step stays in fp32, like the fp32 profile it is checked against (a float64 scalar once
+    # promoted the scores, and then every matmul copied its weights to fp64: a 5x slower decode)
+    assert a.dtype == np.float32
 
 
 def test_prediction_grows_with_batch_and_context(mb):

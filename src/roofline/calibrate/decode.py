@@ -14,6 +14,8 @@ measured: median over rounds of the minimum over repeats of one step's wall time
 
 from __future__ import annotations
 
+import math
+
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -110,7 +112,9 @@ class LlamaDecoder:
             vc[:, :, C:C + 1] = v
             keys, vals = kc[:, :, :C + 1], vc[:, :, :C + 1]
             kt = keys.transpose(-1, -2) if self.backend == "torch" else keys.swapaxes(-1, -2)
-            p = self._softmax((q @ kt) * (1.0 / np.sqrt(hd)))
+            # a Python float: a NumPy float64 scalar would promote the fp32 scores to fp64 (NEP 50), and every
+            # matmul after it would then copy its fp32 weights to fp64
+            p = self._softmax((q @ kt) * (1.0 / math.sqrt(hd)))
             o = (p @ vals).reshape(B, H * hd)
             x = x + o @ w["wo"]
             h = self._rms(x)
