@@ -80,6 +80,25 @@ def test_step_hand_calculation_single_gpu():
     assert float(r.tokens_per_s) == pytest.approx(8 * 512 / float(r.step_s))
 
 
+def test_fp8_gemms_with_bf16_attention_hand_calculation():
+    """dtype sets the GEMMs' peak, the attention core runs at attention_dtype's (bf16 by default):
+    on an H100 with fp8, t = tokens·(6N/P_fp8 + 3·attn/P_bf16)/η; selective recompute adds one attn."""
+    m = gpt(4, 1024, 16, 1000)
+    h100 = get_catalog().system("dgx-h100")
+    acc = h100.accelerator
+    lay = TrainLayout(micro_batches=4, micro_batch=2, zero=0)
+    eff = T.TrainEfficiency(compute=0.5)
+    from roofline.model import matmul_flops_per_token
+    attn = 4 * 1024 * (513 / 2) * 4
+    gemm = matmul_flops_per_token(m) * 3
+    for rc, k in (("none", 3), ("selective", 4)):
+        r = T.train_step(m, h100, lay, 512, efficiency=eff, dtype="fp8", recompute=rc)
+        expect = 8 * 512 * (gemm / acc.peak_flops("fp8") + k * attn / acc.peak_flops("bf16")) / 0.5
+        assert float(r.compute_s) == pytest.approx(expect)
+    same = T.train_step(m, h100, lay, 512, efficiency=eff, dtype="fp8", attention_dtype="fp8")
+    assert float(same.compute_s) == pytest.approx(8 * 512 * (gemm + 3 * attn) / (acc.peak_flops("fp8") * 0.5))
+
+
 def test_tp_comm_hand_calculation():
     m = gpt(4, 1024, 16, 1000)
     lay = TrainLayout(tp=8, micro_batches=2, micro_batch=1, zero=0)

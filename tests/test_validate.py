@@ -116,3 +116,18 @@ def test_decode_attention_kind_is_checked_and_changes_only_gqa_rows():
     bad = replace(r, row={**r.row, "decode_attention": "paged"})
     with pytest.raises(InputError, match="decode_attention must be shared or per-query-head"):
         evaluate(bad, extra)
+
+
+def test_training_tokens_scenario_is_the_train_steps_rate(evals):
+    """tokens/s per GPU of a NeMo row = G·s/(t_step·n) of training.train_step, and MFU·peak/FLOPs gives it back."""
+    from roofline.validate.scenarios import _model, _train_step
+
+    models, rows = load_dataset()
+    r = next(x for x in rows if x.scenario == "training_tokens_per_s_per_gpu")
+    st = _train_step(r, _model(r.model, models), "mid", models)
+    ev = next(e for e in evals if e.measurement.id == r.id)
+    lay_tokens = r.row["micro_batch"] * r.row["micro_batches"] * r.row["dp"] * r.row["seq_len"]
+    assert ev.predicted == pytest.approx(lay_tokens / float(st.step_s) / r.chips)
+    from roofline.catalog import get_catalog
+    peak = get_catalog().accelerator(r.accelerator).peak_flops("fp8")
+    assert ev.predicted == pytest.approx(float(st.mfu) * peak / float(st.model_flops_per_token))

@@ -169,13 +169,18 @@ def _plain(v):
 def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, recompute="none",
                efficiency: TrainEfficiency = TrainEfficiency(), causal=True, dtype="bf16",
                flash_attention=True, dropout=False, usd_per_gpu_hour: float | None = None,
-               grad_comm_bytes=2.0) -> TrainStep:
+               grad_comm_bytes=2.0, attention_dtype="bf16") -> TrainStep:
     """Step time, rates, MFU/HFU, memory per GPU of `layout` on domains of `system` (module docstring).
 
     Placement (Megatron rank order: TP innermost, then DP, then PP): TP uses the scale-up tier (an
     error if tp exceeds the domain); DP the scale-up tier when tp·dp fits in a domain, else a
     hierarchical all-reduce (scale-up inside, scale-out across); stage boundaries cross domains unless
     tp·pp·dp fits in one; EP all-to-all spans ceil(tp·ep/chips) domains.
+
+    `dtype` sets the GEMMs' peak; the attention core (QKᵀ, PV; flash kernels) runs at the peak of
+    `attention_dtype` (bf16: FP8 training recipes such as Transformer Engine's quantise the GEMMs
+    only), so t_compute = (F_gemm/P_dtype + F_attn/P_attention_dtype)·tokens/(n·η). MFU and HFU stay
+    relative to the peak of `dtype`.
     """
     check_layout(m, layout)
     if recompute not in RECOMPUTE_MODES:
@@ -191,7 +196,9 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     P, mb, v, b = layout.pp, layout.micro_batches, layout.virtual_stages, layout.micro_batch
     tokens = layout.global_batch * s
     f_model, f_hw = training_flops_per_token(m, s, recompute, causal=causal)
-    compute_s = tokens * f_hw / (n * peak * eff.compute)
+    # attention core: 1 forward + 2 backward, +1 forward when recomputed (selective, full, reversible)
+    f_attn = (3.0 + (recompute != "none")) * forward_attention_flops_per_token(m, s, causal=causal)
+    compute_s = tokens * ((f_hw - f_attn) / peak + f_attn / acc.peak_flops(attention_dtype)) / (n * eff.compute)
 
     act = 2.0  # bytes per activation element (bf16/fp16)
     h = m.d_model

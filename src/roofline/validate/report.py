@@ -123,6 +123,12 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
               "(prefill-heavy) are 1.3-2.5x slower than predicted, while A100 FP16 prefill is within 15%; the "
               "FP8 GEMM factor comes from a 2025-26 cuBLASLt 8192^3 benchmark, not the 2023-24 kernels, and "
               "K and N are not in the GEMM curve.",
+              "- FP8 training (NeMo tables): every row is optimistic, and the smaller the model the more (GPT-3 175B "
+              "+9..+28%, Llama 2 70B +16%, Llama 2 13B +37%, 7B/8B +69..+105%). Two terms scale that way and are not "
+              "modelled: the memory-bound non-matmul kernels of a layer (norms, activations, residuals, FP8 casts and "
+              "amax reductions, FP8 transposes for the backward GEMMs), whose time over the GEMMs' grows as "
+              "(FLOP/s / bandwidth) / d_model, and FP8 GEMM efficiency at d_model 4096 shapes. A kernel-level FP8 "
+              "training benchmark (Transformer Engine on a GPU) would set them; none is in the reference data.",
               "- PaLM decode: the 2D weight-stationary layout is a TP64 stand-in at the ideal link rate.",
               "- Serving-engine overheads beyond a fixed per-layer and per-step time (scheduling, "
               "detokenisation, HTTP: Baseten's TTFT is measured through a model server).",

@@ -26,6 +26,8 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   schedule, virtual_stages, zero), recompute mode and FLOP convention (mfu_definition: model → MFU,
   hardware → HFU, which counts recomputation as Megatron 2021 and BLOOM do); η_compute = the family's
   GEMM curve at b·s rows, scale-up/scale-out efficiencies from the family (efficiency.py).
+- training_tokens_per_s_per_gpu: the same train_step; value = G·s/(t_step·n). weights_dtype is the GEMMs'
+  dtype (fp8 for FP8 recipes); the attention core runs at bf16 peak (training.train_step).
 """
 
 from __future__ import annotations
@@ -42,9 +44,220 @@ from ..efficiency import WHICH, Factor, family_for, gemm_efficiency, predict_pas
 from ..errors import InputError
 from ..hardware import single_accelerator_system
 
-METRICS = ("decode", "throughput", "prefill", "training_mfu")
+METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
 RATE_SCENARIOS = {"static_batch_throughput", "decode_tokens_per_s_per_sequence", "decode_node_throughput",
-                  "prefill_mfu", "training_mfu"}
+                  "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
+
+
+@dataclass(frozen=True)
+class Measurement:
+    id: str
+    metric: str
+    scenario: str
+    model: str
+    accelerator: str
+    chips: int
+    measured: float
+    unit: str
+    source: str
+    date: str
+    reliability: str
+    sharding: str
+    row: dict  # the full row (scenario inputs)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    measurement: Measurement
+    predicted: float
+    low: float
+    high: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error (predicted − measured)/measured."""
+        return self.predicted / self.measurement.measured - 1.0
+
+    @property
+    def covered(self) -> bool:
+        return self.low <= self.measurement.measured <= self.high
+
+
+@lru_cache(maxsize=None)
+def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]]:
+    """(extra models and systems by id, measurements) from the packaged YAML (or `path`)."""
+    import yaml
+
+    if path is None:
+        text = (resources.files("roofline.validate") / "data" / "measurements.yaml").read_text()
+        name = "roofline/validate/data/measurements.yaml"
+    else:
+        with open(path) as fh:
+            text = fh.read()
+        name = path
+    doc = yaml.safe_load(text)
+    extra = {}
+    for i, row in enumerate(doc.get("models") or []):
+        m = parse_model(dict(row), f"{name}: models[{i}]")
+        extra[m.id] = m
+    for i, row in enumerate(doc.get("systems") or []):
+        sy = parse_system(dict(row), f"{name}: systems[{i}]", get_catalog().accelerators)
+        extra[sy.id] = sy
+    out = []
+    seen = set()
+    for i, row in enumerate(doc.get("measurements") or []):
+        where = f"{name}: measurements[{i}]"
+        for key in ("id", "metric", "scenario", "model", "accelerator", "chips", "measured", "source", "date"):
+            if key not in row:
+                raise InputError(f"{where}: missing {key!r}; every measurement needs it")
+        if row["metric"] not in METRICS:
+            raise InputError(f"{where}: metric {row['metric']!r} not one of {', '.join(METRICS)}")
+        if row["scenario"] not in SCENARIOS:
+            raise InputError(f"{where}: scenario {row['scenario']!r} not one of {', '.join(SCENARIOS)}")
+        if row["id"] in seen:
+            raise InputError(f"{where}: duplicate id {row['id']!r}")
+        seen.add(row["id"])
+        out.append(Measurement(
+            id=row["id"], metric=row["metric"], scenario=row["scenario"], model=row["model"],
+            accelerator=row["accelerator"], chips=int(row["chips"]), measured=float(row["measured"]),
+            unit=str(row.get("unit", "")), source=str(row["source"]), date=str(row["date"]),
+            reliability=str(row.get("reliability", "medium")), sharding=_sharding(row),
+            row=dict(row)))
+    return extra, tuple(out)
+
+
+def _sharding(row) -> str:
+    """Label for the report: how the row's chips are modelled."""
+    if row.get("sharding"):
+        return str(row["sharding"])
+    if row["scenario"] == "training_mfu":
+        return "train-layout"
+    lay = [f"{k.upper()}{row[k]}" for k in ("tp", "ep", "pp", "dp") if int(row.get(k, 1)) > 1]
+    return " ".join(lay) if lay else "1 chip"
+
+
+def _model(name: str, extra: dict) -> M.Model:
+    return extra[name] if name in extra else get_catalog().model(name)
+
+
+def _system(meas: Measurement, extra: dict):
+    r = meas.row
+    if r.get("system"):
+        sid = r["system"]
+        return extra[sid] if sid in extra else get_catalog().system(sid)
+    return single_accelerator_system(get_catalog().accelerator(meas.accelerator), meas.chips)
+
+
+def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
+    r = meas.row
+    fam = family_for(get_catalog().accelerator(meas.accelerator))
+    if r.get("ideal_network"):  # communication of a layout parallel_step cannot express: bandwidth only
+        fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
+                      scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
+    return predict_pass(m, _system(meas, extra or {}), batch, context, phase=phase, prompt=prompt, fam=fam,
+                        weights_dtype=r.get("weights_dtype", "bf16"), kv_dtype=r.get("kv_dtype", "bf16"),
+                        tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)),
+                        dp=int(r.get("dp", 1)), domains=int(r.get("domains", 1)),
+                        overlap_comm=bool(r.get("overlap_comm", False)),
+                        kv_per_query_head=_decode_attention(meas) == "per-query-head", which=which)
+
+
+def _decode_attention(meas) -> str:
+    kind = str(meas.row.get("decode_attention", "shared"))
+    if kind not in ("shared", "per-query-head"):
+        raise InputError(f"{meas.id}: decode_attention must be shared or per-query-head, got {kind!r}")
+    return kind
+
+
+def _batch_run_s(meas, m, which, extra=None):
+    r = meas.row
+    B, I, O = r["batch"], r["input_tokens"], r["output_tokens"]
+    steps = O - 1 if r.get("first_token_from_prefill", True) else O
+    t = _pass(meas, m, "prefill", B, 0, prompt=I, which=which, extra=extra).step_s
+    if steps > 0:
+        t = t + float(np.sum(_pass(meas, m, "decode", B, np.arange(I, I + steps), which=which, extra=extra).step_s))
+    return float(t)
+
+
+def _static_batch_throughput(meas, m, which, extra):
+    r = meas.row
+    return r["batch"] * r["output_tokens"] / (_batch_run_s(meas, m, which, extra) * meas.chips)
+
+
+def _e2e_latency(meas, m, which, extra):
+    return _batch_run_s(meas, m, which, extra)
+
+
+def _ttft(meas, m, which, extra):
+    r = meas.row
+    return float(_pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s)
+
+
+def _decode_step(meas, m, which, extra):
+    return float(_pass(meas, m, "decode", meas.row["batch"], meas.row["context"], which=which, extra=extra).step_s)
+
+
+def _decode_speed(meas, m, which, extra):
+    return 1.0 / _decode_step(meas, m, which, extra)
+
+
+def _node_throughput(meas, m, which, extra):
+    r = meas.row
+    d, a = int(r.get("mtp_draft_tokens", 0)), float(r.get("mtp_acceptance", 0.0))
+    if d:  # a verify pass: 1 + d tokens per sequence against the cached context
+        t = float(_pass(meas, m, "prefill", r["batch"], r["context"], prompt=1 + d, which=which, extra=extra).step_s)
+    else:
+        t = _decode_step(meas, m, which, extra)
+    return r["batch"] * (1.0 + a * d) / t * 8.0 / meas.chips
+
+
+def _prefill_mfu(meas, m, which, extra):
+    r = meas.row
+    acc = get_catalog().accelerator(meas.accelerator)
+    t = _pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s
+    flops = r["batch"] * r["input_tokens"] * M.matmul_flops_per_token(m)
+    return float(flops / (t * meas.chips * acc.peak_flops(r.get("weights_dtype", "bf16"))))
+
+
+def _train_step(meas, m, which, extra):
+    """training.train_step with the row's published layout (module docstring)."""
+    from ..training import TrainEfficiency, train_step
+    from ..training_memory import TrainLayout
+
+    r = meas.row
+    system = _system(meas, extra)
+    fam = family_for(system.accelerator)
+    dtype = r.get("weights_dtype", "bf16")
+    lay = TrainLayout(tp=int(r.get("tp", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
+                      micro_batch=int(r.get("micro_batch", 1)), micro_batches=int(r.get("micro_batches", 1)),
+                      schedule=r.get("schedule", "1f1b"), virtual_stages=int(r.get("virtual_stages", 1)),
+                      zero=int(r.get("zero", 1)))
+    if lay.gpus != meas.chips:
+        raise InputError(f"{meas.id}: layout tp·pp·dp = {lay.gpus} GPUs, but chips = {meas.chips}; fix the row")
+    seq = r["seq_len"]
+    eff = TrainEfficiency(compute=float(gemm_efficiency(lay.micro_batch * seq, fam, dtype, which)),
+                          scale_up=fam.scale_up_bandwidth.pick(which), scale_out=fam.scale_out_bandwidth.pick(which),
+                          overlap_dp=float(r.get("overlap_dp", 0.0)), overlap_pp=float(r.get("overlap_pp", 0.0)),
+                          overlap_tp=float(r.get("overlap_tp", 0.0)))
+    return train_step(m, system, lay, seq, recompute=r.get("recompute", "none"), efficiency=eff,
+                      causal=bool(r.get("causal", True)), dtype=dtype, flash_attention=bool(r.get("flash_attention", True)),
+                      dropout=bool(r.get("dropout", False)))
+
+
+def _training(meas, m, which, extra):
+    st = _train_step(meas, m, which, extra)
+    definition = meas.row.get("mfu_definition", "model")
+    if definition not in ("model", "hardware"):
+        raise InputError(f"{meas.id}: mfu_definition must be model or hardware, got {definition!r}")
+    return float(st.mfu if definition == "model" else st.hfu)
+
+
+def _training_tokens(meas, m, which, extra):
+    return float(_train_step(meas, m, which, extra).tokens_per_s) / meas.chips
+
+
+SCENARIOS = {"static_batch_throughput", "decode_tokens_per_s_per_sequence", "decode_node_throughput",
+                  "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
 
 
 @dataclass(frozen=True)
@@ -255,6 +468,7 @@ SCENARIOS = {
     "decode_node_throughput": _node_throughput,
     "prefill_mfu": _prefill_mfu,
     "training_mfu": _training,
+    "training_tokens_per_s_per_gpu": _training_tokens,
 }
 
 
