@@ -97,6 +97,15 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "",
         _table(SUMMARY_COLUMNS, summary_rows(by_key(evals, lambda e: e.measurement.accelerator))),
         "",
+        "## Error by the source's reliability",
+        "",
+        "Each row grades its source (`reliability`): high = a vendor or paper table with the configuration "
+        "stated; medium = a blog or report with some settings assumed; low = a source with internal "
+        "inconsistencies (the note on the row says which). The grade is set from the source, not from the "
+        "row's error.",
+        "",
+        _table(SUMMARY_COLUMNS, summary_rows(by_key(evals, lambda e: e.measurement.reliability.split()[0]))),
+        "",
     ]
     if plot_name:
         lines += ["## Predicted against measured", "", f"![predicted vs measured]({plot_name})", ""]
