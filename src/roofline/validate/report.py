@@ -138,6 +138,11 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
               "amax reductions, FP8 transposes for the backward GEMMs), whose time over the GEMMs' grows as "
               "(FLOP/s / bandwidth) / d_model, and FP8 GEMM efficiency at d_model 4096 shapes. A kernel-level FP8 "
               "training benchmark (Transformer Engine on a GPU) would set them; none is in the reference data.",
+              "- Batch-1 decode across GPUs (gpt-fast rows, held out): 1-2 GPUs land within about 10%, but the "
+              "error grows with TP (Llama 2 7B TP8 +55%, Mixtral int8 TP8 +86%): the per-token fixed costs (two "
+              "all-reduces per layer at ~6 us each in the model, per-layer kernel gaps) are smaller in the model "
+              "than on that power-capped, NVSwitch-less A100 box, where they appear to be ~25-30 us per all-reduce. "
+              "Weight-only int8 runs are more optimistic than bf16 (dequantisation inside the GEMV is not modelled).",
               "- PaLM decode: the 2D weight-stationary layout is a TP64 stand-in at the ideal link rate.",
               "- Serving-engine overheads beyond a fixed per-layer and per-step time (scheduling, "
               "detokenisation, HTTP: Baseten's TTFT is measured through a model server).",

@@ -39,7 +39,7 @@ from importlib import resources
 import numpy as np
 
 from .. import model as M
-from ..catalog import get_catalog, parse_model, parse_system
+from ..catalog import get_catalog, parse_accelerator, parse_model, parse_system
 from ..efficiency import WHICH, Factor, family_for, gemm_efficiency, predict_pass
 from ..errors import InputError
 from ..hardware import single_accelerator_system
@@ -85,7 +85,7 @@ class Evaluation:
 
 @lru_cache(maxsize=None)
 def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]]:
-    """(extra models and systems by id, measurements) from the packaged YAML (or `path`)."""
+    """(extra accelerators, models and systems by id, measurements) from the packaged YAML (or `path`)."""
     import yaml
 
     if path is None:
@@ -96,12 +96,15 @@ def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]
             text = fh.read()
         name = path
     doc = yaml.safe_load(text)
-    extra = {}
+    extra, accs = {}, dict(get_catalog().accelerators)
+    for i, row in enumerate(doc.get("accelerators") or []):  # hardware as the source ran it (e.g. power-capped)
+        acc = parse_accelerator(dict(row), f"{name}: accelerators[{i}]")
+        extra[acc.id] = accs[acc.id] = acc
     for i, row in enumerate(doc.get("models") or []):
         m = parse_model(dict(row), f"{name}: models[{i}]")
         extra[m.id] = m
     for i, row in enumerate(doc.get("systems") or []):
-        sy = parse_system(dict(row), f"{name}: systems[{i}]", get_catalog().accelerators)
+        sy = parse_system(dict(row), f"{name}: systems[{i}]", accs)
         extra[sy.id] = sy
     out = []
     seen = set()
@@ -130,7 +133,7 @@ def _sharding(row) -> str:
     """Label for the report: how the row's chips are modelled."""
     if row.get("sharding"):
         return str(row["sharding"])
-    if row["scenario"] == "training_mfu":
+    if row["scenario"].startswith("training"):
         return "train-layout"
     lay = [f"{k.upper()}{row[k]}" for k in ("tp", "ep", "pp", "dp") if int(row.get(k, 1)) > 1]
     return " ".join(lay) if lay else "1 chip"
@@ -140,17 +143,22 @@ def _model(name: str, extra: dict) -> M.Model:
     return extra[name] if name in extra else get_catalog().model(name)
 
 
+def _accelerator(meas: Measurement, extra: dict):
+    a = meas.accelerator
+    return extra[a] if a in extra else get_catalog().accelerator(a)
+
+
 def _system(meas: Measurement, extra: dict):
     r = meas.row
     if r.get("system"):
         sid = r["system"]
         return extra[sid] if sid in extra else get_catalog().system(sid)
-    return single_accelerator_system(get_catalog().accelerator(meas.accelerator), meas.chips)
+    return single_accelerator_system(_accelerator(meas, extra), meas.chips)
 
 
 def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
     r = meas.row
-    fam = family_for(get_catalog().accelerator(meas.accelerator))
+    fam = family_for(_accelerator(meas, extra or {}))
     if r.get("ideal_network"):  # communication of a layout parallel_step cannot express: bandwidth only
         fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
                       scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
@@ -213,7 +221,7 @@ def _node_throughput(meas, m, which, extra):
 
 def _prefill_mfu(meas, m, which, extra):
     r = meas.row
-    acc = get_catalog().accelerator(meas.accelerator)
+    acc = _accelerator(meas, extra)
     t = _pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s
     flops = r["batch"] * r["input_tokens"] * M.matmul_flops_per_token(m)
     return float(flops / (t * meas.chips * acc.peak_flops(r.get("weights_dtype", "bf16"))))
