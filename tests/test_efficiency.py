@@ -129,6 +129,27 @@ def test_attention_runs_at_the_activation_dtype_peak():
     assert float(a - b) == pytest.approx(float(expect), rel=1e-9) and expect > 0
 
 
+def test_attention_share_is_split_over_pipeline_stages():
+    """compute = (ideal − A)/η_gemm + A/η_attn with A = B·L·attn/(tp·dp·pp)/peak the attention part of
+    the ideal per-loop compute (T_½ = 0 so η_gemm is flat): at PP 1 and PP 4, decode and prefill."""
+    from dataclasses import replace
+
+    from roofline import model as M
+    from roofline.parallel_step import parallel_step
+
+    m, s = _llama70b_h100(8)
+    fam = replace(FAMILIES["nvidia"], gemm_half_tokens=Factor(0.0, 0.0, 0.0, "test"))
+    eg, ea, peak = fam.gemm.value, fam.attention_compute.value, s.accelerator.peak_flops("bf16")
+    for pp, tp in ((1, 8), (4, 2)):
+        for phase, L in (("decode", 1), ("prefill", 2048)):
+            ideal = float(parallel_step(m, s, 64, 4096, tp=tp, pp=pp, phase=phase, prompt=L, check=False).compute_s)
+            attn = (M.prefill_attention_flops_per_token(m, L, 4096) if phase == "prefill"
+                    else M.attention_flops_per_token(m, 4097))
+            A = 64 * L * float(attn) / (tp * pp) / peak
+            got = float(predict_pass(m, s, 64, 4096, tp=tp, pp=pp, phase=phase, prompt=L, fam=fam).compute_s)
+            assert got == pytest.approx((ideal - A) / eg + A / ea, rel=1e-9), (pp, phase)
+
+
 def test_predict_pass_broadcasts_over_context():
     m, s = _llama70b_h100(2)
     ctx = np.array([128, 1024, 4096])

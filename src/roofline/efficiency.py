@@ -82,7 +82,7 @@ class FamilyEfficiency:
     gemm_curve: tuple = ()
 
     def gemm_max(self, dtype: str) -> Factor:
-        return self.gemm_low_precision if dtype.lower() in ("fp8", "int8", "fp6", "fp4") else self.gemm
+        return self.gemm_low_precision if dtype.lower() in LOW_PRECISION else self.gemm
 
 
 _CUDA_GRAPH = ("NVIDIA 'Getting Started with CUDA Graphs' (developer.nvidia.com blog, 2019): launch "
@@ -170,18 +170,23 @@ def family_for(acc: Accelerator) -> FamilyEfficiency:
     return FAMILIES.get(acc.vendor.lower(), GENERIC)
 
 
-def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype: str = "bf16", which: str = "mid"):
+LOW_PRECISION = ("fp8", "int8", "fp6", "fp4")
+
+
+def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype="bf16", which: str = "mid"):
     """η_gemm(T) = η_max · T/(T + T_½): fraction of dense peak reached by a GEMM with T rows.
 
-    Source: tile-occupancy argument (module docstring). Broadcasts over tokens. Ignores the K and N
-    dimensions (assumed large: d_model and d_ff are thousands) and wave quantization.
+    Source: tile-occupancy argument (module docstring). Broadcasts over tokens, and over `dtype` when it
+    is an array of format names (the planner's candidates). Ignores the K and N dimensions (assumed
+    large: d_model and d_ff are thousands) and wave quantization.
     """
     t = np.asarray(tokens, dtype=float)
+    low = np.isin(np.char.lower(np.asarray(dtype, dtype=str)), LOW_PRECISION)
+    eta = np.where(low, fam.gemm_low_precision.pick(which), fam.gemm.pick(which))
     if fam.gemm_curve:
         r, e = (np.asarray(c, dtype=float) for c in zip(*fam.gemm_curve))
-        spread = fam.gemm_max(dtype).pick(which)  # 1.0 mid; the corners scale the measured curve
-        return spread * np.interp(np.log(np.maximum(t, 1e-9)), np.log(r), e)
-    eta = fam.gemm_max(dtype).pick(which)
+        # eta is 1.0 at 'mid' for calibrated profiles; the corners scale the measured curve
+        return eta * np.interp(np.log(np.maximum(t, 1e-9)), np.log(r), e)
     half = fam.gemm_half_tokens.pick(which, faster_when_high=False)
     return eta * t / (t + half)
 
@@ -257,16 +262,28 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
                       activation_dtype=activation_dtype, tiers=_tiers(system, fam, which),
                       moe_imbalance=moe_imbalance, check=False)
     L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
-    rows = np.asarray(batch, dtype=float) * L / (pp * dp)  # GEMM rows on one GPU per micro-batch
-    acc = system.accelerator
+    return refine(model, system.accelerator, r, phase, batch, context, L, tp, dp, pp, weights_dtype,
+                  activation_dtype, fam, which, kv_per_query_head=kv_per_query_head, overlap_comm=overlap_comm)
+
+
+def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, tp, dp, pp, weights_dtype,
+           activation_dtype, fam: FamilyEfficiency, which: str = "mid", *, kv_per_query_head: bool = False,
+           overlap_comm: bool = False) -> PassTime:
+    """The efficiency model applied to an ideal parallel step `r` (parallel_step / step_core run at
+    Efficiency() = 1 with the family's tiers): predict_pass's formulas, broadcasting over arrays of
+    layouts, batches and weight formats (`weights_dtype` may be an array of names: the planner's grid)."""
+    B = np.asarray(batch, dtype=float)
+    tp, dp, pp = (np.asarray(x, dtype=float) for x in (tp, dp, pp))
+    rows = B * L / (pp * dp)  # GEMM rows on one GPU per micro-batch
     ctx = np.asarray(context, dtype=float)
     attn = (M.prefill_attention_flops_per_token(model, L, ctx) if phase == "prefill"
             else M.attention_flops_per_token(model, ctx + 1))
-    # attention FLOPs per GPU per loop: every layer of the B·L tokens, split over tp·dp GPUs. parallel_step
-    # counts them at the weights' peak; flash-attention kernels compute in the activation dtype (Q·Kᵀ and
-    # P·V in bf16/fp16, an fp8 KV cache dequantised on load), so they run at that dtype's peak here.
-    attn_flops = np.asarray(batch, dtype=float) * L * attn / (tp * dp)
-    matmul_s = np.maximum(r.compute_s - attn_flops / acc.peak_flops(weights_dtype), 0.0)
+    # attention FLOPs per GPU per loop: every layer of the B·L tokens, split over tp·dp GPUs and pp stages.
+    # parallel_step counts them at the weights' peak; flash-attention kernels compute in the activation
+    # dtype (Q·Kᵀ and P·V in bf16/fp16, an fp8 KV cache dequantised on load), so they run at that peak here.
+    attn_flops = B * L * attn / (tp * dp * pp)
+    peak_w = np.vectorize(acc.peak_flops, otypes=[float])(np.asarray(weights_dtype, dtype=str))
+    matmul_s = np.maximum(r.compute_s - attn_flops / peak_w, 0.0)
     attn_s = attn_flops / acc.peak_flops(activation_dtype)
     compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
     kv_read_s = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which)
