@@ -14,6 +14,19 @@ def test_plan_json_llama_dgx_h100(run_cli):
     assert all(r["pareto"] for r in d["layouts"])
 
 
+def test_plan_realistic_json_and_conflict(run_cli):
+    code, out, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--realistic", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["realistic"] is True and d["layouts"]
+    code, out, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--json")
+    pure = json.loads(out)
+    best = lambda x: max(r["tokens_per_s_per_gpu"] for r in x["layouts"])  # noqa: E731
+    assert best(d) < best(pure)
+    code, _, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--realistic", "--compute-efficiency", "0.5")
+    assert code == 1 and "realistic planning uses the efficiency model's own factors" in err
+
+
 def test_plan_table_deepseek_racks(run_cli):
     code, out, err = run_cli("plan", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--domains", "1-4")
     assert code == 0, err

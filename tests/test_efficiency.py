@@ -159,7 +159,7 @@ def test_predict_pass_broadcasts_over_context():
 
 def test_communication_is_the_parallel_steps():
     """predict_pass reuses parallel_step's TP all-reduces on tiers carrying the family's η and α."""
-    from roofline.efficiency import _tiers
+    from roofline.efficiency import family_tiers as _tiers
     from roofline.parallel_step import parallel_step
 
     m, s = _llama70b_h100(4)

@@ -46,6 +46,29 @@ def test_frontier_points_match_parallel_step():
         assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
 
 
+def test_realistic_frontier_matches_predict_pass_and_is_slower():
+    """--realistic: each frontier point's TPOT and TTFT equal efficiency.predict_pass with its layout (the
+    array path and the scalar path agree); the best tokens/s per GPU is below the pure roofline's; the
+    explicit efficiency arguments are refused alongside it."""
+    from roofline.efficiency import predict_pass
+    from roofline.errors import InputError
+    from roofline.roofline import Efficiency
+
+    p = plan(LLAMA, H100, [1], Workload(1024, 512), realistic=True)
+    rows = p.rows()
+    assert rows
+    for r in rows[::4]:
+        kw = dict(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], weights_dtype=r["weights_dtype"],
+                  kv_dtype=r["kv_dtype"])
+        d = predict_pass(LLAMA, H100, r["batch"], 1024 + 256, **kw)
+        f = predict_pass(LLAMA, H100, r["dp"] * r["pp"], 0, phase="prefill", prompt=1024, **kw)
+        assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
+        assert r["ttft_s"] == pytest.approx(float(f.step_s), rel=1e-12)
+    assert p.best()["tokens_per_s_per_gpu"] < plan(LLAMA, H100, [1], Workload(1024, 512)).best()["tokens_per_s_per_gpu"]
+    with pytest.raises(InputError, match="realistic planning"):
+        plan(LLAMA, H100, [1], realistic=True, efficiency=Efficiency(0.5, 0.8))
+
+
 def test_targets_are_met_and_explained():
     t = Targets(tpot_s=0.010, ttft_s=0.5)
     p = plan(LLAMA, H100, [1], Workload(1024, 1024), t)

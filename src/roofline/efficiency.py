@@ -181,7 +181,8 @@ def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype="bf16", which: str = "m
     large: d_model and d_ff are thousands) and wave quantization.
     """
     t = np.asarray(tokens, dtype=float)
-    low = np.isin(np.char.lower(np.asarray(dtype, dtype=str)), LOW_PRECISION)
+    names, pos = np.unique(np.asarray(dtype, dtype=str), return_inverse=True)
+    low = np.array([n.lower() in LOW_PRECISION for n in names])[pos].reshape(np.shape(dtype))
     eta = np.where(low, fam.gemm_low_precision.pick(which), fam.gemm.pick(which))
     if fam.gemm_curve:
         r, e = (np.asarray(c, dtype=float) for c in zip(*fam.gemm_curve))
@@ -213,7 +214,7 @@ class PassTime:
     overhead_s: np.ndarray
 
 
-def _tiers(system: System, fam: FamilyEfficiency, which: str):
+def family_tiers(system: System, fam: FamilyEfficiency, which: str = "mid"):
     """(scale-up, scale-out) network.Tier with the family's achieved bandwidth and step latency."""
     from .network import Tier
 
@@ -259,7 +260,7 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
     fam = fam or family_for(system.accelerator)
     r = parallel_step(model, system, batch, context, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, phase=phase,
                       prompt=prompt, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                      activation_dtype=activation_dtype, tiers=_tiers(system, fam, which),
+                      activation_dtype=activation_dtype, tiers=family_tiers(system, fam, which),
                       moe_imbalance=moe_imbalance, check=False)
     L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
     return refine(model, system.accelerator, r, phase, batch, context, L, tp, dp, pp, weights_dtype,
@@ -282,7 +283,8 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     # parallel_step counts them at the weights' peak; flash-attention kernels compute in the activation
     # dtype (Q·Kᵀ and P·V in bf16/fp16, an fp8 KV cache dequantised on load), so they run at that peak here.
     attn_flops = B * L * attn / (tp * dp * pp)
-    peak_w = np.vectorize(acc.peak_flops, otypes=[float])(np.asarray(weights_dtype, dtype=str))
+    names, pos = np.unique(np.asarray(weights_dtype, dtype=str), return_inverse=True)  # few formats, many rows
+    peak_w = np.array([acc.peak_flops(n) for n in names])[pos].reshape(np.shape(weights_dtype))
     matmul_s = np.maximum(r.compute_s - attn_flops / peak_w, 0.0)
     attn_s = attn_flops / acc.peak_flops(activation_dtype)
     compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)

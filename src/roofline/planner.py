@@ -151,8 +151,15 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          weights_dtypes=None, kv_dtypes=("bf16", "fp8"), pp_choices=(1, 2, 4, 8, 16),
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
          scale_out_efficiency: float = 1.0, moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
-         usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16") -> Plan:
-    """Evaluate every candidate layout in one vectorised pass; see the module docstring."""
+         usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
+         realistic: bool = False, which: str = "mid") -> Plan:
+    """Evaluate every candidate layout in one vectorised pass; see the module docstring.
+
+    realistic: step times from the efficiency model of the accelerator's family (efficiency.refine on
+    the ideal step, network tiers carrying the family's collective factors) instead of the pure
+    roofline; `which` picks its central value or a corner of the factors' spread. It replaces the
+    explicit efficiency arguments, which must then stay at their defaults.
+    """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
         raise InputError(f"domains must be whole numbers >= 1, got {list(domains)}; e.g. --domains 1-4")
@@ -175,10 +182,30 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     up, out = N.tiers(system, scale_up_efficiency=scale_up_efficiency, scale_out_efficiency=scale_out_efficiency)
     price = (system.usd_per_hour or acc.usd_per_hour) if usd_per_gpu_hour is None else usd_per_gpu_hour
     b_act = dtype_bytes(activation_dtype)
+    if realistic:
+        from .efficiency import family_for, family_tiers
+
+        if efficiency != Efficiency() or scale_up_efficiency != 1.0 or scale_out_efficiency != 1.0:
+            raise InputError("realistic planning uses the efficiency model's own factors; drop the explicit "
+                             "compute/memory/scale-up/scale-out efficiencies or the realistic switch")
+        fam = family_for(acc)
+        up, out = family_tiers(system, fam, which)
+        efficiency = Efficiency()
     common = (b_w, b_kv, b_act, peak, efficiency, up, out, moe_imbalance, price, usable_memory)
     dec = step_core(model, system, tp, ep, pp, dp, batch, workload.decode_context, 1.0, "decode", *common)
     pre = step_core(model, system, tp, ep, pp, dp, dp * pp, 0.0, float(workload.prompt), "prefill", *common)
-    tpot, ttft = dec.step_s, pre.step_s
+    tpot, ttft, bound = dec.step_s, pre.step_s, dec.bound
+    if realistic:
+        from .efficiency import refine
+
+        w_names = np.array([w for w, _ in dtypes])[di]
+        rd = refine(model, acc, dec, "decode", batch, workload.decode_context, 1.0, tp, dp, pp, w_names,
+                    activation_dtype, fam, which)
+        rp = refine(model, acc, pre, "prefill", dp * pp, 0.0, float(workload.prompt), tp, dp, pp, w_names,
+                    activation_dtype, fam, which)
+        tpot, ttft = rd.step_s, rp.step_s
+        bound = np.where(rd.comm_s >= np.maximum(rd.compute_s, rd.memory_s), "network",
+                         np.where(rd.compute_s >= rd.memory_s, "compute", "memory"))
     mem = P.memory_per_gpu(model, tp, ep, pp, dp, batch, workload.prompt + workload.output,
                            bytes_per_weight=b_w, bytes_per_kv=b_kv)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
@@ -218,7 +245,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
                 "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
                 "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
                 "usd_per_million_tokens": usd, "ttft_s": ttft, "tpot_s": tpot, "memory_per_gpu_bytes": mem_total,
-                "bound": dec.bound if np.ndim(dec.bound) else np.full(tp.size, dec.bound)}
+                "bound": bound if np.ndim(bound) else np.full(tp.size, bound)}
     cols = {k: np.asarray(v)[feasible] for k, v in cols_all.items()}
     front = pareto_mask(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_per_user"])
     counts = {"candidates": int(n_struct * doms.size), "structurally_valid_layouts": int(n_struct),

@@ -50,6 +50,7 @@ def register(app: typer.Typer) -> None:
         memory_efficiency: MemoryEffOpt = 1.0,
         usd_per_gpu_hour: PriceOpt = None,
         all_layouts: Annotated[bool, typer.Option("--all", help="List every feasible layout, not just the frontier.")] = False,
+        realistic: Annotated[bool, typer.Option("--realistic", help="Step times from the cited efficiency model of the accelerator's family (roofline.efficiency) instead of the pure roofline.")] = False,
         json: JsonOpt = False,
     ) -> None:
         """Best layouts of MODEL on 1+ domains of SYSTEM: Pareto frontier of tokens/s per GPU vs per user."""
@@ -68,10 +69,11 @@ def register(app: typer.Typer) -> None:
         p = plan(m, sysrec, doms, Workload(prompt, output, context), tg,
                  efficiency=Efficiency(compute_efficiency, memory_efficiency), moe_imbalance=moe_imbalance,
                  scale_up_efficiency=scale_up_efficiency, scale_out_efficiency=scale_out_efficiency,
-                 usd_per_gpu_hour=usd_per_gpu_hour)
+                 usd_per_gpu_hour=usd_per_gpu_hour, realistic=realistic)
         rows = p.rows(pareto_only=not all_layouts)
         if json:
-            return print_json({"model": m.id, "system": sysrec.id, "domains": doms, "counts": p.counts,
+            return print_json({"model": m.id, "system": sysrec.id, "domains": doms, "realistic": realistic,
+                               "counts": p.counts,
                                "layouts": rows, "rejected": p.rejected})
         if not rows:
             from ..errors import DoesNotFitError
@@ -88,6 +90,8 @@ def register(app: typer.Typer) -> None:
               f"({p.counts['feasible']:,} feasible of {p.counts['candidates']:,} candidates)",
               ["layout", "batch", "w/kv", "domains", "replicas", "tok/s/GPU", "tok/s/user", "$/Mtok", "TTFT",
                "TPOT", "mem/GPU", "bound"], body,
-              caption="* most tokens/s per GPU on the frontier; pure roofline unless efficiencies are given")
+              caption="* most tokens/s per GPU on the frontier; " + (
+                  "efficiency model (roofline.efficiency, central factors)" if realistic
+                  else "pure roofline unless efficiencies are given"))
         for line in p.rejected:
             print(f"rejected {line}")
