@@ -159,13 +159,13 @@ def test_predict_pass_broadcasts_over_context():
 
 def test_communication_is_the_parallel_steps():
     """predict_pass reuses parallel_step's TP all-reduces on tiers carrying the family's η and α."""
-    from roofline.efficiency import family_tiers as _tiers
+    from roofline.efficiency import family_tiers
     from roofline.parallel_step import parallel_step
 
     m, s = _llama70b_h100(4)
     fam = FAMILIES["nvidia"]
     pred = predict_pass(m, s, 64, 1024, tp=4)
-    ref = parallel_step(m, s, 64, 1024, tp=4, tiers=_tiers(s, fam, "mid"), check=False)
+    ref = parallel_step(m, s, 64, 1024, tp=4, tiers=family_tiers(s, fam, "mid"), check=False)
     assert float(pred.comm_s) == pytest.approx(float(ref.tp_comm_s + ref.ep_comm_s + ref.pp_comm_s))
     assert float(pred.comm_s) > 0
     # perfect overlap never exceeds the added form
