@@ -170,3 +170,24 @@ def test_arrival_processes_have_their_rates_and_burstiness(tmp_path):
     back = read_trace(write_trace(wl, tmp_path / "t.csv"))
     np.testing.assert_allclose(back.arrival_s, wl.arrival_s, atol=1e-6)
     assert np.array_equal(back.output_tokens, wl.output_tokens)
+
+
+def test_realistic_deployment_steps_are_predict_pass():
+    """roofline_deployment(realistic=True): the step model is efficiency.predict_pass for the chips as one
+    TP group (decode = a pass of one token per sequence), slower than the pure roofline; invalid TP or
+    explicit efficiencies are refused."""
+    from roofline.efficiency import predict_pass
+    from roofline.roofline import Efficiency
+
+    cat = get_catalog()
+    m, s = cat.model("llama-3-70b"), cat.system("dgx-h100")
+    real = roofline_deployment(m, s, realistic=True, weights_dtype="fp8", kv_dtype="fp8")
+    pure = roofline_deployment(m, s, weights_dtype="fp8", kv_dtype="fp8")
+    t = float(np.asarray(real.step(64, 64, 2048)))
+    assert t == pytest.approx(float(predict_pass(m, s, 64, 2048, tp=8, weights_dtype="fp8", kv_dtype="fp8").step_s))
+    assert t > float(np.asarray(pure.step(64, 64, 2048)))
+    assert real.kv_capacity_tokens == pure.kv_capacity_tokens
+    with pytest.raises(InputError, match="TP 3 does not divide"):
+        roofline_deployment(m, cat.system("dgx-h100"), chips=3, realistic=True)
+    with pytest.raises(InputError, match="realistic steps use the efficiency model"):
+        roofline_deployment(m, s, realistic=True, efficiency=Efficiency(0.5, 0.5))

@@ -89,6 +89,7 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
+        realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory.")] = None,
         json: JsonOpt = False,
     ) -> None:
@@ -116,7 +117,8 @@ def register(app: typer.Typer) -> None:
         wl = build_workload(rng, trace=trace, requests=requests, duration=duration, rate=rate, arrivals=arrivals,
                             cv=cv, lengths_kind=lengths, prompt=prompt_tokens, output=output_tokens, sigma=sigma,
                             fast_fraction=fast_fraction)
-        opts = dict(efficiency=eff, weights_dtype=weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour)
+        opts = dict(efficiency=eff, weights_dtype=weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
+                    realistic=realistic)
         dep = roofline_deployment(m, sysrec, chips=chips, **opts)
         with progress_bar(wl.n, f"simulating {wl.n:,} requests", quiet=json) as advance:
             if disagg:

@@ -8,6 +8,9 @@ pass adds prefill tokens), `context` mean tokens already cached per sequence. Th
 - `RooflineStep`: roofline.step() as a pass of L = tokens/batch tokens per sequence on top of
   `context` cached tokens (phase 'prefill'; L = 1 is exactly a decode step), with the same
   Efficiency factors, dtypes and options as `roofline step` [S 00:02:37, 01:42:00].
+- `EfficiencyModelStep`: efficiency.predict_pass (the cited efficiency model: GEMM, streaming, attention,
+  collective and overhead factors of the accelerator's family) for the chips as one TP group, the same
+  L = tokens/batch pass — `roofline simulate --realistic`.
 - `BoardStep`: the lecture's idealised board, lecture.step_time (KV, attention, MoE routing ignored
   unless given) — used to reproduce the lecture's fast-mode numbers (T15).
 - `ConstantStep`: a fixed step time, the lecture's "pick B, the step takes 20 ms" (T05).
@@ -51,6 +54,27 @@ class RooflineStep:
         return step(self.model, self.system, b, context, phase="prefill", prompt=L, chips=self.chips,
                     efficiency=self.efficiency, weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype,
                     check_context=False, **self.options).step_s
+
+
+@dataclass(frozen=True)
+class EfficiencyModelStep:
+    """efficiency.predict_pass as a StepModel: a pass of L = tokens/batch tokens per sequence on `context`
+    cached tokens (L = 1 is a decode step), the chips as one TP group, the family's factors at `which`."""
+
+    model: M.Model
+    system: object
+    tp: int
+    weights_dtype: str = "bf16"
+    kv_dtype: str = "bf16"
+    which: str = "mid"
+
+    def __call__(self, batch, tokens, context):
+        from ..efficiency import predict_pass
+
+        b = np.asarray(batch, dtype=float)
+        return predict_pass(self.model, self.system, b, context, phase="prefill", prompt=np.asarray(tokens) / b,
+                            weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype, tp=self.tp,
+                            which=self.which).step_s
 
 
 @dataclass(frozen=True)
@@ -107,11 +131,22 @@ class Deployment:
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency = Efficiency(),
                         weights_dtype: str = "bf16", kv_dtype: str = "bf16", usd_per_gpu_hour: float | None = None,
-                        usable_memory: float = DEFAULT_USABLE_MEMORY, **options) -> Deployment:
+                        usable_memory: float = DEFAULT_USABLE_MEMORY, realistic: bool = False,
+                        **options) -> Deployment:
     """A Deployment whose steps come from roofline.step and whose KV capacity is the HBM left after
     the weights: (n · HBM · usable − N_total · b_w) / kv bytes per token (model.kv_bytes_per_sequence).
-    Ignores activation memory (small next to KV at serving batch sizes) and block fragmentation."""
+    Ignores activation memory (small next to KV at serving batch sizes) and block fragmentation.
+
+    realistic: steps from the efficiency model (EfficiencyModelStep, the n chips as one TP group, which
+    must be a valid TP degree for the model) instead of the pure roofline; replaces `efficiency`."""
     n = int(chips or system.chips)
+    if realistic:
+        from ..parallel import check_tensor_parallel
+
+        if efficiency != Efficiency() or options:
+            raise InputError("realistic steps use the efficiency model's own factors; drop the explicit "
+                             f"efficiency{' and ' + ', '.join(options) if options else ''} or the realistic switch")
+        check_tensor_parallel(model, system, n)
     free = n * system.accelerator.hbm_bytes * usable_memory - M.weight_bytes(model, weights_dtype)
     if free <= 0:
         raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB) leave no "
@@ -121,8 +156,9 @@ def roofline_deployment(model: M.Model, system, *, chips: int | None = None, eff
     w = model.sliding_window or 0
     overhead = float(M.kv_bytes_per_sequence(model, w, kv_dtype) - per_tok * w) / per_tok if w else 0.0
     price = system.accelerator.usd_per_hour if usd_per_gpu_hour is None else usd_per_gpu_hour
-    return Deployment(RooflineStep(model, system, n, efficiency, weights_dtype, kv_dtype, options), n, price,
-                      free / per_tok, overhead)
+    steps = (EfficiencyModelStep(model, system, n, weights_dtype, kv_dtype) if realistic
+             else RooflineStep(model, system, n, efficiency, weights_dtype, kv_dtype, options))
+    return Deployment(steps, n, price, free / per_tok, overhead)
 
 
 # ---- the table ---------------------------------------------------------------------------------
