@@ -35,6 +35,7 @@ from .hardware import Accelerator, System
 from .roofline import Efficiency, step
 
 WHICH = ("mid", "fast", "slow")  # central value; optimistic corner; pessimistic corner
+LOW_PRECISION = ("fp8", "int8", "fp6", "fp4")  # formats whose GEMMs use the low-precision factor
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,10 @@ def family_for(acc: Accelerator) -> FamilyEfficiency:
     return FAMILIES.get(acc.vendor.lower(), GENERIC)
 
 
-LOW_PRECISION = ("fp8", "int8", "fp6", "fp4")
+def _by_format(dtype, fn):
+    """fn(name) for a format name, or elementwise for an array of names (once per distinct name)."""
+    names, pos = np.unique(np.asarray(dtype, dtype=str), return_inverse=True)
+    return np.array([fn(n) for n in names])[pos].reshape(np.shape(dtype))
 
 
 def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype="bf16", which: str = "mid"):
@@ -181,8 +185,7 @@ def gemm_efficiency(tokens, fam: FamilyEfficiency, dtype="bf16", which: str = "m
     large: d_model and d_ff are thousands) and wave quantization.
     """
     t = np.asarray(tokens, dtype=float)
-    names, pos = np.unique(np.asarray(dtype, dtype=str), return_inverse=True)
-    low = np.array([n.lower() in LOW_PRECISION for n in names])[pos].reshape(np.shape(dtype))
+    low = _by_format(dtype, lambda n: n.lower() in LOW_PRECISION)
     eta = np.where(low, fam.gemm_low_precision.pick(which), fam.gemm.pick(which))
     if fam.gemm_curve:
         r, e = (np.asarray(c, dtype=float) for c in zip(*fam.gemm_curve))
@@ -283,8 +286,7 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     # parallel_step counts them at the weights' peak; flash-attention kernels compute in the activation
     # dtype (Q·Kᵀ and P·V in bf16/fp16, an fp8 KV cache dequantised on load), so they run at that peak here.
     attn_flops = B * L * attn / (tp * dp * pp)
-    names, pos = np.unique(np.asarray(weights_dtype, dtype=str), return_inverse=True)  # few formats, many rows
-    peak_w = np.array([acc.peak_flops(n) for n in names])[pos].reshape(np.shape(weights_dtype))
+    peak_w = _by_format(weights_dtype, acc.peak_flops)
     matmul_s = np.maximum(r.compute_s - attn_flops / peak_w, 0.0)
     attn_s = attn_flops / acc.peak_flops(activation_dtype)
     compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
