@@ -51,6 +51,8 @@ def test_step_realistic_matches_predict_pass_and_brackets(run_cli):
     assert json.loads(out)["realistic"]["step_s"] > r["step_s"]
     code, out, _ = run_cli("step", "-m", "llama-3-8b", "-s", "dgx-h100", "-b", "8", "--realistic")
     assert code == 0 and "efficiency model (nvidia, TP8" in out and "interval" in out
+    code, _, err = run_cli("step", "-m", "llama-3-70b", "-s", "gb200-nvl72", "--realistic")
+    assert code == 1 and "runs the 72 GPUs as one TP group, but TP 72 does not divide" in err and "--tp 8" in err
 
 
 def test_step_table_renders(run_cli):

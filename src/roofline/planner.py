@@ -190,7 +190,6 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
                              "compute/memory/scale-up/scale-out efficiencies or the realistic switch")
         fam = family_for(acc)
         up, out = family_tiers(system, fam, which)
-        efficiency = Efficiency()
     common = (b_w, b_kv, b_act, peak, efficiency, up, out, moe_imbalance, price, usable_memory)
     dec = step_core(model, system, tp, ep, pp, dp, batch, workload.decode_context, 1.0, "decode", *common)
     pre = step_core(model, system, tp, ep, pp, dp, dp * pp, 0.0, float(workload.prompt), "prefill", *common)

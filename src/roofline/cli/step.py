@@ -46,6 +46,15 @@ def register(app: typer.Typer) -> None:
         layout = any(v is not None for v in (tp, ep, pp, dp, domains))
         real = None
         if realistic:  # no layout given: the chips as one TP group (the efficiency model needs a layout)
+            if not layout:
+                from ..errors import InputError
+                from ..parallel import check_tensor_parallel
+
+                try:
+                    check_tensor_parallel(m, sysrec, chips)
+                except InputError as exc:
+                    raise InputError(f"--realistic without --tp/--ep/--pp/--dp runs the {chips} GPUs as one TP "
+                                     f"group, but {exc}; give a layout, e.g. --tp 8 --dp {max(chips // 8, 1)}") from None
             real = _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype,
                               (tp or 1) if layout else chips, ep or 1, pp or 1, dp or 1, domains or 1,
                               decode_attention == "per-query-head")
