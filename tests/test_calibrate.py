@@ -134,3 +134,13 @@ def test_measured_gemm_curve_replaces_the_saturating_form():
     assert gemm_efficiency(4, fam, "fp32") == pytest.approx(0.3 * fam.gemm.value)  # halfway in log(rows)
     assert gemm_efficiency(64, fam, "fp32") == pytest.approx(0.5 * fam.gemm.value)  # held beyond the last point
     assert fam.kv_bandwidth.value == 0.6 and fam.kv_bandwidth.low == 0.5
+
+
+def test_cuda_without_torch_is_a_clear_error():
+    from roofline.calibrate.microbench import resolve_backend, torch_available
+    from roofline.errors import InputError
+
+    if torch_available():
+        pytest.skip("PyTorch is installed here; the message is for machines without it")
+    with pytest.raises(InputError, match="--device cuda needs PyTorch"):
+        resolve_backend("auto", "cuda")

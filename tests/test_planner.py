@@ -106,6 +106,13 @@ def test_idle_gpus_are_paid_for():
     assert c["tokens_per_s_per_gpu"][i] == pytest.approx(1024 / per_req / 72, rel=1e-9)
 
 
+def test_moe_imbalance_below_one_is_refused():
+    from roofline.errors import InputError
+
+    with pytest.raises(InputError, match="MoE load imbalance must be >= 1"):
+        plan(LLAMA, H100, [1], moe_imbalance=0.5)
+
+
 def test_bad_domains():
     from roofline.errors import InputError
 

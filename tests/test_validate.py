@@ -131,3 +131,13 @@ def test_training_tokens_scenario_is_the_train_steps_rate(evals):
     from roofline.catalog import get_catalog
     peak = get_catalog().accelerator(r.accelerator).peak_flops("fp8")
     assert ev.predicted == pytest.approx(float(st.mfu) * peak / float(st.model_flops_per_token))
+
+
+def test_bad_dataset_files_are_one_line_errors(tmp_path, capsys):
+    for text, needle in (("just a string\n", "expected a mapping with a `measurements:` list"),
+                         ("a: [\n", "not valid YAML")):
+        f = tmp_path / "d.yaml"
+        f.write_text(text)
+        with pytest.raises(SystemExit) as ex:
+            main(["validate", "--dataset", str(f)])
+        assert ex.value.code == 1 and needle in capsys.readouterr().err

@@ -94,9 +94,7 @@ def parallel_step(model: M.Model, system, batch, context, *, tp=1, ep=1, pp=1, d
     require_positive("batch", batch, fix="use at least one sequence")
     require_positive("context", context, allow_zero=True, fix="context counts cached tokens, 0 or more")
     require_positive("prompt", prompt, fix="a prefill pass needs at least one token")
-    require_positive("MoE load imbalance", moe_imbalance, fix="1.0 means uniform routing; use >= 1")
-    if np.any(np.asarray(moe_imbalance) < 1):
-        raise InputError(f"MoE load imbalance must be >= 1 (busiest GPU over the mean), got {moe_imbalance}")
+    check_moe_imbalance(moe_imbalance)
     require_fraction("usable memory fraction", usable_memory)
     if check and all(np.ndim(x) == 0 for x in (tp, ep, pp, dp)):
         P.validate(model, system, P.Layout(int(tp), int(ep), int(pp), int(dp)), domains, batch)
@@ -108,6 +106,13 @@ def parallel_step(model: M.Model, system, batch, context, *, tp=1, ep=1, pp=1, d
                      dtype_bytes(weights_dtype), dtype_bytes(kv_dtype), dtype_bytes(activation_dtype),
                      system.accelerator.peak_flops(weights_dtype), efficiency, up, out, moe_imbalance,
                      price, usable_memory)
+
+
+def check_moe_imbalance(moe_imbalance) -> None:
+    """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing)."""
+    require_positive("MoE load imbalance", moe_imbalance, fix="1.0 means uniform routing; use >= 1")
+    if np.any(np.asarray(moe_imbalance) < 1):
+        raise InputError(f"MoE load imbalance must be >= 1 (busiest GPU over the mean), got {moe_imbalance}")
 
 
 def step_core(model, system, tp, ep, pp, dp, batch, context, L, phase, b_w, b_kv, b_act, peak_flops,

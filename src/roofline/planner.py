@@ -31,7 +31,7 @@ from . import model as M
 from . import network as N
 from . import parallel as P
 from .errors import InputError, require_positive
-from .parallel_step import step_core
+from .parallel_step import check_moe_imbalance, step_core
 from .roofline import DEFAULT_USABLE_MEMORY, Efficiency, activation_bytes
 from .units import SECONDS_PER_HOUR, dtype_bytes
 
@@ -163,7 +163,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
         raise InputError(f"domains must be whole numbers >= 1, got {list(domains)}; e.g. --domains 1-4")
-    require_positive("MoE load imbalance", moe_imbalance)
+    check_moe_imbalance(moe_imbalance)
     if weights_dtypes is None:  # the formats with native matmul throughput on this accelerator
         weights_dtypes = [d for d in ("bf16", "fp8", "fp4") if d in system.accelerator.flops_per_s] or ["bf16"]
     if batch_choices is None:

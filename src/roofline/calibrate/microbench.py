@@ -38,6 +38,9 @@ def resolve_backend(backend: str = "auto", device: str = "cpu") -> str:
     if backend == "torch" and not torch_available():
         raise InputError("backend torch requested but PyTorch is not installed; pip install torch or use --backend numpy")
     if device == "cuda":
+        if not torch_available():
+            raise InputError("--device cuda needs PyTorch with CUDA; install it (pip install -e '.[calibrate]' "
+                             "on a GPU machine) or use --device cpu")
         import torch
 
         if backend != "torch" or not torch.cuda.is_available():

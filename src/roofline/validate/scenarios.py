@@ -95,7 +95,13 @@ def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]
         with open(path) as fh:
             text = fh.read()
         name = path
-    doc = yaml.safe_load(text)
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{name}: not valid YAML ({str(exc).splitlines()[0]}); fix the file") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
+        raise InputError(f"{name}: expected a mapping with a `measurements:` list (and optional accelerators, "
+                         "models, systems sections); see roofline/validate/data/measurements.yaml")
     extra, accs = {}, dict(get_catalog().accelerators)
     for i, row in enumerate(doc.get("accelerators") or []):  # hardware as the source ran it (e.g. power-capped)
         acc = parse_accelerator(dict(row), f"{name}: accelerators[{i}]")
