@@ -51,3 +51,13 @@ def test_errors_are_one_line(run_cli, tmp_path):
     assert code == 1 and "leave no KV memory" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--rate", "0")
     assert code == 1 and "arrival rate" in err
+
+
+def test_extreme_workload_parameters_are_one_line_errors(run_cli):
+    code, _, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-n", "50", "--arrivals", "gamma",
+                           "--cv", "1e-300")
+    assert code == 1 and "burstiness cv must be between 0.001 and 1000" in err
+    code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-n", "50", "--sigma", "-0")
+    assert code == 0, err
+    code, _, err = run_cli("overtrain", "--target-loss", "inf")
+    assert code == 1 and "target loss must be a finite number" in err

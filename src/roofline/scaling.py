@@ -245,6 +245,8 @@ def inference_aware_optimum(target_loss, inference_tokens, *, rl_tokens=0.0, k_r
     """
     require_positive("inference tokens", inference_tokens, allow_zero=True)
     require_positive("RL tokens", rl_tokens, allow_zero=True)
+    if not np.isfinite(target_loss):
+        raise InputError(f"target loss must be a finite number, got {target_loss}; e.g. 2.0")
     if target_loss <= law.E:
         raise InputError(f"target loss {target_loss:g} is at or below the irreducible loss E = {law.E:g} of "
                          f"{law.source}; choose a loss above it")

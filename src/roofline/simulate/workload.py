@@ -96,6 +96,8 @@ def gamma_arrivals(rng: np.random.Generator, rate_per_s: float, n: int, cv: floa
     """n arrivals with gamma gaps: mean 1/λ, coefficient of variation cv (shape 1/cv², scale cv²/λ)."""
     require_positive("arrival rate (requests/s)", rate_per_s)
     require_positive("burstiness cv", cv, fix="cv = 1 is Poisson, > 1 is burstier")
+    if not 1e-3 <= cv <= 1e3:
+        raise InputError(f"burstiness cv must be between 0.001 and 1000, got {cv:g}; cv = 1 is Poisson, > 1 burstier")
     _require_count(n)
     shape = 1.0 / cv**2
     return np.cumsum(rng.gamma(shape, 1.0 / (rate_per_s * shape), size=n))
@@ -135,6 +137,7 @@ def lengths(rng: np.random.Generator, n: int, kind: str = "fixed", mean: float =
     if kind == "lognormal":
         require_positive("lognormal median length", mean)
         require_positive("lognormal sigma", sigma, allow_zero=True)
+        sigma = abs(sigma)  # -0.0 is 0 (NumPy's lognormal rejects a negative-signed zero)
         x = np.maximum(1.0, np.round(rng.lognormal(np.log(mean), sigma, size=n)))
         if maximum is not None:
             for _ in range(100):
