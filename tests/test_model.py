@@ -187,3 +187,28 @@ def test_every_catalog_model_has_source_and_sane_numbers():
         assert m.source and m.date
         assert M.params_active(m) <= M.params_total(m)
         assert M.kv_bytes_per_token(m) > 0
+
+
+def test_hf_configs_with_a_wrong_field_type_give_catalog_errors(tmp_path):
+    """Every field of every shipped config.json, set to a string, a negative number, a float or a list,
+    either still loads or raises CatalogError naming the problem — never a TypeError/ValueError."""
+    import copy
+    import json
+
+    from roofline.catalog.hf import load_hf_config
+    from roofline.errors import CatalogError
+
+    hf = Path(__file__).parent / "data" / "hf"
+    for path in sorted(hf.glob("*.json")):
+        base = json.loads(path.read_text())
+        nested = base.get("text_config") if isinstance(base.get("text_config"), dict) else {}
+        for key in [*base, *nested]:
+            for bad in ("x", -3, 2.5, []):
+                cfg = copy.deepcopy(base)
+                (cfg if key in cfg else cfg["text_config"])[key] = bad
+                f = tmp_path / "config.json"
+                f.write_text(json.dumps(cfg))
+                try:
+                    load_hf_config(f)
+                except CatalogError:
+                    pass

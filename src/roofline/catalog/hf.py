@@ -50,11 +50,20 @@ def model_from_hf_dict(cfg: dict, name: str = "hf-model", where: str = "config.j
                 return v
         raise CatalogError(f"{where}: missing {key!r}, which a {mtype} config must have")
 
+    def opt(key, default):
+        """An optional whole-number field: absent/null/0 → default; otherwise a whole number > 0."""
+        v = cfg.get(key)
+        if v is None or v == 0:
+            return default
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise CatalogError(f"{where}: {key} is {v!r}; expected a whole number >= 0")
+        return v
+
     d_model = need("hidden_size")
     layers = need("num_hidden_layers")
     heads = need("num_attention_heads")
-    kv_heads = cfg.get("num_key_value_heads") or heads
-    head_dim = cfg.get("head_dim") or d_model // heads
+    kv_heads = opt("num_key_value_heads", heads)
+    head_dim = opt("head_dim", d_model // heads)
     vocab = need("vocab_size")
     gemma = mtype.startswith("gemma")
     kw = dict(
@@ -63,25 +72,28 @@ def model_from_hf_dict(cfg: dict, name: str = "hf-model", where: str = "config.j
         tied_embeddings=bool(cfg.get("tie_word_embeddings", gemma)),
         attention_bias=bool(cfg.get("attention_bias", mtype == "qwen2")),
         qk_norm=mtype in ("qwen3", "qwen3_moe", "gemma3_text"),
-        max_context=int(cfg.get("max_position_embeddings") or 4096),
+        max_context=opt("max_position_embeddings", 4096),
         source=f"Hugging Face config.json at {where}", date="",
     )
-    d_ff = cfg.get("intermediate_size") or 0
+    d_ff = opt("intermediate_size", 0)
 
     if mtype in ("deepseek_v3", "kimi_k2"):
-        kw["mla"] = MLA(q_lora_rank=cfg.get("q_lora_rank") or 0, kv_lora_rank=need("kv_lora_rank"),
+        kw["mla"] = MLA(q_lora_rank=opt("q_lora_rank", 0), kv_lora_rank=need("kv_lora_rank"),
                         qk_nope_head_dim=need("qk_nope_head_dim"), qk_rope_head_dim=need("qk_rope_head_dim"),
                         v_head_dim=need("v_head_dim"))
         kw["kv_heads"] = heads
         kw["moe"] = MoE(experts=need("n_routed_experts"), active=need("num_experts_per_tok"),
-                        d_ff_expert=need("moe_intermediate_size"), shared=cfg.get("n_shared_experts") or 0,
-                        dense_layers=cfg.get("first_k_dense_replace") or 0,
+                        d_ff_expert=need("moe_intermediate_size"), shared=opt("n_shared_experts", 0),
+                        dense_layers=opt("first_k_dense_replace", 0),
                         router_bias=cfg.get("topk_method") == "noaux_tc")
     elif mtype == "mixtral":
         kw["moe"] = MoE(experts=need("num_local_experts"), active=need("num_experts_per_tok"), d_ff_expert=need("intermediate_size"))
         d_ff = 0
     elif mtype == "qwen3_moe":
-        dense = len(cfg.get("mlp_only_layers") or [])
+        only = cfg.get("mlp_only_layers") or []
+        if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+            raise CatalogError(f"{where}: mlp_only_layers is {only!r}; expected a list of layer indices")
+        dense = len(only)
         kw["moe"] = MoE(experts=need("num_experts"), active=need("num_experts_per_tok"),
                         d_ff_expert=need("moe_intermediate_size"), dense_layers=dense)
         if dense and cfg.get("mlp_only_layers") != list(range(dense)):
@@ -94,12 +106,12 @@ def model_from_hf_dict(cfg: dict, name: str = "hf-model", where: str = "config.j
                         d_ff_expert=need("intermediate_size"), expert_bias=True, router_bias=True)
         kw["attention_bias"] = True
         d_ff = 0
-    window = cfg.get("sliding_window") or 0
+    window = opt("sliding_window", 0)
     types = cfg.get("layer_types")
     if window and isinstance(types, list):
         kw["sliding_window"], kw["local_layers"] = window, sum(1 for t in types if t == "sliding_attention")
     elif window and mtype in ("gemma3_text",):
-        pattern = cfg.get("sliding_window_pattern") or 6
+        pattern = opt("sliding_window_pattern", 6)
         kw["sliding_window"], kw["local_layers"] = window, layers - layers // pattern
     elif window and mtype == "gemma2":
         kw["sliding_window"], kw["local_layers"] = window, layers // 2
