@@ -191,3 +191,37 @@ def test_realistic_deployment_steps_are_predict_pass():
         roofline_deployment(m, cat.system("dgx-h100"), chips=3, realistic=True)
     with pytest.raises(InputError, match="realistic steps use the efficiency model"):
         roofline_deployment(m, s, realistic=True, efficiency=Efficiency(0.5, 0.5))
+
+
+def test_step_table_fast_lookups_equal_the_reference_interpolation(llama_dgx):
+    """StepTable.t and decode_segment (inlined, O(1) floor-index cells) give bit-for-bit the values of
+    the reference _loc/_bc interpolation, on and between grid points and outside the grid."""
+    from roofline.simulate.steptable import StepTable
+
+    tab = StepTable(roofline_deployment(*llama_dgx).step, 256, 8192, 6100)
+    loc, bc = tab._loc, tab._bc
+
+    def ref(b, x, c):  # t at (b, ratio x, c), value and slope in c, as the table's docstring defines them
+        (bi, wb), (ci, wc), (ri, wr) = loc(tab.B, b), loc(tab.C, c), loc(tab.R, x)
+        v0, v1 = bc(bi, wb, ri, ci), bc(bi, wb, ri, ci + 1)
+        lo = v0 + wc * (v1 - v0)
+        if wr == 0.0:
+            return lo, v0, v1, ci
+        h0, h1 = bc(bi, wb, ri + 1, ci), bc(bi, wb, ri + 1, ci + 1)
+        return lo + wr * (h0 + wc * (h1 - h0) - lo), v0 + wr * (h0 - v0), v1 + wr * (h1 - v1), ci
+
+    rng = np.random.default_rng(7)
+
+    def points(grid, hi):
+        g = np.asarray(grid)
+        return np.concatenate([g, g + 1e-7, g - 1e-7, rng.uniform(-1, hi, 300), rng.integers(0, hi, 100)]).tolist()
+
+    bs = [b for b in points(tab.B, 300) if b > 0]
+    xs, cs = points(tab.R, 9000), points(tab.C, 7000)
+    for _ in range(20_000):
+        b, x, c = bs[rng.integers(len(bs))], xs[rng.integers(len(xs))], cs[rng.integers(len(cs))]
+        _, v0, v1, ci = ref(b, x, c)
+        assert tab.t(b, b * x, c) == ref(b, (b * x) / b, c)[0]
+        slope = (v1 - v0) / (tab.C[ci + 1] - tab.C[ci])
+        assert tab.decode_segment(b, x, c) == (v0 + slope * (c - tab.C[ci]), slope,
+                                               tab.C[ci + 1] if ci + 2 < len(tab.C) else np.inf)

@@ -179,6 +179,21 @@ def _context_grid(max_context: float) -> list[float]:
     return sorted(set(np.round(pts, 6).tolist()))
 
 
+def _floor_index(grid: list[float], limit: int = 1 << 16) -> list[int]:
+    """For k = 0, 1, ...: the cell index StepTable._loc gives every x in [k, k + 1) (bisect_right − 1,
+    clamped to 0 .. len(grid) − 2), or −1 where a grid point lies strictly inside (k, k + 1), so the
+    cell depends on the fraction and the caller must bisect. Covers [0, min(grid[-1] + 1, limit))."""
+    hi = len(grid) - 2
+    out = []
+    for k in range(int(min(grid[-1] + 1, limit))):
+        j = bisect_right(grid, k)  # first grid point > k
+        if j < len(grid) and grid[j] < k + 1:
+            out.append(-1)
+        else:
+            out.append(min(max(j - 1, 0), hi))
+    return out
+
+
 class StepTable:
     """A StepModel tabulated on batch × tokens-per-sequence × context, with fast scalar lookups.
 
@@ -201,9 +216,15 @@ class StepTable:
         self.values = vals
         self._v = vals.ravel().tolist()
         self._nr, self._nc = len(self.R), len(self.C)
+        self._nrc = self._nr * self._nc  # stride of one batch index in _v
+        # O(1) cell lookup: _bl[int(x)] is _loc's cell index for every x in [int(x), int(x) + 1)
+        self._bl, self._rl, self._cl = _floor_index(self.B), _floor_index(self.R), _floor_index(self.C)
+        self._nbl, self._nrl, self._ncl = len(self._bl), len(self._rl), len(self._cl)
 
     @staticmethod
     def _loc(grid, x):
+        """(i, w): x lies in [grid[i], grid[i+1]] at fraction w (clamped to the end cells, so w may be
+        < 0 or > 1 outside the grid). The reference for the inlined lookups in `t` and `decode_segment`."""
         i = bisect_right(grid, x) - 1
         if i < 0:
             i = 0
@@ -212,34 +233,68 @@ class StepTable:
         return i, (x - grid[i]) / (grid[i + 1] - grid[i])
 
     def _bc(self, bi, wb, ri, ci):
-        """Value at grid (r index ri, c index ci) interpolated in batch."""
+        """Value at grid (r index ri, c index ci) interpolated in batch (reference for the inlined code)."""
         v, nr, nc = self._v, self._nr, self._nc
         k = (bi * nr + ri) * nc + ci
         return v[k] + wb * (v[k + nr * nc] - v[k])
 
+    # The two lookups below are the simulator's hot path (~150,000 calls for 100,000 requests), so
+    # `_loc` and `_bc` are written out inline, with exactly the same arithmetic (same operands, same
+    # order: bit-identical results), and the bisection is replaced by the O(1) `_floor_index` table
+    # wherever it gives the same cell.
+
     def t(self, b: float, n: float, c: float) -> float:
         """Step seconds of a pass of b sequences, n tokens, mean cached context c."""
-        bi, wb = self._loc(self.B, b)
-        ci, wc = self._loc(self.C, c)
-        ri, wr = self._loc(self.R, n / b)
-        lo = self._bc(bi, wb, ri, ci)
-        lo += wc * (self._bc(bi, wb, ri, ci + 1) - lo)
+        v, nrc, nc = self._v, self._nrc, self._nc
+        B, R, C = self.B, self.R, self.C
+        x = n / b
+        # cell indices (the clamped bisection of _loc, via the floor tables when they know the cell)
+        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
+        if bi < 0:
+            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
+        ri = self._rl[int(x)] if 0 <= x < self._nrl else -1
+        if ri < 0:
+            ri = min(max(bisect_right(R, x) - 1, 0), len(R) - 2)
+        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
+        if ci < 0:
+            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        wb = (b - B[bi]) / (B[bi + 1] - B[bi])
+        wc = (c - C[ci]) / (C[ci + 1] - C[ci])
+        wr = (x - R[ri]) / (R[ri + 1] - R[ri])
+        # bilinear in (batch, context) at ratio index ri, then ri + 1 if x is off the grid point
+        k = (bi * self._nr + ri) * nc + ci
+        lo = v[k] + wb * (v[k + nrc] - v[k])
+        lo += wc * (v[k + 1] + wb * (v[k + 1 + nrc] - v[k + 1]) - lo)
         if wr == 0.0:
             return lo
-        hi = self._bc(bi, wb, ri + 1, ci)
-        hi += wc * (self._bc(bi, wb, ri + 1, ci + 1) - hi)
+        k += nc
+        hi = v[k] + wb * (v[k + nrc] - v[k])
+        hi += wc * (v[k + 1] + wb * (v[k + 1 + nrc] - v[k + 1]) - hi)
         return lo + wr * (hi - lo)
 
     def decode_segment(self, b: float, r: float, c: float):
         """(t at c, d t / d context, end of the linear piece in context) for b sequences of r tokens."""
-        bi, wb = self._loc(self.B, b)
-        ci, wc = self._loc(self.C, c)
-        ri, wr = self._loc(self.R, r)
-        v0 = self._bc(bi, wb, ri, ci)
-        v1 = self._bc(bi, wb, ri, ci + 1)
+        v, nrc, nc = self._v, self._nrc, self._nc
+        B, R, C = self.B, self.R, self.C
+        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
+        if bi < 0:
+            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
+        ri = self._rl[int(r)] if 0 <= r < self._nrl else -1
+        if ri < 0:
+            ri = min(max(bisect_right(R, r) - 1, 0), len(R) - 2)
+        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
+        if ci < 0:
+            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        wb = (b - B[bi]) / (B[bi + 1] - B[bi])
+        wr = (r - R[ri]) / (R[ri + 1] - R[ri])
+        k = (bi * self._nr + ri) * nc + ci
+        v0 = v[k] + wb * (v[k + nrc] - v[k])
+        v1 = v[k + 1] + wb * (v[k + 1 + nrc] - v[k + 1])
         if wr != 0.0:
-            v0 += wr * (self._bc(bi, wb, ri + 1, ci) - v0)
-            v1 += wr * (self._bc(bi, wb, ri + 1, ci + 1) - v1)
-        slope = (v1 - v0) / (self.C[ci + 1] - self.C[ci])
-        end = self.C[ci + 1] if ci + 2 < len(self.C) else math.inf
-        return v0 + slope * (c - self.C[ci]), slope, end
+            k += nc
+            v0 += wr * (v[k] + wb * (v[k + nrc] - v[k]) - v0)
+            v1 += wr * (v[k + 1] + wb * (v[k + 1 + nrc] - v[k + 1]) - v1)
+        c0, c1 = C[ci], C[ci + 1]
+        slope = (v1 - v0) / (c1 - c0)
+        end = c1 if ci + 2 < len(C) else math.inf
+        return v0 + slope * (c - c0), slope, end
