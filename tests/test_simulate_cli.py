@@ -61,3 +61,12 @@ def test_extreme_workload_parameters_are_one_line_errors(run_cli):
     assert code == 0, err
     code, _, err = run_cli("overtrain", "--target-loss", "inf")
     assert code == 1 and "target loss must be a finite number" in err
+
+
+def test_one_sequence_per_pass_runs(run_cli):
+    """max_seqs = 1 makes a one-point batch grid in the step table; it must still interpolate."""
+    code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "--max-seqs", "1", "-n", "20", "--json")
+    assert code == 0, err
+    import json
+
+    assert json.loads(out)["mean_batch"] == 1.0

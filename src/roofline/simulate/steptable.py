@@ -205,9 +205,10 @@ class StepTable:
 
     def __init__(self, step_model, max_batch: float, max_ratio: float, max_context: float):
         require_positive("table max batch", max_batch)
-        self.B = _batch_grid(float(max_batch))
-        self.R = _ratio_grid(max(1.0, float(max_ratio)))
-        self.C = _context_grid(float(max_context))
+        # every axis needs two points to interpolate (max_seqs = 1 gives a one-point batch grid): the
+        # extra point lies beyond anything the simulation asks for, so it only closes the last cell
+        self.B, self.R, self.C = (g if len(g) > 1 else g + [g[-1] + 1.0] for g in (
+            _batch_grid(float(max_batch)), _ratio_grid(max(1.0, float(max_ratio))), _context_grid(float(max_context))))
         b, r, c = np.meshgrid(self.B, self.R, self.C, indexing="ij")
         vals = np.asarray(step_model(b, b * r, c), dtype=float)
         vals = np.broadcast_to(vals, b.shape)
