@@ -244,21 +244,27 @@ class StepTable:
     # order: bit-identical results), and the bisection is replaced by the O(1) `_floor_index` table
     # wherever it gives the same cell.
 
+    def _cells(self, b: float, r: float, c: float) -> tuple[int, int, int]:
+        """Cell indices in batch, ratio and context: the clamped bisection of `_loc`, via the O(1) floor
+        tables wherever they know the cell."""
+        B, R, C = self.B, self.R, self.C
+        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
+        if bi < 0:
+            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
+        ri = self._rl[int(r)] if 0 <= r < self._nrl else -1
+        if ri < 0:
+            ri = min(max(bisect_right(R, r) - 1, 0), len(R) - 2)
+        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
+        if ci < 0:
+            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        return bi, ri, ci
+
     def t(self, b: float, n: float, c: float) -> float:
         """Step seconds of a pass of b sequences, n tokens, mean cached context c."""
         v, nrc, nc = self._v, self._nrc, self._nc
         B, R, C = self.B, self.R, self.C
         x = n / b
-        # cell indices (the clamped bisection of _loc, via the floor tables when they know the cell)
-        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
-        if bi < 0:
-            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
-        ri = self._rl[int(x)] if 0 <= x < self._nrl else -1
-        if ri < 0:
-            ri = min(max(bisect_right(R, x) - 1, 0), len(R) - 2)
-        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
-        if ci < 0:
-            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        bi, ri, ci = self._cells(b, x, c)
         wb = (b - B[bi]) / (B[bi + 1] - B[bi])
         wc = (c - C[ci]) / (C[ci + 1] - C[ci])
         wr = (x - R[ri]) / (R[ri + 1] - R[ri])
@@ -277,15 +283,7 @@ class StepTable:
         """(t at c, d t / d context, end of the linear piece in context) for b sequences of r tokens."""
         v, nrc, nc = self._v, self._nrc, self._nc
         B, R, C = self.B, self.R, self.C
-        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
-        if bi < 0:
-            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
-        ri = self._rl[int(r)] if 0 <= r < self._nrl else -1
-        if ri < 0:
-            ri = min(max(bisect_right(R, r) - 1, 0), len(R) - 2)
-        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
-        if ci < 0:
-            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        bi, ri, ci = self._cells(b, r, c)
         wb = (b - B[bi]) / (B[bi + 1] - B[bi])
         wr = (r - R[ri]) / (R[ri + 1] - R[ri])
         k = (bi * self._nr + ri) * nc + ci
