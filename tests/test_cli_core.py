@@ -53,6 +53,14 @@ def test_step_realistic_matches_predict_pass_and_brackets(run_cli):
     assert code == 0 and "efficiency model (nvidia, TP8" in out and "interval" in out
     code, _, err = run_cli("step", "-m", "llama-3-70b", "-s", "gb200-nvl72", "--realistic")
     assert code == 1 and "runs the 72 GPUs as one TP group, but TP 72 does not divide" in err and "--tp 8" in err
+    code, out, err = run_cli("sweep", "-m", "llama-3-70b", "-s", "dgx-h100", "--batch", "1,64", "--realistic", "--json")
+    assert code == 0, err
+    pts = json.loads(out)
+    assert all(p["realistic_low_s"] < p["realistic_step_s"] < p["realistic_high_s"] for p in pts)
+    assert pts[1]["realistic_step_s"] == pytest.approx(float(predict_pass(
+        get_model("llama-3-70b"), get_system("dgx-h100"), 64, 4096, tp=8).step_s))
+    code, _, err = run_cli("sweep", "-m", "llama-3-70b", "-s", "gb200-nvl72", "--realistic")
+    assert code == 1 and "runs the 72 GPUs as one TP group" in err
 
 
 def test_step_table_renders(run_cli):

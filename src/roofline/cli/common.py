@@ -44,3 +44,16 @@ def resolve_model(name: str):
     from ..catalog import model
 
     return model(name)
+
+
+def check_one_tp_group(model, system, chips: int) -> None:
+    """--realistic without a layout runs the GPUs as one TP group: that must be a valid TP degree."""
+    from ..errors import InputError
+    from ..parallel import check_tensor_parallel
+
+    try:
+        check_tensor_parallel(model, system, chips)
+    except InputError as exc:
+        raise InputError(f"--realistic without --tp/--ep/--pp/--dp runs the {chips} GPUs as one TP group, but "
+                         f"{exc}; give a layout (step/plan), e.g. --tp 8 --dp {max(chips // 8, 1)}, or fewer "
+                         f"GPUs with -a ACCELERATOR -g N") from None

@@ -119,6 +119,10 @@ def register(app: typer.Typer) -> None:
                             fast_fraction=fast_fraction)
         opts = dict(efficiency=eff, weights_dtype=weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                     realistic=realistic)
+        if realistic:
+            from .common import check_one_tp_group
+
+            check_one_tp_group(m, sysrec, chips)
         dep = roofline_deployment(m, sysrec, chips=chips, **opts)
         with progress_bar(wl.n, f"simulating {wl.n:,} requests", quiet=json) as advance:
             if disagg:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from .common import (AcceleratorOpt, ComputeEffOpt, GpusOpt, JsonOpt, KvDtypeOpt, MemoryEffOpt, ModelOpt,
-                     PriceOpt, SystemOpt, WeightsDtypeOpt, resolve_hardware, resolve_model)
+                     PriceOpt, SystemOpt, WeightsDtypeOpt, check_one_tp_group, resolve_hardware, resolve_model)
 from .render import fmt, print_json, seconds, si_bytes, table
 
 
@@ -47,14 +47,7 @@ def register(app: typer.Typer) -> None:
         real = None
         if realistic:  # no layout given: the chips as one TP group (the efficiency model needs a layout)
             if not layout:
-                from ..errors import InputError
-                from ..parallel import check_tensor_parallel
-
-                try:
-                    check_tensor_parallel(m, sysrec, chips)
-                except InputError as exc:
-                    raise InputError(f"--realistic without --tp/--ep/--pp/--dp runs the {chips} GPUs as one TP "
-                                     f"group, but {exc}; give a layout, e.g. --tp 8 --dp {max(chips // 8, 1)}") from None
+                check_one_tp_group(m, sysrec, chips)
             real = _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype,
                               (tp or 1) if layout else chips, ep or 1, pp or 1, dp or 1, domains or 1,
                               decode_attention == "per-query-head")

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from .common import (AcceleratorOpt, ComputeEffOpt, GpusOpt, JsonOpt, KvDtypeOpt, MemoryEffOpt, ModelOpt,
-                     PriceOpt, SystemOpt, WeightsDtypeOpt, resolve_hardware, resolve_model)
+                     PriceOpt, SystemOpt, WeightsDtypeOpt, check_one_tp_group, resolve_hardware, resolve_model)
 from .render import print_json, table
 
 GridOpt = Annotated[str, typer.Option(help="Comma list (1,8,64) or log range start:stop:count (1:4096:13).")]
@@ -51,6 +51,7 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
+        realistic: Annotated[bool, typer.Option("--realistic", help="Add the cited efficiency model's step time and its interval (the GPUs as one TP group).")] = False,
         csv: Annotated[Optional[str], typer.Option("--csv", help="Write every point to this CSV file.")] = None,
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency/cost-vs-batch plots to this PNG/SVG file.")] = None,
         json: JsonOpt = False,
@@ -75,6 +76,14 @@ def register(app: typer.Typer) -> None:
             cols[k] = np.broadcast_to(getattr(r, k), Bg.shape).ravel()
         cols["bound"] = np.broadcast_to(r.bound, Bg.shape).ravel()
         cols["fits"] = np.broadcast_to(r.fits, Bg.shape).ravel()
+        if realistic:  # efficiency.predict_pass on the same grid, central value and the two corners
+            from ..efficiency import predict_pass
+
+            check_one_tp_group(m, sysrec, chips)
+            for key, which in (("realistic_step_s", "mid"), ("realistic_low_s", "fast"), ("realistic_high_s", "slow")):
+                t = predict_pass(m, sysrec, Bg, Cg, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
+                                 kv_dtype=kv_dtype, tp=chips, which=which).step_s
+                cols[key] = np.broadcast_to(t, Bg.shape).ravel()
         if csv:
             import csv as csvmod
 
@@ -93,8 +102,12 @@ def register(app: typer.Typer) -> None:
         if csv or plot:
             print(f"wrote {Bg.size} points" + (f" to {csv}" if csv else "") + (f"; plot {plot}" if plot else ""))
             return
+        real = ["realistic ms [interval]"] if realistic else []
         table(f"{m.id} on {chips} x {sysrec.accelerator.id} ({phase})",
-              ["batch", "context", "step ms", "bound", "tok/s", "tok/s/seq", "$/Mtok", "MFU", "fits"],
-              [[cols["batch"][i], cols["context"][i], cols["step_s"][i] * 1e3, cols["bound"][i],
-                cols["tokens_per_s"][i], cols["tokens_per_s_per_sequence"][i], cols["usd_per_million_tokens"][i],
-                f"{cols['mfu'][i]:.1%}", bool(cols["fits"][i])] for i in range(Bg.size)])
+              ["batch", "context", "step ms", *real, "bound", "tok/s", "tok/s/seq", "$/Mtok", "MFU", "fits"],
+              [[cols["batch"][i], cols["context"][i], cols["step_s"][i] * 1e3,
+                *([f"{cols['realistic_step_s'][i] * 1e3:.4g} [{cols['realistic_low_s'][i] * 1e3:.3g}, "
+                   f"{cols['realistic_high_s'][i] * 1e3:.3g}]"] if realistic else []),
+                cols["bound"][i], cols["tokens_per_s"][i], cols["tokens_per_s_per_sequence"][i],
+                cols["usd_per_million_tokens"][i], f"{cols['mfu'][i]:.1%}", bool(cols["fits"][i])]
+               for i in range(Bg.size)])
