@@ -23,9 +23,13 @@ def summary_rows(summaries):
 SUMMARY_COLUMNS = ["metric", "n", "median |err|", "MAPE", "worst", "worst case", "bias (median)", "coverage"]
 
 
+def _cell(c) -> str:
+    return str(c).replace("|", "\\|")  # a literal | (as in "median |err|") would split the markdown cell
+
+
 def _table(columns, rows) -> str:
-    out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    out = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    out += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     return "\n".join(out)
 
 
@@ -123,7 +127,7 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
                      [[e.measurement.id, e.measurement.metric, e.measurement.accelerator,
                        f"{e.measurement.measured:.4g} {e.measurement.unit}", f"{e.predicted:.4g}",
                        f"[{e.low:.3g}, {e.high:.3g}]", _pct(e.error), e.measurement.sharding,
-                       e.measurement.reliability, e.measurement.source.replace("|", "/")] for e in evals]),
+                       e.measurement.reliability, e.measurement.source] for e in evals]),
               "", "## Efficiency factors used", ""]
     for fam in FAMILIES.values():
         lines += [f"### {fam.family}", "",
