@@ -76,7 +76,7 @@ def test_cli_validate_writes_docs_and_plot(tmp_path, capsys):
     md = tmp_path / "validation.md"
     main(["validate", "--write-docs", str(md)])
     text = md.read_text()
-    assert "median |err|" in text and "coverage" in text
+    assert "median \\|err\\|" in text and "coverage" in text  # | escaped inside markdown cells
     assert (tmp_path / "validation.png").stat().st_size > 1000
 
 
