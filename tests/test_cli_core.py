@@ -133,6 +133,19 @@ def test_user_catalog_adds_a_model(run_cli, tmp_path):
     assert json.loads(out)["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
 
 
+def test_catalog_efficiency_factors(run_cli):
+    from roofline.efficiency import FAMILIES
+
+    code, out, err = run_cli("catalog", "efficiency", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert set(d) == set(FAMILIES)
+    for rows in d.values():
+        assert all(r["low"] <= r["value"] <= r["high"] and r["source"] for r in rows)
+    code, _, err = run_cli("catalog", "efficiency", "--family", "ibm")
+    assert code == 1 and "unknown efficiency family 'ibm'" in err
+
+
 def test_catalog_listings(run_cli):
     for kind in ("accelerators", "systems", "models"):
         code, out, err = run_cli("catalog", kind, "--json")

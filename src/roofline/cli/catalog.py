@@ -1,4 +1,4 @@
-"""`roofline catalog {accelerators,systems,models}`: what the catalogs hold."""
+"""`roofline catalog {accelerators,systems,models,efficiency}`: what the catalogs hold."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from .render import print_json, table
 
 
 def register(app: typer.Typer) -> None:
-    cat_app = typer.Typer(help="List the catalogs: accelerators, systems, models.", no_args_is_help=True)
+    cat_app = typer.Typer(help="List the catalogs: accelerators, systems, models, efficiency factors.",
+                          no_args_is_help=True)
     app.add_typer(cat_app, name="catalog")
 
     @cat_app.command("accelerators")
@@ -75,6 +76,27 @@ def register(app: typer.Typer) -> None:
                 r["attention"], f"{r['active_experts']}/{r['experts']}" if r["experts"] else "dense",
                 r["max_context"]] for r in rows])
 
+    @cat_app.command("efficiency")
+    def efficiency(
+        family: str = typer.Option(None, "--family", help="Only this family (nvidia, amd, google)."),
+        json: JsonOpt = False,
+    ) -> None:
+        """Efficiency factors of the `--realistic` model per accelerator family: value, spread, source."""
+        from ..efficiency import FAMILIES, factor_table
+        from ..errors import UnknownEntryError
+
+        fams = FAMILIES if family is None else {family: FAMILIES.get(family)}
+        if family is not None and fams[family] is None:
+            raise UnknownEntryError("efficiency family", family, list(FAMILIES), listing="roofline catalog efficiency")
+        data = {name: [{"factor": n, "value": v, "low": lo, "high": hi, "source": src}
+                       for n, v, lo, hi, src in factor_table(f)] for name, f in fams.items()}
+        if json:
+            return print_json(data)
+        for name, rows in data.items():
+            table(f"Efficiency factors: {name} (roofline.efficiency; fractions of datasheet peaks, seconds)",
+                  ["factor", "value", "low", "high", "source"],
+                  [[r["factor"], f"{r['value']:.3g}", f"{r['low']:.3g}", f"{r['high']:.3g}", r["source"]] for r in rows])
+
 
 def _attn(m) -> str:
     if m.mla:
@@ -90,5 +112,3 @@ def _attn(m) -> str:
     if m.kv_layers:
         kind += f" shared KV x{m.kv_layers}"
     return kind
-
-
