@@ -85,7 +85,7 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "**Model changes made after seeing these rows** (corrections, not factors; each is tested on its own): "
         "the attention core now runs at the activation dtype's peak when the weights are fp8 "
         "(efficiency.refine, training.train_step; it had been charged at the fp8 peak) — medians moved by "
-        "about one point (throughput 21% → 20%, prefill 30% → 29%); the attention share of a pipelined "
+        "about one point on the 73 rows then in the set (throughput 21% → 20%, prefill 30% → 29%); the attention share of a pipelined "
         "pass is split over its stages (no row here uses PP in inference, so no change).",
         "",
     ]
