@@ -171,6 +171,11 @@ def test_usage_error_exit_2():
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("error: ") and "step --help" in r.stderr
 
 
-def test_help_is_fast_and_lists_commands():
+def test_help_lists_commands_and_imports_no_plotting():
+    """`roofline --help` lists the commands; importing the package and the CLI loads no plotting library
+    (matplotlib is imported lazily, by the commands that draw). Speed itself: benchmarks/sweep.py."""
     r = subprocess.run([sys.executable, "-m", "roofline.cli", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "step" in r.stdout and "report" in r.stdout
+    probe = "import sys, roofline, roofline.cli; print('matplotlib' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
