@@ -108,6 +108,11 @@ def parallel_step(model: M.Model, system, batch, context, *, tp=1, ep=1, pp=1, d
                      price, usable_memory)
 
 
+def classify_bound(compute, memory, comm):
+    """'network' where communication is the longest term, else 'compute' or 'memory' (broadcasts)."""
+    return np.where(comm >= np.maximum(compute, memory), "network", np.where(compute >= memory, "compute", "memory"))
+
+
 def check_moe_imbalance(moe_imbalance) -> None:
     """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing)."""
     require_positive("MoE load imbalance", moe_imbalance, fix="1.0 means uniform routing; use >= 1")
@@ -177,8 +182,7 @@ def step_core(model, system, tp, ep, pp, dp, batch, context, L, phase, b_w, b_kv
     loop = pp * stage + pp_s
     loop_upper = pp * (compute + mem + comm_stage) + pp_s
     comm_loop = pp * comm_stage + pp_s
-    bound = np.where(comm_stage >= np.maximum(compute, mem), "network",
-                     np.where(compute >= mem, "compute", "memory"))
+    bound = classify_bound(compute, mem, comm_stage)
 
     gpus = s * pp
     tokens = B * L

@@ -31,7 +31,7 @@ from . import model as M
 from . import network as N
 from . import parallel as P
 from .errors import InputError, require_positive
-from .parallel_step import check_moe_imbalance, step_core
+from .parallel_step import check_moe_imbalance, classify_bound, step_core
 from .roofline import DEFAULT_USABLE_MEMORY, Efficiency, activation_bytes
 from .units import SECONDS_PER_HOUR, dtype_bytes
 
@@ -203,8 +203,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
         rp = refine(model, acc, pre, "prefill", dp * pp, 0.0, float(workload.prompt), tp, dp, pp, w_names,
                     activation_dtype, fam, which)
         tpot, ttft = rd.step_s, rp.step_s
-        bound = np.where(rd.comm_s >= np.maximum(rd.compute_s, rd.memory_s), "network",
-                         np.where(rd.compute_s >= rd.memory_s, "compute", "memory"))
+        bound = classify_bound(rd.compute_s, rd.memory_s, rd.comm_s)
     mem = P.memory_per_gpu(model, tp, ep, pp, dp, batch, workload.prompt + workload.output,
                            bytes_per_weight=b_w, bytes_per_kv=b_kv)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
