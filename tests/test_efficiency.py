@@ -180,3 +180,16 @@ def test_expert_parallel_crosses_domains_on_scale_out():
     one = predict_pass(m, s, 512, 2048, ep=8, dp=8, weights_dtype="fp8")
     two = predict_pass(m, s, 1024, 2048, ep=16, dp=16, domains=2, weights_dtype="fp8")
     assert float(two.comm_s) > float(one.comm_s) > 0
+
+
+def test_gemms_and_attention_are_separate_rooflines():
+    """Large-batch decode: the GEMMs are compute-bound and the attention kernels KV-read-bound, so the
+    pass is the SUM of the two kernel groups' rooflines, longer than max(Σcompute, Σmemory)."""
+    m, s = _llama70b_h100(2)
+    p = predict_pass(m, s, 1024, 4096, tp=2, weights_dtype="fp8", kv_dtype="fp8")
+    assert float(p.step_s) == pytest.approx(float(p.gemm_s + p.attention_s + p.comm_s + p.overhead_s), rel=1e-12)
+    assert float(p.gemm_s + p.attention_s) > float(np.maximum(p.compute_s, p.memory_s)) * 1.05
+    assert float(p.compute_s) <= float(p.gemm_s + p.attention_s) and float(p.memory_s) <= float(p.gemm_s + p.attention_s)
+    # batch-1 decode: both kernel groups memory-bound, the sum equals the memory total
+    q = predict_pass(m, s, 1, 4096, tp=2, weights_dtype="fp8", kv_dtype="fp8")
+    assert float(q.gemm_s + q.attention_s) == pytest.approx(float(q.memory_s), rel=1e-12)

@@ -8,14 +8,18 @@ factor with a (low, high) spread, and combines them into a predicted pass time:
     t_compute  = F_matmul / (n·P·η_gemm(T)) + F_attn / (n·P·η_attn)
     t_memory   = W / (n·BW·η_w) + KV_read / (n·BW·η_kv) + KV_write / (n·BW·η_w)
     t_comm     = TP all-reduces + EP dispatch/combine + PP p2p    from parallel_step (tiers carry η, α)
-    t_pass     = max(t_compute, t_memory) + t_comm + L·τ_layer + τ_pass
+    t_kernels  = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m)   per-kernel roofline (GEMMs, attention)
+    t_pass     = t_kernels + t_comm + L·τ_layer + τ_pass
 
 Sources of the shape: the saturating GEMM curve is the standard tile-occupancy argument (a GEMM with T
 rows fills ⌈T/128⌉ of the 128-row output tiles of CUTLASS/cuBLAS kernels, so below ~128 rows the tensor
 cores idle; NVIDIA "Matrix Multiplication Background User's Guide", §"Dimension quantization effects");
 communication terms are parallel_step's (Megatron's 2 all-reduces per layer, EP all-to-all on the
 scale-up or scale-out tier, stage boundaries); NVIDIA "Getting Started with CUDA
-Graphs" (2019) for µs-scale per-kernel launch gaps. Each factor below names the microbenchmark or
+Graphs" (2019) for µs-scale per-kernel launch gaps. The per-kernel roofline (each kernel bound by its
+own resource, kernels executed in sequence, so their times add) is Williams, Waterman & Patterson,
+"Roofline" (CACM 2009) applied operator by operator, as LLM-Viewer (arXiv 2402.16363) and GenZ
+(arXiv 2406.01698) do per layer; it is grouped here into the GEMMs and the attention kernels. Each factor below names the microbenchmark or
 kernel-level figure it comes from. NO factor was fitted to the end-to-end cases of roofline.validate.
 
 Ignores: wave quantization at specific shapes, clock throttling under sustained load (folded into the
@@ -215,6 +219,8 @@ class PassTime:
     memory_s: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
+    gemm_s: np.ndarray  # the GEMM kernels: max(their compute, weight + KV-write streaming)
+    attention_s: np.ndarray  # the attention kernels: max(their compute, KV reads)
 
 
 def family_tiers(system: System, fam: FamilyEfficiency, which: str = "mid"):
@@ -244,8 +250,9 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
         t_compute = t_matmul/η_gemm(T_gpu) + t_attn/η_attn             T_gpu = B·len/(pp·dp) rows
                     (t_attn at the activation dtype's peak: flash kernels compute in bf16/fp16)
         t_memory  = (t_weights + t_kv_write)/η_w + t_kv_read/η_kv
-        t_pass    = max(t_compute, t_memory) + t_comm + L·τ_layer + τ_pass       (overlap_comm False)
-                  = max(t_compute, t_memory, t_comm) + L·τ_layer + τ_pass     (overlap_comm True: e.g.
+        t_kernels = max(t_matmul/η_gemm, (t_weights + t_kv_write)/η_w) + max(t_attn/η_attn, t_kv_read/η_kv)
+        t_pass    = t_kernels + t_comm + L·τ_layer + τ_pass            (overlap_comm False)
+                  = max(t_kernels, t_comm) + L·τ_layer + τ_pass        (overlap_comm True: e.g.
                     DeepSeek's dual micro-batch overlap of EP communication with compute)
 
     Decode TP all-reduces are not overlapped by default (each layer waits for its all-reduce).
@@ -289,16 +296,22 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     peak_w = _by_format(weights_dtype, acc.peak_flops)
     matmul_s = np.maximum(r.compute_s - attn_flops / peak_w, 0.0)
     attn_s = attn_flops / acc.peak_flops(activation_dtype)
-    compute = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which) + attn_s / fam.attention_compute.pick(which)
-    kv_read_s = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which)
-    memory = ((r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
-              + kv_read_s / fam.kv_bandwidth.pick(which))
+    gemm_c = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which)
+    attn_c = attn_s / fam.attention_compute.pick(which)
+    gemm_m = (r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
+    attn_m = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which) / fam.kv_bandwidth.pick(which)
+    compute, memory = gemm_c + attn_c, gemm_m + attn_m
     comm = r.tp_comm_s + r.ep_comm_s + r.pp_comm_s
     slow_high = dict(faster_when_high=False)
     overhead = (model.layers * fam.layer_overhead_s.pick(which, **slow_high)
                 + fam.pass_overhead_s.pick(which, **slow_high)) + 0.0 * rows
-    busy = np.maximum(np.maximum(compute, memory), comm) if overlap_comm else np.maximum(compute, memory) + comm
-    return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory, comm_s=comm, overhead_s=overhead)
+    # per-kernel roofline: the GEMMs and the attention kernels run one after the other, each bound by
+    # its own resource, so their times add (a pass is not max(Σcompute, Σmemory) when one is compute-
+    # bound and the other memory-bound, as in large-batch decode: FP8 GEMMs vs KV reads)
+    gemm_s, attention_s = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
+    busy = np.maximum(gemm_s + attention_s, comm) if overlap_comm else gemm_s + attention_s + comm
+    return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory, comm_s=comm, overhead_s=overhead,
+                    gemm_s=gemm_s, attention_s=attention_s)
 
 
 def kv_read_multiplier(model: M.Model, per_query_head: bool, which: str = "mid") -> float:
