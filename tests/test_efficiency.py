@@ -31,6 +31,11 @@ def test_kernel_figures_are_inside_the_nvidia_spreads():
     assert nv.scale_up_bandwidth.low <= 365 / 450 <= nv.scale_up_bandwidth.high  # NCCL ring busbw H100
     assert nv.scale_out_bandwidth.low <= 43 / 50 <= nv.scale_out_bandwidth.high  # DeepEP internode
     assert 2 * nv.scale_up_step_latency_s.low <= 6e-6 <= 2 * nv.scale_up_step_latency_s.high  # nccl #1259
+    # DeepGEMM (H800, FP8): M=64/128 weight streaming 1,509-2,668 of 3,350 GB/s; M=4096 GEMMs with K >= 1536
+    for gbs in (1509, 1688, 2103, 2143, 2221, 2277, 2320, 2448, 2455, 2470, 2604, 2668):
+        assert nv.weight_bandwidth_low_precision.low <= gbs / 3350 <= nv.weight_bandwidth_low_precision.high
+    for tflops in (990, 1025, 1058, 1304, 1358):
+        assert nv.gemm_low_precision.low <= tflops / 1979 <= nv.gemm_low_precision.high
 
 
 def test_gemm_curve_saturates_and_halves():
@@ -89,7 +94,8 @@ def test_decode_batch1_cross_check_weight_read():
     fam = FAMILIES["nvidia"]
     pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8")
     w = step(m, s, 1, 0, weights_dtype="fp8", chips=1, check_context=False).weight_read_s
-    expect = w / fam.weight_bandwidth.value + m.layers * fam.layer_overhead_s.value + fam.pass_overhead_s.value
+    expect = (w / fam.weight_bandwidth_low_precision.value + m.layers * fam.layer_overhead_s.value
+              + fam.pass_overhead_s.value)
     assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
 
 
@@ -193,3 +199,24 @@ def test_gemms_and_attention_are_separate_rooflines():
     # batch-1 decode: both kernel groups memory-bound, the sum equals the memory total
     q = predict_pass(m, s, 1, 4096, tp=2, weights_dtype="fp8", kv_dtype="fp8")
     assert float(q.gemm_s + q.attention_s) == pytest.approx(float(q.memory_s), rel=1e-12)
+
+
+def test_low_precision_weights_stream_at_their_own_factor():
+    """Batch-1 decode with fp8/int8 weights streams them at η_w,lp (DeepGEMM's small-M FP8 GEMMs), bf16
+    weights at η_w: the two weight-read terms differ by exactly the ratio of the factors."""
+    m, s = _llama70b_h100(1)
+    fam = FAMILIES["nvidia"]
+    for dt in ("fp8", "int8"):
+        lp = predict_pass(m, s, 1, 0, weights_dtype=dt, kv_dtype="bf16")
+        w = step(m, s, 1, 0, weights_dtype=dt, chips=1, check_context=False).weight_read_s
+        assert float(lp.gemm_s) == pytest.approx(float(w) / fam.weight_bandwidth_low_precision.value, rel=0.01)
+    hp = predict_pass(m, s, 1, 0, weights_dtype="bf16")
+    w16 = step(m, s, 1, 0, weights_dtype="bf16", chips=1, check_context=False).weight_read_s
+    assert float(hp.gemm_s) == pytest.approx(float(w16) / fam.weight_bandwidth.value, rel=0.01)
+    # an array of formats (the planner's grid) picks the factor per element
+    from roofline.efficiency import refine
+    from roofline.parallel_step import parallel_step
+    r = parallel_step(m, s, 1, 0, weights_dtype="fp8", check=False)
+    both = refine(m, s.accelerator, r, "decode", 1, 0, 1.0, 1, 1, 1, np.array(["fp8", "bf16"]), "bf16", fam)
+    assert both.gemm_s[0] / both.gemm_s[1] == pytest.approx(fam.weight_bandwidth.value
+                                                             / fam.weight_bandwidth_low_precision.value, rel=1e-9)

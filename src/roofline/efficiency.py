@@ -73,7 +73,8 @@ class FamilyEfficiency:
     gemm: Factor  # large-GEMM fraction of dense 16-bit peak
     gemm_low_precision: Factor  # large-GEMM fraction of dense fp8/int8/fp4 peak
     gemm_half_tokens: Factor  # T_½: rows at which a GEMM reaches half of η_max
-    weight_bandwidth: Factor  # fraction of peak HBM bandwidth when streaming weights (GEMV/GEMM)
+    weight_bandwidth: Factor  # fraction of peak HBM bandwidth when streaming 16-bit weights (GEMV/GEMM)
+    weight_bandwidth_low_precision: Factor  # the same for fp8/int8/fp4 weights (scaling/dequant in the kernel)
     kv_bandwidth: Factor  # fraction of peak HBM bandwidth of decode-attention KV reads
     attention_compute: Factor  # fraction of dense peak reached by attention FLOPs (flash kernels)
     scale_up_bandwidth: Factor  # achieved fraction of per-direction scale-up link rate in collectives
@@ -89,9 +90,14 @@ class FamilyEfficiency:
     def gemm_max(self, dtype: str) -> Factor:
         return self.gemm_low_precision if dtype.lower() in LOW_PRECISION else self.gemm
 
+    def weight_stream(self, dtype: str) -> Factor:
+        return self.weight_bandwidth_low_precision if dtype.lower() in LOW_PRECISION else self.weight_bandwidth
+
 
 _CUDA_GRAPH = ("NVIDIA 'Getting Started with CUDA Graphs' (developer.nvidia.com blog, 2019): launch "
                "overhead of a few µs per kernel, ~1 µs gaps inside a graph; a Llama layer runs ~8-12 kernels")
+_DEEPGEMM = ("DeepGEMM README, first release (github.com/deepseek-ai/DeepGEMM, 2025-02; H800, NVCC 12.8, FP8 "
+             "with 1x128/128x128 block scaling)")
 _TILE = ("CUTLASS/cuBLAS 128-row output tiles: NVIDIA 'Matrix Multiplication Background' guide "
          "(docs.nvidia.com/deeplearning/performance), tile and wave quantization")
 
@@ -101,13 +107,20 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         family="nvidia",
         gemm=Factor(0.75, 0.60, 0.82, "FlashAttention-3 (arXiv 2407.08608): 740 TFLOP/s = 75% of H100 "
                     "BF16 peak; cuBLAS large BF16 GEMMs reach ~0.7-0.8 of H100 peak"),
-        gemm_low_precision=Factor(0.70, 0.54, 0.81, "cuBLASLt FP8 8192^3 GEMM 1,609 TFLOP/s on H100 = 0.81 "
+        gemm_low_precision=Factor(0.70, 0.50, 0.81, "cuBLASLt FP8 8192^3 GEMM 1,609 TFLOP/s on H100 = 0.81 "
                                   "(d-robotics test_gpu_scripts report, 2026-05-24); Azure ND GB200 v6 FP8 "
-                                  "GEMM 2,744 of 5,000 TFLOP/s = 0.55 (Azure HPC blog 4399253, 2025)"),
+                                  "GEMM 2,744 of 5,000 TFLOP/s = 0.55 (Azure HPC blog 4399253, 2025); " + _DEEPGEMM
+                                  + ": M=4096 at DeepSeek-V3 shapes with K >= 1536, 990-1,358 of 1,979 TFLOP/s "
+                                  "= 0.50-0.69 (0.30 at K=512); tilelang FP8 benchmark on H800, M=N=8192, "
+                                  "K=4096-16384: 1,378-1,541 = 0.70-0.78 (xwhzz/tilelang benchmark/matmul_fp8)"),
         gemm_half_tokens=Factor(64.0, 32.0, 128.0, _TILE),
         weight_bandwidth=Factor(0.85, 0.75, 0.92, "FlashMLA 3,000 of 3,350 GB/s on H800 = 0.90 (DeepSeek "
                                 "FlashMLA README 2025); Azure GB200 HBM 7.35 TB/s = 0.92 (Azure HPC blog); "
                                 "GEMV kernels a few points lower"),
+        weight_bandwidth_low_precision=Factor(0.69, 0.45, 0.80, _DEEPGEMM + ": FP8 GEMMs with M=64 and "
+                                              "M=128 rows (weight streaming) at 12 DeepSeek-V3 shapes reach "
+                                              "1,509-2,668 of 3,350 GB/s = 0.45-0.80, median 2,300 = 0.69; "
+                                              "its CUTLASS 3.6 baseline was 1.4-2.7x slower at those shapes"),
         kv_bandwidth=Factor(0.85, 0.70, 0.90, "FlashMLA decode, memory-bound: 3,000 GB/s of 3,350 on H800 "
                             "(0.90, best case); paged/GQA kernels lower"),
         attention_compute=Factor(0.65, 0.35, 0.75, "FlashAttention-3 forward 0.75 of H100 peak; FlashMLA "
@@ -135,6 +148,8 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         gemm_half_tokens=Factor(64.0, 32.0, 128.0, _TILE),
         weight_bandwidth=Factor(0.75, 0.65, 0.85, "MI300X achieved HBM ~4.0-4.3 of 5.3 TB/s (SemiAnalysis "
                                 "2024-12; AMD ROCm bandwidth tests)"),
+        weight_bandwidth_low_precision=Factor(0.75, 0.65, 0.85, "as 16-bit weights: no low-precision "
+                                              "weight-streaming kernel figure for this family here"),
         kv_bandwidth=Factor(0.70, 0.55, 0.85, "as weight bandwidth, paged attention kernels lower"),
         attention_compute=Factor(0.45, 0.30, 0.60, "ROCm FlashAttention-2 / CK kernels, ~0.4-0.6 of peak "
                                  "(AMD ROCm blogs 2024)"),
@@ -155,6 +170,8 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         gemm_half_tokens=Factor(128.0, 64.0, 256.0, "128x128 MXU (v4): a matmul needs ~128 rows to fill it "
                                 "(scaling-book ch. 2)"),
         weight_bandwidth=Factor(0.85, 0.75, 0.92, "estimate: HBM streaming on TPU ~0.8-0.9 (scaling-book)"),
+        weight_bandwidth_low_precision=Factor(0.85, 0.75, 0.92, "as 16-bit weights: no low-precision "
+                                              "weight-streaming kernel figure for this family here"),
         kv_bandwidth=Factor(0.80, 0.65, 0.90, "estimate: no TPU kernel-level figure in the reference data"),
         attention_compute=Factor(0.60, 0.40, 0.75, "estimate: Pallas flash attention"),
         scale_up_bandwidth=Factor(0.80, 0.65, 0.90, "estimate: ICI collectives"),
@@ -207,7 +224,7 @@ def efficiency_for(acc: Accelerator, tokens: float, dtype: str = "bf16", which: 
     """
     fam = family_for(acc)
     return Efficiency(compute=float(gemm_efficiency(tokens, fam, dtype, which)),
-                      memory=fam.weight_bandwidth.pick(which))
+                      memory=fam.weight_stream(dtype).pick(which))
 
 
 @dataclass(frozen=True)
@@ -298,7 +315,8 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     attn_s = attn_flops / acc.peak_flops(activation_dtype)
     gemm_c = matmul_s / gemm_efficiency(rows, fam, weights_dtype, which)
     attn_c = attn_s / fam.attention_compute.pick(which)
-    gemm_m = (r.weight_read_s + r.kv_write_s) / fam.weight_bandwidth.pick(which)
+    eta_w = _by_format(weights_dtype, lambda n: fam.weight_stream(n).pick(which))
+    gemm_m = (r.weight_read_s + r.kv_write_s) / eta_w
     attn_m = r.kv_read_s * kv_read_multiplier(model, kv_per_query_head, which) / fam.kv_bandwidth.pick(which)
     compute, memory = gemm_c + attn_c, gemm_m + attn_m
     comm = r.tp_comm_s + r.ep_comm_s + r.pp_comm_s

@@ -108,7 +108,8 @@ def _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype
             "decode_attention": "per-query-head" if per_query_head else "shared",
             "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
             "compute_s": float(mid.compute_s), "memory_s": float(mid.memory_s), "comm_s": float(mid.comm_s),
-            "overhead_s": float(mid.overhead_s), "tokens_per_s": tokens / float(mid.step_s)}
+            "overhead_s": float(mid.overhead_s), "gemm_s": float(mid.gemm_s), "attention_s": float(mid.attention_s),
+            "tokens_per_s": tokens / float(mid.step_s)}
 
 
 def _realistic_rows(real) -> list:
@@ -118,6 +119,8 @@ def _realistic_rows(real) -> list:
             ["  interval over the factors' spread", f"{seconds(real['low_s'])} .. {seconds(real['high_s'])}"],
             ["  compute / memory / comm / overhead", " / ".join(seconds(real[k]) for k in
                                                                  ("compute_s", "memory_s", "comm_s", "overhead_s"))],
+            ["  kernels: GEMMs + attention (each its own roofline)",
+             " + ".join(seconds(real[k]) for k in ("gemm_s", "attention_s"))],
             ["  tokens/s (replica)", fmt(real["tokens_per_s"])]]
 
 
