@@ -46,7 +46,8 @@ def test_step_realistic_matches_predict_pass_and_brackets(run_cli):
     expect = predict_pass(get_model("llama-3-70b"), get_system("dgx-h100"), 64, 4096, tp=8).step_s
     assert r["step_s"] == pytest.approx(float(expect)) and r["layout"] == "TP8 EP1 PP1 DP1"
     assert r["low_s"] < r["step_s"] < r["high_s"] and r["step_s"] > d["step_s"]
-    assert r["step_s"] == pytest.approx(r["gemm_s"] + r["attention_s"] + r["comm_s"] + r["overhead_s"])
+    assert r["step_s"] == pytest.approx(r["gemm_s"] + r["attention_s"] + r["elementwise_s"] + r["comm_s"]
+                                        + r["overhead_s"])
     code, out, err = run_cli(*args, "--decode-attention", "per-query-head")
     assert code == 0, err
     assert json.loads(out)["realistic"]["step_s"] > r["step_s"]

@@ -193,12 +193,13 @@ def test_gemms_and_attention_are_separate_rooflines():
     pass is the SUM of the two kernel groups' rooflines, longer than max(Σcompute, Σmemory)."""
     m, s = _llama70b_h100(2)
     p = predict_pass(m, s, 1024, 4096, tp=2, weights_dtype="fp8", kv_dtype="fp8")
-    assert float(p.step_s) == pytest.approx(float(p.gemm_s + p.attention_s + p.comm_s + p.overhead_s), rel=1e-12)
+    assert float(p.step_s) == pytest.approx(float(p.gemm_s + p.attention_s + p.elementwise_s + p.comm_s
+                                                  + p.overhead_s), rel=1e-12)
     assert float(p.gemm_s + p.attention_s) > float(np.maximum(p.compute_s, p.memory_s)) * 1.05
     assert float(p.compute_s) <= float(p.gemm_s + p.attention_s) and float(p.memory_s) <= float(p.gemm_s + p.attention_s)
     # batch-1 decode: both kernel groups memory-bound, the sum equals the memory total
     q = predict_pass(m, s, 1, 4096, tp=2, weights_dtype="fp8", kv_dtype="fp8")
-    assert float(q.gemm_s + q.attention_s) == pytest.approx(float(q.memory_s), rel=1e-12)
+    assert float(q.gemm_s + q.attention_s + q.elementwise_s) == pytest.approx(float(q.memory_s), rel=1e-12)
 
 
 def test_low_precision_weights_stream_at_their_own_factor():

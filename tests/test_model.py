@@ -212,3 +212,29 @@ def test_hf_configs_with_a_wrong_field_type_give_catalog_errors(tmp_path):
                     load_hf_config(f)
                 except CatalogError:
                     pass
+
+
+def test_elementwise_bytes_by_hand():
+    """model.elementwise_bytes_per_token, Llama 3 70B (D 8192, 64 q / 8 kv heads of 128, SwiGLU 28672, 80
+    layers): per layer 10·D (norms, residuals) + 2·(64+8)·128 (rotary) + 3·28672 (SwiGLU) elements of 2 B."""
+    from roofline import get_model
+    from roofline.model import elementwise_bytes_per_token as ew
+
+    m = get_model("llama-3-70b")
+    per_layer = 10 * 8192 + 2 * 72 * 128 + 3 * 28672
+    assert ew(m) == pytest.approx(80 * per_layer * 2.0)
+    # TP 8: the d-wide part stays on every rank, the rest splits; sequence parallelism splits it too
+    assert ew(m, 8) == pytest.approx(80 * (10 * 8192 + (2 * 72 * 128 + 3 * 28672) / 8) * 2.0)
+    assert ew(m, 8, sequence_parallel=True) == pytest.approx(ew(m) / 8)
+    # fp8 GEMMs add the activation casts: inputs D (QKV), D (MLP), 64·128 (O), 28672 (down), 2 B read + 1 B written
+    assert ew(m, 1, True) - ew(m) == pytest.approx(80 * (2 * 8192 + 64 * 128 + 28672) * 3.0)
+    # broadcasting over TP degrees and formats (the planner's grid)
+    assert ew(m, np.array([1, 8]), np.array([False, True])).shape == (2,)
+    # MoE (Mixtral: k = 2 experts of 14336, no shared): activation over k·F_e plus 4·k·D of dispatch/combine
+    mx = get_model("mixtral-8x7b")
+    per = 10 * 4096 + 2 * (32 + 8) * 128 + 3 * 2 * 14336 + 4 * 2 * 4096
+    assert ew(mx) == pytest.approx(32 * per * 2.0)
+    # no rotary (GPT-3, BLOOM): only the norms, residuals and the plain GeLU
+    from dataclasses import replace
+    g = replace(m, rotary=False, gated_mlp=False)
+    assert ew(g) == pytest.approx(80 * (10 * 8192 + 2 * 28672) * 2.0)

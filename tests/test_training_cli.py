@@ -18,6 +18,13 @@ def test_train_json(run_cli):
     assert d["gpu_hours"] == pytest.approx(d["time_to_train_s"] * 16384 / 3600)
     m = d["memory_by_recompute"]
     assert m["none"] >= m["selective"] >= m["full"]
+    # without sequence parallelism every TP rank runs the d-wide norms and residual adds: more elementwise time
+    code, out, err = run_cli("train", "-m", "llama-3.1-405b", "-s", "dgx-h100", "--tp", "8", "--dp", "2",
+                             "--global-batch", "8", "--seq", "4096", "--json", "--no-sequence-parallel")
+    assert code == 0, err
+    code, out2, err = run_cli("train", "-m", "llama-3.1-405b", "-s", "dgx-h100", "--tp", "8", "--dp", "2",
+                              "--global-batch", "8", "--seq", "4096", "--json")
+    assert json.loads(out)["elementwise_s"] > 2 * json.loads(out2)["elementwise_s"] > 0
 
 
 def test_train_table(run_cli):

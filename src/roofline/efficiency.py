@@ -8,7 +8,8 @@ factor with a (low, high) spread, and combines them into a predicted pass time:
     t_compute  = F_matmul / (n·P·η_gemm(T)) + F_attn / (n·P·η_attn)
     t_memory   = W / (n·BW·η_w) + KV_read / (n·BW·η_kv) + KV_write / (n·BW·η_w)
     t_comm     = TP all-reduces + EP dispatch/combine + PP p2p    from parallel_step (tiers carry η, α)
-    t_kernels  = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m)   per-kernel roofline (GEMMs, attention)
+    t_ew       = φ · E(tp) · B·L / (dp·pp·BW·η_w)                   elementwise kernels (model.elementwise_bytes_per_token)
+    t_kernels  = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m) + t_ew   per-kernel roofline
     t_pass     = t_kernels + t_comm + L·τ_layer + τ_pass
 
 Sources of the shape: the saturating GEMM curve is the standard tile-occupancy argument (a GEMM with T
@@ -24,7 +25,7 @@ kernel-level figure it comes from. NO factor was fitted to the end-to-end cases 
 
 Ignores: wave quantization at specific shapes, clock throttling under sustained load (folded into the
 spread), communication/compute overlap unless the caller says the engine overlaps it (comm is added:
-an upper-side choice), elementwise kernels (folded into τ_layer), the K and N sizes of a GEMM.
+an upper-side choice), the K and N sizes of a GEMM.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class FamilyEfficiency:
     scale_up_step_latency_s: Factor  # α: latency of one algorithm step of a scale-up collective
     scale_out_bandwidth: Factor  # achieved fraction of per-direction scale-out (NIC) rate in collectives
     scale_out_step_latency_s: Factor  # α of one step across domains (NIC, switches)
+    elementwise_traffic: Factor  # share of model.elementwise_bytes_per_token's unfused traffic that runs
     layer_overhead_s: Factor  # fixed time per layer per pass (kernel launch gaps, small kernels)
     pass_overhead_s: Factor  # fixed time per pass (sampling, scheduling, host work)
     #: Optional measured curve ((rows, η), ...) replacing η_max·T/(T+T_½) (calibrated profiles only:
@@ -98,6 +100,10 @@ _CUDA_GRAPH = ("NVIDIA 'Getting Started with CUDA Graphs' (developer.nvidia.com 
                "overhead of a few µs per kernel, ~1 µs gaps inside a graph; a Llama layer runs ~8-12 kernels")
 _DEEPGEMM = ("DeepGEMM README, first release (github.com/deepseek-ai/DeepGEMM, 2025-02; H800, NVCC 12.8, FP8 "
              "with 1x128/128x128 block scaling)")
+_UNFUSED = Factor(1.0, 0.5, 1.25, "operator count of model.elementwise_bytes_per_token, each operator its "
+                 "own kernel (eager PyTorch, Megatron's unfused path; TensorRT-LLM v0.5's docs list SwiGLU as a "
+                 "separate kernel); 0.5: pairs fused (residual+norm, activation+quantise); 1.25: extra "
+                 "copies and transposes (estimate)")
 _TILE = ("CUTLASS/cuBLAS 128-row output tiles: NVIDIA 'Matrix Multiplication Background' guide "
          "(docs.nvidia.com/deeplearning/performance), tile and wave quantization")
 
@@ -136,6 +142,7 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "DeepEP low-latency EP8 dispatch 77 µs for 128 "
                                         "tokens x 7 KiB (RDMA, mostly bandwidth); IB one-hop ~2-5 µs plus "
                                         "NCCL proxy: estimate"),
+        elementwise_traffic=_UNFUSED,
         layer_overhead_s=Factor(10e-6, 5e-6, 25e-6, _CUDA_GRAPH),
         pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate: sampling + scheduler + host sync per "
                                "step, 0.03-0.5 ms in TensorRT-LLM/vLLM traces"),
@@ -159,6 +166,7 @@ FAMILIES: dict[str, FamilyEfficiency] = {
                                        "mesh; no kernel-level figure in the reference data)"),
         scale_out_bandwidth=Factor(0.85, 0.70, 0.95, "estimate: RoCE/IB NIC, as NVIDIA family"),
         scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "estimate, as NVIDIA family"),
+        elementwise_traffic=_UNFUSED,
         layer_overhead_s=Factor(15e-6, 8e-6, 40e-6, _CUDA_GRAPH + " (HIP graphs, similar)"),
         pass_overhead_s=Factor(200e-6, 50e-6, 1e-3, "estimate: vLLM scheduler + sampling per step"),
     ),
@@ -178,6 +186,9 @@ FAMILIES: dict[str, FamilyEfficiency] = {
         scale_up_step_latency_s=Factor(2e-6, 1e-6, 5e-6, "estimate: ICI hop, no measured figure here"),
         scale_out_bandwidth=Factor(0.80, 0.60, 0.90, "estimate: data-centre network between pods"),
         scale_out_step_latency_s=Factor(20e-6, 10e-6, 50e-6, "estimate: DCN between pods"),
+        elementwise_traffic=Factor(0.5, 0.25, 1.0, "estimate: XLA fuses chains of elementwise operators into "
+                                   "one pass and often into the neighbouring matmul (scaling-book ch. on "
+                                   "TPUs), so about half of the unfused operator traffic"),
         layer_overhead_s=Factor(5e-6, 2e-6, 15e-6, "estimate: XLA fuses a layer into few ops"),
         pass_overhead_s=Factor(100e-6, 30e-6, 500e-6, "estimate: no TPU kernel-level figure in the reference data"),
     ),
@@ -238,6 +249,7 @@ class PassTime:
     overhead_s: np.ndarray
     gemm_s: np.ndarray  # the GEMM kernels: max(their compute, weight + KV-write streaming)
     attention_s: np.ndarray  # the attention kernels: max(their compute, KV reads)
+    elementwise_s: np.ndarray  # norms, residual adds, rotary, activation, quantisation: memory-bound
 
 
 def family_tiers(system: System, fam: FamilyEfficiency, which: str = "mid"):
@@ -268,6 +280,7 @@ def predict_pass(model: M.Model, system: System, batch, context, *, phase: str =
                     (t_attn at the activation dtype's peak: flash kernels compute in bf16/fp16)
         t_memory  = (t_weights + t_kv_write)/η_w + t_kv_read/η_kv
         t_kernels = max(t_matmul/η_gemm, (t_weights + t_kv_write)/η_w) + max(t_attn/η_attn, t_kv_read/η_kv)
+                    + φ·elementwise bytes/η_w                        (norms, residuals, rotary, activation, casts)
         t_pass    = t_kernels + t_comm + L·τ_layer + τ_pass            (overlap_comm False)
                   = max(t_kernels, t_comm) + L·τ_layer + τ_pass        (overlap_comm True: e.g.
                     DeepSeek's dual micro-batch overlap of EP communication with compute)
@@ -327,9 +340,15 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     # its own resource, so their times add (a pass is not max(Σcompute, Σmemory) when one is compute-
     # bound and the other memory-bound, as in large-batch decode: FP8 GEMMs vs KV reads)
     gemm_s, attention_s = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
-    busy = np.maximum(gemm_s + attention_s, comm) if overlap_comm else gemm_s + attention_s + comm
-    return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory, comm_s=comm, overhead_s=overhead,
-                    gemm_s=gemm_s, attention_s=attention_s)
+    # elementwise kernels: every token of the loop through this GPU's layers (B·L/dp tokens, layers/pp)
+    low = _by_format(weights_dtype, lambda n: n.lower() in LOW_PRECISION)
+    ew_bytes = B * L * M.elementwise_bytes_per_token(model, tp, low) / (dp * pp)
+    elementwise_s = (ew_bytes * fam.elementwise_traffic.pick(which, **slow_high)
+                     / (acc.hbm_bytes_per_s * fam.weight_bandwidth.pick(which)))
+    kernels = gemm_s + attention_s + elementwise_s
+    busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
+    return PassTime(step_s=busy + overhead, compute_s=compute, memory_s=memory + elementwise_s, comm_s=comm,
+                    overhead_s=overhead, gemm_s=gemm_s, attention_s=attention_s, elementwise_s=elementwise_s)
 
 
 def kv_read_multiplier(model: M.Model, per_query_head: bool, which: str = "mid") -> float:

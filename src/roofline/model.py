@@ -65,6 +65,7 @@ class Model:
     tied_embeddings: bool = False
     attention_bias: bool = False
     qk_norm: bool = False
+    rotary: bool = True  # rotary position embeddings applied to q and k (false: learned/ALiBi positions)
     mla: MLA | None = None
     moe: MoE | None = None
     sliding_window: int = 0  # window of local-attention layers (0: none)
@@ -179,6 +180,57 @@ def matmul_params_per_token(m: Model) -> float:
 def matmul_flops_per_token(m: Model) -> float:
     """2 · (matmul parameters) FLOPs per token for the forward pass (Kaplan 2020 §2.1, "C ≈ 2N")."""
     return 2.0 * matmul_params_per_token(m)
+
+
+# ---- elementwise (non-matmul) kernel traffic --------------------------------------------------
+def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_bytes: float = 2.0,
+                                sequence_parallel: bool = False):
+    """HBM bytes read + written per token by the elementwise kernels of one forward pass, all layers,
+    on one tensor-parallel rank, each kernel counted as its own pass over its tensors (unfused):
+
+        d-wide, replicated on every TP rank (split over tp with sequence parallelism):
+          2 RMSNorm/LayerNorm           read D, write D           each     4·D
+          2 residual adds               read 2·D, write D         each     6·D
+        head- and FF-wide, split over tp:
+          rotary on q and k             read + write R = q_rope + k_rope    2·R   (0 if Model.rotary is false)
+          q/k norm (Qwen3, Gemma)       read + write (H + K)·hd             2·(H+K)·hd
+          gated activation (SwiGLU)     read 2·F, write F                   3·F   (plain GeLU: 2·F)
+          MoE dispatch + combine        gather/scatter k copies of D        4·k·D  (F = k·F_e + F_shared)
+        × act_bytes (2: bf16/fp16); plus, when the GEMMs run in fp8/int8 (`low_precision_gemms`), the
+        activation quantisation before each GEMM: read act_bytes + write 1 byte per input element,
+        inputs D (QKV), D (MLP/router), H·hd_v (output projection, /tp) and F (down projection, /tp).
+
+    Source of the operator list: the Llama/Mixtral/DeepSeek layer as the model configs define it (one
+    kernel per operator, as in eager PyTorch and Megatron's unfused path; engines fuse some pairs, e.g.
+    residual + norm or activation + quantise, which efficiency.FamilyEfficiency.elementwise_traffic's
+    optimistic corner halves). Megatron's sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198
+    §4.2.2) splits the d-wide operators over the TP ranks. Ignores: dropout (off in LLM pre-training
+    and inference), the embedding lookup and final norm (one layer's worth), attention softmax (inside
+    flash kernels), MLA's latent norms. Broadcasts over tp and low_precision_gemms.
+    """
+    tp = np.asarray(tp, dtype=float)
+    lp = np.asarray(low_precision_gemms, dtype=bool)
+    D, H, K = float(m.d_model), float(m.heads), float(m.kv_heads)
+    if m.mla:
+        hd_v, rope = float(m.mla.v_head_dim), (H + 1.0) * m.mla.qk_rope_head_dim
+    else:
+        hd_v, rope = float(m.head_dim), (H + K) * m.head_dim
+    rope = rope if m.rotary else 0.0
+    qk = (H + K) * m.head_dim if m.qk_norm else 0.0
+    act_per_ff = 3.0 if m.gated_mlp else 2.0
+    d_wide = 10.0 * D / np.where(sequence_parallel, tp, 1.0)
+
+    def layer_bytes(ff, permute):
+        split = (2.0 * rope + 2.0 * qk + act_per_ff * ff + permute) / tp
+        quant = (2.0 * D / np.where(sequence_parallel, tp, 1.0) + (H * hd_v + ff) / tp) * (act_bytes + 1.0)
+        return (d_wide + split) * act_bytes + np.where(lp, quant, 0.0)
+
+    total = m.dense_mlp_layers * layer_bytes(float(m.d_ff), 0.0)
+    if m.moe:
+        e = m.moe
+        ff_moe = e.active * e.d_ff_expert + (e.d_ff_shared or e.shared * e.d_ff_expert)
+        total = total + m.moe_layers * layer_bytes(float(ff_moe), 4.0 * e.active * D)
+    return total
 
 
 # ---- MoE weight traffic ----------------------------------------------------------------------

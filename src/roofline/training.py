@@ -7,6 +7,9 @@ Per step (global batch G sequences of s tokens, n = tp·pp·dp GPUs, peak P per 
     FLOPs/token (model)     6·N_matmul + 3·attn_fwd(s)              2 forward + 4 backward per weight
     FLOPs/token (hardware)  model + recompute extra (selective: attn_fwd; full/reversible: one forward)
     t_compute  = G·s·FLOPs_hw / (n·P·η_compute)
+    t_elementwise = G·s·E_fwd(tp)·(3 + r)·φ / (dp·pp·BW·η_mem)    norms, residuals, rotary, activation,
+                                                          fp8 casts (model.elementwise_bytes_per_token, forward;
+                                                          backward ≈ 2× forward; r = 1 with a recomputed forward)
     t_tp       = m·L_stage·k_tp·AR(b·s·h·2 bytes, tp)     k_tp = 4 all-reduces per layer (2 fwd, 2 bwd;
                                                           Shoeybi et al. 2019 §3), +2 with a recomputed forward
     t_ep       = m·L_moe,stage·k_ep·A2A(b·s·k·h·2/tp, ep)  dispatch + combine, forward and backward
@@ -15,13 +18,13 @@ Per step (global batch G sequences of s tokens, n = tp·pp·dp GPUs, peak P per 
     t_pp       = 2·v·m·p2p(b·s·h·2/tp) · (1 − overlap_pp)  activations forward, gradients backward
     t_dp       = k_zero·AR(Ψ·2 bytes, dp) · (1 − overlap_dp)   k_zero = 1 (ZeRO 0–2), 1.5 (ZeRO-3/FSDP)
     t_opt      = Ψ_shard·28 bytes / HBM BW                Adam reads/writes fp32 states + bf16 copies
-    t_step     = (t_compute + t_tp + t_ep)/(1 − f) + t_pp + t_dp + t_opt
+    t_step     = (t_compute + t_elementwise + t_tp + t_ep)/(1 − f) + t_pp + t_dp + t_opt
 
 MFU = G·s·FLOPs_model/(t_step·n·P) (Chowdhery et al. 2022, PaLM, App. B); HFU counts recomputation
 (Korthikanti et al. 2022 §6) — Megatron 2021's "163 TFLOP/s per GPU" is hardware FLOPs.
 Time to train on D tokens = D/(tokens per s); GPU-hours = time·n/3600; $ = GPU-hours·price.
 
-Ignores: non-matmul kernels (LayerNorm, softmax, GeLU, dropout; folded into η_compute), the zero-bubble
+Ignores: dropout and softmax outside flash kernels (non-flash attention's score traffic), the zero-bubble
 schedules (Qi et al. 2023, arXiv:2401.10241, which split the backward into input and weight gradients
 to fill the bubble — see docs/training.md), load imbalance across experts and stages, stragglers,
 restarts and evaluation (which separate running time from wall-clock GPU-hours), data loading.
@@ -52,9 +55,12 @@ ADAM_UPDATE_BYTES = 28.0
 class TrainEfficiency:
     """Explicit efficiency inputs; None means "the accelerator family's cited default" (efficiency.py).
 
-    compute: achieved fraction of dense peak for training matmuls, including the time of the
-             non-matmul kernels (default: the family's large-GEMM factor, e.g. 0.75 for NVIDIA —
-             an upper-side choice, since elementwise kernels are not in it).
+    compute: achieved fraction of dense peak for training matmuls (default: the family's large-GEMM
+             factor for the training dtype, e.g. 0.75 for NVIDIA bf16, 0.70 fp8).
+    memory: achieved fraction of HBM bandwidth of the memory-bound elementwise kernels (default: the
+             family's 16-bit streaming factor, 0.85 for NVIDIA).
+    elementwise: share of the unfused elementwise traffic that runs (default: the family's
+             elementwise_traffic factor, 1.0 for NVIDIA: one kernel per operator).
     scale_up / scale_out: achieved fraction of per-direction link rate in collectives
              (default: family scale-up factor; scale-out 0.8, NCCL over InfiniBand/RoCE estimate).
     overlap_dp / overlap_pp / overlap_tp: fraction of that communication hidden behind compute
@@ -63,23 +69,28 @@ class TrainEfficiency:
     """
 
     compute: float | None = None
+    memory: float | None = None
+    elementwise: float | None = None
     scale_up: float | None = None
     scale_out: float = 0.8
     overlap_dp: float = 0.0
     overlap_pp: float = 0.0
     overlap_tp: float = 0.0
 
-    def resolve(self, system: System) -> "TrainEfficiency":
+    def resolve(self, system: System, dtype: str = "bf16") -> "TrainEfficiency":
         from .efficiency import family_for
 
         fam = family_for(system.accelerator)
         out = TrainEfficiency(
-            compute=fam.gemm.value if self.compute is None else self.compute,
+            compute=fam.gemm_max(dtype).value if self.compute is None else self.compute,
+            memory=fam.weight_bandwidth.value if self.memory is None else self.memory,
+            elementwise=fam.elementwise_traffic.value if self.elementwise is None else self.elementwise,
             scale_up=fam.scale_up_bandwidth.value if self.scale_up is None else self.scale_up,
             scale_out=self.scale_out, overlap_dp=self.overlap_dp, overlap_pp=self.overlap_pp,
             overlap_tp=self.overlap_tp)
-        for name in ("compute", "scale_up", "scale_out"):
+        for name in ("compute", "memory", "scale_up", "scale_out"):
             require_fraction(f"{name} efficiency", getattr(out, name))
+        require_positive("elementwise traffic share", out.elementwise)
         for name in ("overlap_dp", "overlap_pp", "overlap_tp"):
             v = getattr(out, name)
             if not 0.0 <= v <= 1.0:
@@ -114,6 +125,7 @@ class TrainStep:
     """One training step: times in s (arrays when seq_len was an array), rates, costs, memory."""
 
     compute_s: np.ndarray
+    elementwise_s: np.ndarray  # memory-bound non-matmul kernels (norms, residuals, activation, casts)
     tp_comm_s: np.ndarray
     ep_comm_s: np.ndarray
     bubble_s: np.ndarray
@@ -169,7 +181,7 @@ def _plain(v):
 def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, recompute="none",
                efficiency: TrainEfficiency = TrainEfficiency(), causal=True, dtype="bf16",
                flash_attention=True, dropout=False, usd_per_gpu_hour: float | None = None,
-               grad_comm_bytes=2.0, attention_dtype="bf16") -> TrainStep:
+               grad_comm_bytes=2.0, attention_dtype="bf16", sequence_parallel: bool = True) -> TrainStep:
     """Step time, rates, MFU/HFU, memory per GPU of `layout` on domains of `system` (module docstring).
 
     Placement (Megatron rank order: TP innermost, then DP, then PP): TP uses the scale-up tier (an
@@ -180,14 +192,15 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     `dtype` sets the GEMMs' peak; the attention core (QKᵀ, PV; flash kernels) runs at the peak of
     `attention_dtype` (bf16: FP8 training recipes such as Transformer Engine's quantise the GEMMs
     only), so t_compute = (F_gemm/P_dtype + F_attn/P_attention_dtype)·tokens/(n·η). MFU and HFU stay
-    relative to the peak of `dtype`.
+    relative to the peak of `dtype`. `sequence_parallel` (Megatron, Korthikanti et al. 2022) splits the
+    d-wide elementwise operators (norms, residual adds) over the TP ranks; without it every rank runs them.
     """
     check_layout(m, layout)
     if recompute not in RECOMPUTE_MODES:
         raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}")
     require_positive("sequence length", seq_len)
     check_tensor_parallel(m, system, layout.tp)
-    eff = efficiency.resolve(system)
+    eff = efficiency.resolve(system, dtype)
     up, out = NET.tiers(system, scale_up_efficiency=eff.scale_up, scale_out_efficiency=eff.scale_out)
     acc = system.accelerator
     peak = acc.peak_flops(dtype)
@@ -199,6 +212,12 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     # attention core: 1 forward + 2 backward, +1 forward when recomputed (selective, full, reversible)
     f_attn = (3.0 + (recompute != "none")) * forward_attention_flops_per_token(m, s, causal=causal)
     compute_s = tokens * ((f_hw - f_attn) / peak + f_attn / acc.peak_flops(attention_dtype)) / (n * eff.compute)
+    # elementwise kernels: forward bytes per token on one TP rank, backward ≈ 2× forward, +1 forward if recomputed
+    from .efficiency import LOW_PRECISION
+
+    ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION, sequence_parallel=sequence_parallel)
+    passes = 3.0 + (recompute in ("full", "reversible"))
+    elementwise_s = tokens * ew * passes * eff.elementwise / (layout.dp * layout.pp * acc.hbm_bytes_per_s * eff.memory)
 
     act = 2.0  # bytes per activation element (bf16/fp16)
     h = m.d_model
@@ -222,7 +241,7 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
                                             up.latency_s, out.latency_s, min(up.efficiency, out.efficiency)).time_s
         ep_s = mb * moe_stage * (6.0 if redo else 4.0) * a2a
     f_bubble = float(bubble_fraction(P, mb, v))
-    busy = compute_s + tp_s + ep_s
+    busy = compute_s + elementwise_s + tp_s + ep_s
     bubble_s = busy * f_bubble / (1.0 - f_bubble)
     # PP: one activation (forward) and one gradient (backward) per micro-batch per model chunk
     pp_s = 0.0 * s
@@ -250,7 +269,7 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     require_positive("usd per GPU-hour", price)
     achieved = tokens / (step_s * n)
     return TrainStep(
-        compute_s=compute_s, tp_comm_s=tp_s, ep_comm_s=ep_s, bubble_s=bubble_s, pp_comm_s=pp_s, dp_comm_s=dp_s,
+        compute_s=compute_s, elementwise_s=elementwise_s, tp_comm_s=tp_s, ep_comm_s=ep_s, bubble_s=bubble_s, pp_comm_s=pp_s, dp_comm_s=dp_s,
         optimizer_s=opt_s, step_s=step_s, bubble_fraction=f_bubble, tokens_per_step=tokens,
         tokens_per_s=tokens / step_s, model_flops_per_token=f_model, hardware_flops_per_token=f_hw,
         mfu=achieved * f_model / peak, hfu=achieved * f_hw / peak, model_tflops_per_gpu=achieved * f_model / 1e12,

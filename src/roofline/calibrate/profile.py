@@ -102,6 +102,7 @@ def calibrated_family(mb: Microbench, ops_per_layer: int, ops_per_pass: int, dty
         gemm_half_tokens=Factor(half, half * 0.5, half * 2.0, src), weight_bandwidth=f(w), weight_bandwidth_low_precision=f(w), kv_bandwidth=f(kv),
         attention_compute=f(attn), scale_up_bandwidth=Factor(1.0, 0.5, 1.0, "not measured (single device)"),
         scale_up_step_latency_s=Factor(1e-6, 1e-7, 1e-5, "not measured (single device)"),
+        elementwise_traffic=Factor(1.0, 0.5, 1.25, "model.elementwise_bytes_per_token, unfused (eager PyTorch)"),
         scale_out_bandwidth=Factor(1.0, 0.5, 1.0, "not measured (single device)"),
         scale_out_step_latency_s=Factor(1e-5, 1e-6, 1e-4, "not measured (single device)"),
         layer_overhead_s=Factor(ops_per_layer * mb.op_overhead_s, 0.5 * ops_per_layer * mb.op_overhead_s,

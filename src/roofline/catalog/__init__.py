@@ -52,7 +52,7 @@ MODEL_SPEC = {
     "layers": ("int", True), "d_model": ("int", True), "vocab": ("int", True), "heads": ("int", True),
     "kv_heads": ("int", True), "head_dim": ("int", True), "d_ff": ("count", True),
     "gated_mlp": ("bool", False), "tied_embeddings": ("bool", False), "attention_bias": ("bool", False),
-    "qk_norm": ("bool", False), "mla": ("map", False), "moe": ("map", False),
+    "qk_norm": ("bool", False), "rotary": ("bool", False), "mla": ("map", False), "moe": ("map", False),
     "sliding_window": ("count", False), "local_layers": ("count", False), "kv_layers": ("count", False),
     "max_context": ("int", True), "params_total_published": ("pos", False),
     "params_active_published": ("pos", False), "source": ("str", True), "date": ("str", True),

@@ -109,6 +109,7 @@ def _realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype
             "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
             "compute_s": float(mid.compute_s), "memory_s": float(mid.memory_s), "comm_s": float(mid.comm_s),
             "overhead_s": float(mid.overhead_s), "gemm_s": float(mid.gemm_s), "attention_s": float(mid.attention_s),
+            "elementwise_s": float(mid.elementwise_s),
             "tokens_per_s": tokens / float(mid.step_s)}
 
 
@@ -119,8 +120,8 @@ def _realistic_rows(real) -> list:
             ["  interval over the factors' spread", f"{seconds(real['low_s'])} .. {seconds(real['high_s'])}"],
             ["  compute / memory / comm / overhead", " / ".join(seconds(real[k]) for k in
                                                                  ("compute_s", "memory_s", "comm_s", "overhead_s"))],
-            ["  kernels: GEMMs + attention (each its own roofline)",
-             " + ".join(seconds(real[k]) for k in ("gemm_s", "attention_s"))],
+            ["  kernels: GEMMs + attention + elementwise",
+             " + ".join(seconds(real[k]) for k in ("gemm_s", "attention_s", "elementwise_s"))],
             ["  tokens/s (replica)", fmt(real["tokens_per_s"])]]
 
 

@@ -33,6 +33,7 @@ def register(app: typer.Typer) -> None:
         compute_efficiency: Annotated[Optional[float], typer.Option("--compute-efficiency", help="Achieved fraction of peak FLOP/s for training matmuls (default: the family's GEMM factor).")] = None,
         overlap_dp: Annotated[float, typer.Option("--overlap-dp", help="Fraction of the gradient reduction hidden behind compute, [0, 1].")] = 0.0,
         dtype: Annotated[str, typer.Option("--dtype", help="Matmul format: bf16, fp16, fp8.")] = "bf16",
+        sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel/--no-sequence-parallel", help="Split norms and residual adds over the TP ranks (Megatron sequence parallelism).")] = True,
         usd_per_gpu_hour: PriceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
                           micro_batches=global_batch // (dp * micro_batch), schedule=schedule,
                           virtual_stages=virtual_stages, zero=zero)
         r = train_step(m, sysrec, lay, seq, recompute=recompute, dtype=dtype, usd_per_gpu_hour=usd_per_gpu_hour,
-                       efficiency=TrainEfficiency(compute=compute_efficiency, overlap_dp=overlap_dp))
+                       efficiency=TrainEfficiency(compute=compute_efficiency, overlap_dp=overlap_dp),
+                       sequence_parallel=sequence_parallel)
         by_mode = {mode: training_memory(m, lay, seq, mode, flash_attention=True, dropout=False)
                    for mode in RECOMPUTE_MODES}
         if json:
@@ -63,7 +65,8 @@ def register(app: typer.Typer) -> None:
             return print_json(d)
         f = lambda x: float(x)  # noqa: E731
         rows = [
-            ["compute", seconds(f(r.compute_s))], ["TP communication", seconds(f(r.tp_comm_s))],
+            ["compute", seconds(f(r.compute_s))], ["elementwise kernels", seconds(f(r.elementwise_s))],
+            ["TP communication", seconds(f(r.tp_comm_s))],
             ["EP all-to-all", seconds(f(r.ep_comm_s))],
             ["pipeline bubble", f"{seconds(f(r.bubble_s))} ({r.bubble_fraction:.1%})"],
             ["PP sends", seconds(f(r.pp_comm_s))], ["DP gradient reduction (exposed)", seconds(f(r.dp_comm_s))],

@@ -250,12 +250,14 @@ def _train_step(meas, m, which, extra):
         raise InputError(f"{meas.id}: layout tp·pp·dp = {lay.gpus} GPUs, but chips = {meas.chips}; fix the row")
     seq = r["seq_len"]
     eff = TrainEfficiency(compute=float(gemm_efficiency(lay.micro_batch * seq, fam, dtype, which)),
+                          memory=fam.weight_bandwidth.pick(which),
+                          elementwise=fam.elementwise_traffic.pick(which, faster_when_high=False),
                           scale_up=fam.scale_up_bandwidth.pick(which), scale_out=fam.scale_out_bandwidth.pick(which),
                           overlap_dp=float(r.get("overlap_dp", 0.0)), overlap_pp=float(r.get("overlap_pp", 0.0)),
                           overlap_tp=float(r.get("overlap_tp", 0.0)))
     return train_step(m, system, lay, seq, recompute=r.get("recompute", "none"), efficiency=eff,
                       causal=bool(r.get("causal", True)), dtype=dtype, flash_attention=bool(r.get("flash_attention", True)),
-                      dropout=bool(r.get("dropout", False)))
+                      dropout=bool(r.get("dropout", False)), sequence_parallel=bool(r.get("sequence_parallel", True)))
 
 
 def _training(meas, m, which, extra):

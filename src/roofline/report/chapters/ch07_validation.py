@@ -47,6 +47,6 @@ def chapter(fig_dir: Path) -> Chapter:
         figures=[Figure("fig/validation.png", "Predicted against measured, log-log, with ±10% and ±25% bands")],
         notes=["Scenario choices made after seeing a row's result are disclosed in docs/validation.md, with the "
                "error without those rows; the TensorRT-LLM v0.8.0, NeMo FP8 and gpt-fast rows were added as "
-               "held-out checks before the per-kernel roofline and the low-precision weight-streaming factor "
-               "(added after all rows' errors were seen; its value is DeepGEMM's kernel table, not a fit)."],
+               "held-out checks before the per-kernel roofline, the low-precision weight-streaming factor and "
+               "the elementwise-kernel term (added after all rows' errors were seen; none has a fitted constant)."],
     )
