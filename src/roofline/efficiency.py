@@ -8,8 +8,8 @@ factor with a (low, high) spread, and combines them into a predicted pass time:
     t_compute  = F_matmul / (n·P·η_gemm(T)) + F_attn / (n·P·η_attn)
     t_memory   = W / (n·BW·η_w) + KV_read / (n·BW·η_kv) + KV_write / (n·BW·η_w)
     t_comm     = TP all-reduces + EP dispatch/combine + PP p2p    from parallel_step (tiers carry η, α)
-    t_ew       = φ · E(tp) · B·L / (dp·pp·BW·η_w)                   elementwise kernels (model.elementwise_bytes_per_token)
-    t_kernels  = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m) + t_ew   per-kernel roofline
+    t_ew       = φ · E(tp) · B·L / (dp·pp·BW·η_w)     elementwise kernels (model.elementwise_bytes_per_token)
+    t_kernels  = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m) + t_ew       per-kernel roofline
     t_pass     = t_kernels + t_comm + L·τ_layer + τ_pass
 
 Sources of the shape: the saturating GEMM curve is the standard tile-occupancy argument (a GEMM with T
@@ -20,8 +20,9 @@ scale-up or scale-out tier, stage boundaries); NVIDIA "Getting Started with CUDA
 Graphs" (2019) for µs-scale per-kernel launch gaps. The per-kernel roofline (each kernel bound by its
 own resource, kernels executed in sequence, so their times add) is Williams, Waterman & Patterson,
 "Roofline" (CACM 2009) applied operator by operator, as LLM-Viewer (arXiv 2402.16363) and GenZ
-(arXiv 2406.01698) do per layer; it is grouped here into the GEMMs and the attention kernels. Each factor below names the microbenchmark or
-kernel-level figure it comes from. NO factor was fitted to the end-to-end cases of roofline.validate.
+(arXiv 2406.01698) do per layer; it is grouped here into the GEMMs, the attention kernels and the
+memory-bound elementwise kernels. Each factor below names the microbenchmark or kernel-level figure it
+comes from. NO factor was fitted to the end-to-end cases of roofline.validate.
 
 Ignores: wave quantization at specific shapes, clock throttling under sustained load (folded into the
 spread), communication/compute overlap unless the caller says the engine overlaps it (comm is added:

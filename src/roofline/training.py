@@ -215,7 +215,8 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     # elementwise kernels: forward bytes per token on one TP rank, backward ≈ 2× forward, +1 forward if recomputed
     from .efficiency import LOW_PRECISION
 
-    ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION, sequence_parallel=sequence_parallel)
+    ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION,
+                                       sequence_parallel=sequence_parallel)
     passes = 3.0 + (recompute in ("full", "reversible"))
     elementwise_s = tokens * ew * passes * eff.elementwise / (layout.dp * layout.pp * acc.hbm_bytes_per_s * eff.memory)
 
