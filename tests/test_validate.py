@@ -78,6 +78,15 @@ def test_cli_validate_writes_docs_and_plot(tmp_path, capsys):
     text = md.read_text()
     assert "median \\|err\\|" in text and "coverage" in text  # | escaped inside markdown cells
     assert (tmp_path / "validation.png").stat().st_size > 1000
+    # the misses are computed from the rows, not typed: the gpt-fast TP 8 span matches the rows' errors
+    import re
+
+    from roofline.validate import evaluate_all
+    tp8 = sorted(e.error for e in evaluate_all() if e.measurement.id.startswith("gptfast-")
+                 and int(e.measurement.row.get("tp", 1)) == 8)
+    got = re.search(r"TP 8 ([+-]\d+)%\.\.([+-]\d+)% \(n=(\d+)\)", text)
+    assert got and int(got[1]) == round(tp8[0] * 100) and int(got[2]) == round(tp8[-1] * 100)
+    assert int(got[3]) == len(tp8)
 
 
 def test_cli_validate_missing_dataset(capsys):
