@@ -39,6 +39,7 @@ from . import model as M
 from .errors import InputError
 from .hardware import Accelerator, System
 from .roofline import Efficiency, step
+from .units import dtype_bytes
 
 WHICH = ("mid", "fast", "slow")  # central value; optimistic corner; pessimistic corner
 LOW_PRECISION = ("fp8", "int8", "fp6", "fp4")  # formats whose GEMMs use the low-precision factor
@@ -343,7 +344,7 @@ def refine(model: M.Model, acc: Accelerator, r, phase: str, batch, context, L, t
     gemm_s, attention_s = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
     # elementwise kernels: every token of the loop through this GPU's layers (B·L/dp tokens, layers/pp)
     low = _by_format(weights_dtype, lambda n: n.lower() in LOW_PRECISION)
-    ew_bytes = B * L * M.elementwise_bytes_per_token(model, tp, low) / (dp * pp)
+    ew_bytes = B * L * M.elementwise_bytes_per_token(model, tp, low, act_bytes=dtype_bytes(activation_dtype)) / (dp * pp)
     elementwise_s = (ew_bytes * fam.elementwise_traffic.pick(which, **slow_high)
                      / (acc.hbm_bytes_per_s * fam.weight_bandwidth.pick(which)))
     kernels = gemm_s + attention_s + elementwise_s
