@@ -150,3 +150,15 @@ def test_bad_dataset_files_are_one_line_errors(tmp_path, capsys):
         with pytest.raises(SystemExit) as ex:
             main(["validate", "--dataset", str(f)])
         assert ex.value.code == 1 and needle in capsys.readouterr().err
+
+
+def test_plot_draws_every_metric():
+    """Every metric of the dataset gets a colour and a legend entry (the FP8 training-throughput rows were
+    once left out of the plot)."""
+    from roofline.plots.validation import metric_colors
+    from roofline.validate import evaluate_all
+
+    evals = evaluate_all()
+    colors = metric_colors(evals)
+    assert set(colors) == {e.measurement.metric for e in evals} and "training_throughput" in colors
+    assert len(set(colors.values())) == len(colors)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from . import new_figure, save
 
-_METRIC_COLORS = {"decode": "#1f77b4", "throughput": "#2ca02c", "prefill": "#d62728", "training_mfu": "#9467bd"}
+_METRIC_COLORS = {"decode": "#1f77b4", "throughput": "#2ca02c", "prefill": "#d62728", "training_mfu": "#9467bd",
+                  "training_throughput": "#8c564b"}
+_OTHER_COLORS = ("#e377c2", "#7f7f7f", "#bcbd22", "#17becf")  # metrics a custom dataset adds
+
+
+def metric_colors(evals) -> dict[str, str]:
+    """A colour (and so a legend entry) for every metric present in the evaluations, known ones first."""
+    present = sorted({e.measurement.metric for e in evals}, key=lambda k: (k not in _METRIC_COLORS, k))
+    others = iter(_OTHER_COLORS * (1 + len(present)))
+    return {m: _METRIC_COLORS.get(m) or next(others) for m in present}
 
 
 def predicted_vs_measured(evals, path):
@@ -31,10 +40,8 @@ def predicted_vs_measured(evals, path):
     ax.fill_between(line, line * 0.75, line * 1.25, color="#cccccc", alpha=0.35, label="±25%")
     ax.fill_between(line, line * 0.9, line * 1.1, color="#999999", alpha=0.45, label="±10%")
     ax.plot(line, line, color="black", lw=0.8)
-    for metric, color in _METRIC_COLORS.items():
+    for metric, color in metric_colors(evals).items():
         j = [i for i, e in enumerate(evals) if e.measurement.metric == metric]
-        if not j:
-            continue
         ax.errorbar(x[j], y[j], yerr=[y[j] - lo[j] / scale[j], hi[j] / scale[j] - y[j]], fmt="o", ms=4,
                     color=color, ecolor=color, alpha=0.8, elinewidth=0.8, label=f"{metric} ({len(j)})")
     ax.set_xscale("log")
