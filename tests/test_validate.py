@@ -162,3 +162,19 @@ def test_plot_draws_every_metric():
     colors = metric_colors(evals)
     assert set(colors) == {e.measurement.metric for e in evals} and "training_throughput" in colors
     assert len(set(colors.values())) == len(colors)
+
+
+def test_kv_capacity_batch_by_hand():
+    """trtllm-bench's concurrency heuristic: Llama 3.1 8B FP8 on one H100, ISL 128 / OSL 2048:
+    0.90 · (80 GB − 8.03e9 params · 1 B) / (65,536 B of fp8 KV per token · 2,176 tokens) = 454 requests;
+    capped at 4096 (128/128 on the 141 GB H200 reaches the cap)."""
+    from roofline.validate import load_dataset
+    from roofline.validate.scenarios import _model, kv_capacity_batch
+
+    extra, rows = load_dataset()
+    by_id = {r.id: r for r in rows}
+    r = by_id["trtllm10-h100-fp8-llama3-8b-tp1-i128-o2048"]
+    m = _model(r.model, extra)
+    expect = 0.90 * (80e9 - 8.03e9) / (65536 * 2176)
+    assert kv_capacity_batch(r, m, extra) == int(expect) == 454
+    assert kv_capacity_batch(by_id["trtllm10-h200-fp8-llama3-8b-tp1-i128-o128"], m, extra) == 4096

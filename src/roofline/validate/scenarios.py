@@ -14,6 +14,9 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
 - static_batch_throughput (TensorRT-LLM gptSessionBenchmark, static batching): all B sequences start
   together; the prefill emits the first token, then O−1 decode steps at growing context:
       t_run = t_prefill(B, I) + Σ_{c=I}^{I+O−2} t_decode(B, c);   value = B·O/(t_run·n) per GPU
+- max_throughput_kv_capacity (trtllm-bench throughput, requests fed at an infinite rate): the same t_run
+  at the concurrency B the engine's KV cache admits (kv_capacity_batch: trtllm-bench's own heuristic,
+  each request reserving I + O tokens, capped at 4096); value = B·O/(t_run·n) per GPU.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
 - ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
@@ -43,9 +46,10 @@ from ..catalog import get_catalog, parse_accelerator, parse_model, parse_system
 from ..efficiency import WHICH, Factor, family_for, gemm_efficiency, predict_pass
 from ..errors import InputError
 from ..hardware import single_accelerator_system
+from ..units import dtype_bytes
 
 METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
-RATE_SCENARIOS = {"static_batch_throughput", "decode_tokens_per_s_per_sequence", "decode_node_throughput",
+RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence", "decode_node_throughput",
                   "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
 
 
@@ -183,9 +187,9 @@ def _decode_attention(meas) -> str:
     return kind
 
 
-def _batch_run_s(meas, m, which, extra=None):
+def _batch_run_s(meas, m, which, extra=None, batch=None):
     r = meas.row
-    B, I, O = r["batch"], r["input_tokens"], r["output_tokens"]
+    B, I, O = (r["batch"] if batch is None else batch), r["input_tokens"], r["output_tokens"]
     steps = O - 1 if r.get("first_token_from_prefill", True) else O
     t = _pass(meas, m, "prefill", B, 0, prompt=I, which=which, extra=extra).step_s
     if steps > 0:
@@ -196,6 +200,37 @@ def _batch_run_s(meas, m, which, extra=None):
 def _static_batch_throughput(meas, m, which, extra):
     r = meas.row
     return r["batch"] * r["output_tokens"] / (_batch_run_s(meas, m, which, extra) * meas.chips)
+
+
+def kv_capacity_batch(meas, m, extra=None) -> int:
+    """Concurrent requests an engine that reserves each request's whole KV (input + output tokens) up front
+    can hold: trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py, calc_engine_setting and
+    finetune_setting), which the TensorRT-LLM perf-overview tables were run with:
+
+        cache = f · (n·HBM − N_params·bytes_per_weight)          f = kv_cache_fraction (row; 0.90 default)
+        B     = min(cache / (kv_per_token · max(tp, K)/K · (ISL + OSL)), 4096) / pp
+
+    (KV heads replicated when tp exceeds them.) Ignores activation and runtime buffers (inside 1 − f) and
+    the GiB-vs-GB reading of device memory."""
+    r = meas.row
+    acc = _accelerator(meas, extra or {})
+    tp, pp = int(r.get("tp", 1)), int(r.get("pp", 1))
+    weights = M.params_total(m) * dtype_bytes(str(r.get("weights_dtype", "bf16")))
+    cache = (meas.chips * acc.hbm_bytes - weights) * float(r.get("kv_cache_fraction", 0.90))
+    per_token = M.kv_bytes_per_token(m, str(r.get("kv_dtype", "bf16"))) * max(tp, m.kv_heads) / m.kv_heads
+    requests = cache / (per_token * (r["input_tokens"] + r["output_tokens"]))
+    if requests < 1:
+        raise InputError(f"{meas.id}: the KV cache holds {requests:.2f} requests; the row cannot run as stated")
+    return max(1, int(min(requests, 4096) // pp))
+
+
+def _max_throughput(meas, m, which, extra):
+    """Offline maximum throughput (requests fed at an infinite rate): the static-batch run at the engine's
+    KV-capacity concurrency (kv_capacity_batch) — in steady state each request still costs one prefill and
+    OSL decode steps at batch B over contexts ISL..ISL+OSL."""
+    r = meas.row
+    B = kv_capacity_batch(meas, m, extra)
+    return B * r["output_tokens"] / (_batch_run_s(meas, m, which, extra, batch=B) * meas.chips)
 
 
 def _e2e_latency(meas, m, which, extra):
@@ -274,6 +309,7 @@ def _training_tokens(meas, m, which, extra):
 
 SCENARIOS = {
     "static_batch_throughput": _static_batch_throughput,
+    "max_throughput_kv_capacity": _max_throughput,
     "e2e_latency_s": _e2e_latency,
     "ttft_s": _ttft,
     "decode_step_s": _decode_step,
