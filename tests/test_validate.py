@@ -178,3 +178,12 @@ def test_kv_capacity_batch_by_hand():
     expect = 0.90 * (80e9 - 8.03e9) / (65536 * 2176)
     assert kv_capacity_batch(r, m, extra) == int(expect) == 454
     assert kv_capacity_batch(by_id["trtllm10-h200-fp8-llama3-8b-tp1-i128-o128"], m, extra) == 4096
+    from dataclasses import replace
+
+    from roofline.errors import InputError
+    bad = replace(r, row={**r.row, "kv_cache_fraction": 1.5})
+    with pytest.raises(InputError, match="kv_cache_fraction must be in"):
+        kv_capacity_batch(bad, m, extra)
+    tiny = replace(r, row={**r.row, "input_tokens": 10_000_000})
+    with pytest.raises(InputError, match="the KV cache holds"):
+        kv_capacity_batch(tiny, m, extra)

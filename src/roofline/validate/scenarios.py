@@ -216,7 +216,10 @@ def kv_capacity_batch(meas, m, extra=None) -> int:
     acc = _accelerator(meas, extra or {})
     tp, pp = int(r.get("tp", 1)), int(r.get("pp", 1))
     weights = M.params_total(m) * dtype_bytes(str(r.get("weights_dtype", "bf16")))
-    cache = (meas.chips * acc.hbm_bytes - weights) * float(r.get("kv_cache_fraction", 0.90))
+    fraction = float(r.get("kv_cache_fraction", 0.90))
+    if not 0.0 < fraction <= 1.0:
+        raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
+    cache = (meas.chips * acc.hbm_bytes - weights) * fraction
     per_token = M.kv_bytes_per_token(m, str(r.get("kv_dtype", "bf16"))) * max(tp, m.kv_heads) / m.kv_heads
     requests = cache / (per_token * (r["input_tokens"] + r["output_tokens"]))
     if requests < 1:
