@@ -39,6 +39,7 @@ import numpy as np
 from . import model as M
 from . import network as NET
 from .errors import InputError, require_fraction, require_positive
+from .efficiency import LOW_PRECISION
 from .hardware import System
 from .parallel import check_tensor_parallel
 from .training_memory import (RECOMPUTE_MODES, TrainLayout, TrainingMemory, check_layout,
@@ -213,8 +214,6 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     f_attn = (3.0 + (recompute != "none")) * forward_attention_flops_per_token(m, s, causal=causal)
     compute_s = tokens * ((f_hw - f_attn) / peak + f_attn / acc.peak_flops(attention_dtype)) / (n * eff.compute)
     # elementwise kernels: forward bytes per token on one TP rank, backward ≈ 2× forward, +1 forward if recomputed
-    from .efficiency import LOW_PRECISION
-
     ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION,
                                        sequence_parallel=sequence_parallel)
     passes = 3.0 + (recompute in ("full", "reversible"))

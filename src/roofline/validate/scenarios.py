@@ -49,8 +49,8 @@ from ..hardware import single_accelerator_system
 from ..units import dtype_bytes
 
 METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
-RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence", "decode_node_throughput",
-                  "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
+RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence",
+                  "decode_node_throughput", "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
 
 
 @dataclass(frozen=True)
@@ -197,9 +197,13 @@ def _batch_run_s(meas, m, which, extra=None, batch=None):
     return float(t)
 
 
+def _throughput_at(meas, m, which, extra, batch):
+    """B·O/(t_run·n): output tokens/s per GPU of the static-batch run at batch B."""
+    return batch * meas.row["output_tokens"] / (_batch_run_s(meas, m, which, extra, batch=batch) * meas.chips)
+
+
 def _static_batch_throughput(meas, m, which, extra):
-    r = meas.row
-    return r["batch"] * r["output_tokens"] / (_batch_run_s(meas, m, which, extra) * meas.chips)
+    return _throughput_at(meas, m, which, extra, meas.row["batch"])
 
 
 def kv_capacity_batch(meas, m, extra=None) -> int:
@@ -220,8 +224,9 @@ def kv_capacity_batch(meas, m, extra=None) -> int:
     if not 0.0 < fraction <= 1.0:
         raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
     cache = (meas.chips * acc.hbm_bytes - weights) * fraction
-    per_token = M.kv_bytes_per_token(m, str(r.get("kv_dtype", "bf16"))) * max(tp, m.kv_heads) / m.kv_heads
-    requests = cache / (per_token * (r["input_tokens"] + r["output_tokens"]))
+    per_request = (M.kv_bytes_per_sequence(m, r["input_tokens"] + r["output_tokens"], str(r.get("kv_dtype", "bf16")))
+                   * max(tp, m.kv_heads) / m.kv_heads)
+    requests = float(cache / per_request)
     if requests < 1:
         raise InputError(f"{meas.id}: the KV cache holds {requests:.2f} requests; the row cannot run as stated")
     return max(1, int(min(requests, 4096) // pp))
@@ -231,9 +236,7 @@ def _max_throughput(meas, m, which, extra):
     """Offline maximum throughput (requests fed at an infinite rate): the static-batch run at the engine's
     KV-capacity concurrency (kv_capacity_batch) — in steady state each request still costs one prefill and
     OSL decode steps at batch B over contexts ISL..ISL+OSL."""
-    r = meas.row
-    B = kv_capacity_batch(meas, m, extra)
-    return B * r["output_tokens"] / (_batch_run_s(meas, m, which, extra, batch=B) * meas.chips)
+    return _throughput_at(meas, m, which, extra, kv_capacity_batch(meas, m, extra))
 
 
 def _e2e_latency(meas, m, which, extra):
