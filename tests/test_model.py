@@ -238,3 +238,23 @@ def test_elementwise_bytes_by_hand():
     from dataclasses import replace
     g = replace(m, rotary=False, gated_mlp=False)
     assert ew(g) == pytest.approx(80 * (10 * 8192 + 2 * 28672) * 2.0)
+
+
+def test_attention_dropout_bytes_by_hand():
+    """model.attention_dropout_bytes_per_token: nothing with a flash kernel and no dropout; unfused
+    attention adds softmax read + write (2·2 B) per score, dropout 2·2 + 1 B per score and 2·D bytes of
+    masks per layer; H/tp heads, s scores per query row."""
+    from roofline import get_model
+    from roofline.model import attention_dropout_bytes_per_token as ad
+
+    m = get_model("llama-3-70b")  # 80 layers, 64 heads, D 8192
+    assert ad(m, 4096) == 0.0
+    assert ad(m, 4096, 8, flash_attention=False) == pytest.approx(80 * 64 / 8 * 4096 * 4.0)
+    both = 80 * (64 / 8 * 4096 * (4.0 + 5.0) + 2 * 8192)
+    assert ad(m, 4096, 8, flash_attention=False, dropout=True) == pytest.approx(both)
+    # flash kernels keep scores on chip: only the d-wide masks remain, split by sequence parallelism
+    assert ad(m, 4096, 8, dropout=True) == pytest.approx(80 * 2 * 8192)
+    assert ad(m, 4096, 8, dropout=True, sequence_parallel=True) == pytest.approx(80 * 2 * 8192 / 8)
+    # broadcasts over sequence lengths; grows linearly in s per token (quadratically per sequence)
+    two = ad(m, np.array([1024, 2048]), flash_attention=False)
+    assert two.shape == (2,) and two[1] == pytest.approx(2 * two[0])

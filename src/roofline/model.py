@@ -204,9 +204,9 @@ def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_b
     kernel per operator, as in eager PyTorch and Megatron's unfused path; engines fuse some pairs, e.g.
     residual + norm or activation + quantise, which efficiency.FamilyEfficiency.elementwise_traffic's
     optimistic corner halves). Megatron's sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198
-    §4.2.2) splits the d-wide operators over the TP ranks. Ignores: dropout (off in LLM pre-training
-    and inference), the embedding lookup and final norm (one layer's worth), attention softmax (inside
-    flash kernels), MLA's latent norms. Broadcasts over tp and low_precision_gemms.
+    §4.2.2) splits the d-wide operators over the TP ranks. Dropout and unfused attention's softmax are
+    in `attention_dropout_bytes_per_token`. Ignores: the embedding lookup and final norm (one layer's
+    worth), MLA's latent norms. Broadcasts over tp and low_precision_gemms.
     """
     tp = np.asarray(tp, dtype=float)
     lp = np.asarray(low_precision_gemms, dtype=bool)
@@ -231,6 +231,34 @@ def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_b
         ff_moe = e.active * e.d_ff_expert + (e.d_ff_shared or e.shared * e.d_ff_expert)
         total = total + m.moe_layers * layer_bytes(float(ff_moe), 4.0 * e.active * D)
     return total
+
+
+def attention_dropout_bytes_per_token(m: Model, seq_len, tp=1, *, flash_attention=True, dropout=False,
+                                      act_bytes: float = 2.0, sequence_parallel: bool = False):
+    """HBM bytes per token of one forward pass, all layers, one TP rank, that `elementwise_bytes_per_token`
+    leaves out: attention WITHOUT a fused (flash) kernel, and dropout.
+
+        unfused attention (`flash_attention` false), per head and score element (H/tp heads, s_att per row):
+          fused scale + mask + softmax          read + write                 2·a
+          attention dropout (`dropout`)         read, write, 1-byte mask     2·a + 1
+        `dropout`, per layer, d-wide (split over tp with sequence parallelism):
+          1-byte masks of the attention and MLP output dropouts (fused with bias + residual add)   2·D
+
+    s_att = attended_tokens(m, seq_len): the unfused path materialises every query row in full (causal
+    masking is applied inside the softmax kernel, not skipped); sliding-window layers at most the window.
+    The score and probability tensors that the QKᵀ and PV GEMMs write and read are GEMM I/O, left with
+    the GEMMs (Korthikanti et al. 2022, arXiv:2205.05198 §4.1, count the same tensors as stored
+    activations: softmax output 2as²b, dropout mask as²b, dropout output 2as²b per layer). A flash kernel
+    keeps scores on chip and regenerates its dropout mask from the RNG, so it adds nothing here.
+    Source of the operator list: Megatron-LM's unfused attention (scaled masked softmax kernel, then
+    dropout; bias-dropout-add) as Megatron 2021 and BLOOM ran it. Broadcasts over seq_len and tp.
+    """
+    tp = np.asarray(tp, dtype=float)
+    drop = 1.0 if dropout else 0.0
+    per_score = 0.0 if flash_attention else 2.0 * act_bytes + drop * (2.0 * act_bytes + 1.0)
+    scores = m.heads / tp * attended_tokens(m, seq_len) * per_score
+    masks = drop * m.layers * 2.0 * m.d_model / np.where(sequence_parallel, tp, 1.0)
+    return scores + masks
 
 
 # ---- MoE weight traffic ----------------------------------------------------------------------

@@ -24,7 +24,9 @@ MFU = G·s·FLOPs_model/(t_step·n·P) (Chowdhery et al. 2022, PaLM, App. B); HF
 (Korthikanti et al. 2022 §6) — Megatron 2021's "163 TFLOP/s per GPU" is hardware FLOPs.
 Time to train on D tokens = D/(tokens per s); GPU-hours = time·n/3600; $ = GPU-hours·price.
 
-Ignores: dropout and softmax outside flash kernels (non-flash attention's score traffic), the zero-bubble
+Elementwise bytes include unfused attention's softmax and dropout over the s² scores and the dropout
+masks (model.attention_dropout_bytes_per_token) when `flash_attention` is false or `dropout` true.
+Ignores: the zero-bubble
 schedules (Qi et al. 2023, arXiv:2401.10241, which split the backward into input and weight gradients
 to fill the bubble — see docs/training.md), load imbalance across experts and stages, stragglers,
 restarts and evaluation (which separate running time from wall-clock GPU-hours), data loading.
@@ -216,6 +218,8 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     # elementwise kernels: forward bytes per token on one TP rank, backward ≈ 2× forward, +1 forward if recomputed
     ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION,
                                        sequence_parallel=sequence_parallel)
+    ew = ew + M.attention_dropout_bytes_per_token(m, s, layout.tp, flash_attention=flash_attention,
+                                                  dropout=dropout, sequence_parallel=sequence_parallel)
     passes = 3.0 + (recompute in ("full", "reversible"))
     elementwise_s = tokens * ew * passes * eff.elementwise / (layout.dp * layout.pp * acc.hbm_bytes_per_s * eff.memory)
 
