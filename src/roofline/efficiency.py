@@ -138,7 +138,9 @@ FAMILIES: dict[str, FamilyEfficiency] = {
                                   "overhead'); DeepEP intranode EP8 153-158 of 200 GB/s on H800 = 0.77-0.79"),
         scale_up_step_latency_s=Factor(3e-6, 1.5e-6, 5e-6, "small-message all-reduce ~6 µs on 2x H100 NVLink "
                                        "with CUDA graphs (NVLSTree, NCCL 2.20, nccl issue #1259) = 2 steps of "
-                                       "~3 µs; 4x H800 ring 1 KiB 3.5 µs without graphs (nccl issue #1984)"),
+                                       "~3 µs; 4x H800 ring 1 KiB 3.5 µs without graphs (nccl issue #1984); "
+                                       "one-shot custom all-reduce on H100 without graphs, 512 B: 3.7/4.8/5.9 "
+                                       "µs at 2/4/8 GPUs (sgl-project/sglang PR #2904, 2025-01)"),
         scale_out_bandwidth=Factor(0.90, 0.78, 0.95, "DeepEP internode normal kernels 43-58 GB/s RDMA per "
                                    "H800 with a 50 GB/s CX7 NIC (DeepEP README legacy docs, 2025)"),
         scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "DeepEP low-latency EP8 dispatch 77 µs for 128 "
@@ -164,8 +166,10 @@ FAMILIES: dict[str, FamilyEfficiency] = {
                                  "(AMD ROCm blogs 2024)"),
         scale_up_bandwidth=Factor(0.70, 0.55, 0.85, "xGMI all-reduce bus bandwidth ~0.7 of link rate (RCCL "
                                   "tests as reported by SemiAnalysis 2024-12)"),
-        scale_up_step_latency_s=Factor(4e-6, 2e-6, 10e-6, "estimate, RCCL small-message steps (xGMI "
-                                       "mesh; no kernel-level figure in the reference data)"),
+        scale_up_step_latency_s=Factor(4e-6, 2e-6, 10e-6, "RCCL all-reduce of 8 B-1 KiB over 16 MI250X "
+                                       "GCDs, 25-31 µs before a one-shot path was added (ROCm/rccl PR #929, "
+                                       "2023-10); MSCCL++ on 8x MI300X, fp16 1-16 KiB: 5.4-6.6 µs (microsoft/"
+                                       "mscclpp PR #736, 2026-01); 2 steps of 4 µs sits between the two"),
         scale_out_bandwidth=Factor(0.85, 0.70, 0.95, "estimate: RoCE/IB NIC, as NVIDIA family"),
         scale_out_step_latency_s=Factor(10e-6, 5e-6, 25e-6, "estimate, as NVIDIA family"),
         elementwise_traffic=_UNFUSED,
