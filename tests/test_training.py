@@ -89,6 +89,13 @@ def test_step_hand_calculation_single_gpu():
                        flash_attention=False, dropout=True)
     extra = 4 * (16 * 512 * 9.0 + 2 * 1024)
     assert float(old.elementwise_s - r.elementwise_s) == pytest.approx(8 * 512 * extra * 3 / (2.039e12 * 0.85))
+    # selective recomputation re-runs the attention core, so the score traffic gets a fourth pass (the
+    # layer-output masks do not); the recomputed forward adds no other elementwise traffic
+    eff = T.TrainEfficiency(compute=0.5)
+    sel = [T.train_step(m, DGX_A100, lay, 512, efficiency=eff, recompute="selective", **kw)
+           for kw in ({}, dict(flash_attention=False, dropout=True))]
+    extra_sel = 4 * (16 * 512 * 9.0 * 4 + 2 * 1024 * 3)
+    assert float(sel[1].elementwise_s - sel[0].elementwise_s) == pytest.approx(8 * 512 * extra_sel / (2.039e12 * 0.85))
 
 
 def test_fp8_gemms_with_bf16_attention_hand_calculation():

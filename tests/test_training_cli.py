@@ -25,6 +25,15 @@ def test_train_json(run_cli):
     code, out2, err = run_cli("train", "-m", "llama-3.1-405b", "-s", "dgx-h100", "--tp", "8", "--dp", "2",
                               "--global-batch", "8", "--seq", "4096", "--json")
     assert json.loads(out)["elementwise_s"] > 2 * json.loads(out2)["elementwise_s"] > 0
+    # unfused attention with dropout (Megatron 2021's path): the softmax and dropout traffic over the s²
+    # scores adds elementwise time, and the stored scores and masks add activation memory
+    code, out3, err = run_cli("train", "-m", "llama-3.1-405b", "-s", "dgx-h100", "--tp", "8", "--dp", "2",
+                              "--global-batch", "8", "--seq", "4096", "--json", "--no-flash-attention", "--dropout")
+    assert code == 0, err
+    base, unfused = json.loads(out2), json.loads(out3)
+    assert unfused["elementwise_s"] > base["elementwise_s"]
+    assert unfused["memory"]["activations"] > base["memory"]["activations"]
+    assert unfused["compute_s"] == pytest.approx(base["compute_s"])
 
 
 def test_train_table(run_cli):

@@ -218,10 +218,14 @@ def train_step(m: M.Model, system: System, layout: TrainLayout, seq_len, *, reco
     # elementwise kernels: forward bytes per token on one TP rank, backward ≈ 2× forward, +1 forward if recomputed
     ew = M.elementwise_bytes_per_token(m, layout.tp, dtype.lower() in LOW_PRECISION,
                                        sequence_parallel=sequence_parallel)
-    ew = ew + M.attention_dropout_bytes_per_token(m, s, layout.tp, flash_attention=flash_attention,
-                                                  dropout=dropout, sequence_parallel=sequence_parallel)
+    # dropout masks of the layer outputs (every pass of the layer) and, without a flash kernel, the softmax
+    # and dropout over the scores, which selective recomputation also re-runs (it recomputes the attention core)
+    masks = M.attention_dropout_bytes_per_token(m, s, layout.tp, dropout=dropout, sequence_parallel=sequence_parallel)
+    scores = M.attention_dropout_bytes_per_token(m, s, layout.tp, flash_attention=flash_attention, dropout=dropout,
+                                                 sequence_parallel=sequence_parallel) - masks
     passes = 3.0 + (recompute in ("full", "reversible"))
-    elementwise_s = tokens * ew * passes * eff.elementwise / (layout.dp * layout.pp * acc.hbm_bytes_per_s * eff.memory)
+    ew_bytes = (ew + masks) * passes + scores * (3.0 + (recompute != "none"))
+    elementwise_s = tokens * ew_bytes * eff.elementwise / (layout.dp * layout.pp * acc.hbm_bytes_per_s * eff.memory)
 
     act = 2.0  # bytes per activation element (bf16/fp16)
     h = m.d_model

@@ -34,6 +34,8 @@ def register(app: typer.Typer) -> None:
         overlap_dp: Annotated[float, typer.Option("--overlap-dp", help="Fraction of the gradient reduction hidden behind compute, [0, 1].")] = 0.0,
         dtype: Annotated[str, typer.Option("--dtype", help="Matmul format: bf16, fp16, fp8.")] = "bf16",
         sequence_parallel: Annotated[bool, typer.Option("--sequence-parallel/--no-sequence-parallel", help="Split norms and residual adds over the TP ranks (Megatron sequence parallelism).")] = True,
+        flash_attention: Annotated[bool, typer.Option("--flash-attention/--no-flash-attention", help="Fused attention kernel; without it the s² scores are stored and the softmax reads and writes them (Megatron 2021, BLOOM).")] = True,
+        dropout: Annotated[bool, typer.Option("--dropout/--no-dropout", help="Dropout on attention scores and layer outputs (masks stored and written).")] = False,
         usd_per_gpu_hour: PriceOpt = None,
         json: JsonOpt = False,
     ) -> None:
@@ -55,8 +57,8 @@ def register(app: typer.Typer) -> None:
                           virtual_stages=virtual_stages, zero=zero)
         r = train_step(m, sysrec, lay, seq, recompute=recompute, dtype=dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                        efficiency=TrainEfficiency(compute=compute_efficiency, overlap_dp=overlap_dp),
-                       sequence_parallel=sequence_parallel)
-        by_mode = {mode: training_memory(m, lay, seq, mode, flash_attention=True, dropout=False)
+                       sequence_parallel=sequence_parallel, flash_attention=flash_attention, dropout=dropout)
+        by_mode = {mode: training_memory(m, lay, seq, mode, flash_attention=flash_attention, dropout=dropout)
                    for mode in RECOMPUTE_MODES}
         if json:
             d = {"model": m.id, "system": sysrec.id, "seq_len": seq, "recompute": recompute,
@@ -83,7 +85,8 @@ def register(app: typer.Typer) -> None:
         table(f"{m.id} on {r.gpus} x {sysrec.accelerator.id}: TP{tp} PP{pp} DP{dp} EP{ep}, {schedule}, "
               f"recompute={recompute}", ["quantity", "value"], rows)
         mrows = [[k, si_bytes(float(v.activations)), si_bytes(float(v.total))] for k, v in by_mode.items()]
-        table("memory per GPU by recomputation mode (FlashAttention, no dropout)",
+        table(f"memory per GPU by recomputation mode ({'FlashAttention' if flash_attention else 'unfused attention'}, "
+              f"{'dropout' if dropout else 'no dropout'})",
               ["recompute", "activations", "total"], mrows)
 
     @app.command("overtrain")
