@@ -158,9 +158,10 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "collective benchmark (nccl-tests, DeepEP), a datasheet-level figure or a stated estimate (table "
         "below); no factor's value was taken from these rows, so the error on the cases that informed no "
         "factor is the whole table below. One factor was added after looking at them (the low-precision "
-        "weight-streaming factor, value from DeepGEMM's kernel table) and one model term (the elementwise "
-        "kernels, a count of operators with no fitted constant; see the model changes below), so the table "
-        "is not wholly out-of-sample.",
+        "weight-streaming factor, value from DeepGEMM's kernel table) and two model terms (the elementwise "
+        "kernels, and in training without a flash kernel the softmax and dropout over the scores: counts of "
+        "operators with no fitted constant; see the model changes below), so the table is not wholly "
+        "out-of-sample.",
         "",
         "## Error by metric",
         "",
