@@ -1,0 +1,81 @@
+"""Catalog look-ups shared by the requests (no pydantic): a model by id, record or config.json path;
+hardware from a system or an accelerator with a GPU count; a layout checked by the layout module."""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from . import rules
+from .rules import UsageError
+
+
+def model(value, name: str = "model"):
+    """A catalog id or alias, a Hugging Face config.json path, or a Model record (returned as is)."""
+    from ..model import Model
+
+    if isinstance(value, Model):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} must be a catalog model id (see `roofline catalog models`), a config.json path "
+                         f"or a roofline Model, got {rules._shown(value)} ({type(value).__name__})")
+    if value.endswith(".json"):
+        import json
+
+        from ..catalog.hf import model_from_hf_dict
+        from ..errors import CatalogError
+
+        text = rules.text_file(value, f"{name} file", "a Hugging Face config.json")
+        try:
+            cfg = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CatalogError(f"{value} is not valid JSON (line {exc.lineno}, column {exc.colno}); "
+                               f"fix the file or download it again") from None
+        if not isinstance(cfg, dict):
+            raise CatalogError(f"{value}: expected a JSON object with model_type, hidden_size, ...")
+        from pathlib import Path
+
+        p = Path(value)
+        return model_from_hf_dict(cfg, name=p.parent.name or p.stem, where=value)
+    from ..catalog import model as catalog_model
+
+    return catalog_model(value)
+
+
+def system(value, name: str = "system"):
+    from ..hardware import System
+
+    if isinstance(value, System):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{name} must be a system id (see `roofline catalog systems`) or a roofline System, got "
+                         f"{rules._shown(value)} ({type(value).__name__})")
+    from ..catalog import system as catalog_system
+
+    return catalog_system(value)
+
+
+def hardware(system_id, accelerator_id, gpus, flags=("--system", "--accelerator", "--gpus")):
+    """(System, chips) from a system (all its GPUs, or `gpus` of them), or an accelerator with `gpus`."""
+    from ..catalog import get_catalog
+    from ..hardware import single_accelerator_system
+
+    s_flag, a_flag, g_flag = flags
+    rules.exclusive(**{s_flag: system_id, a_flag: accelerator_id})
+    if system_id is not None:
+        sysrec = system(system_id, s_flag)
+        chips = sysrec.chips if gpus is None else gpus
+        if chips < 1 or chips > sysrec.chips:
+            raise InputError(f"{g_flag} must be between 1 and {sysrec.chips} for {sysrec.id}, got {chips}; "
+                             f"use a larger system or fewer GPUs")
+        return sysrec, chips
+    if accelerator_id is not None:
+        n = 1 if gpus is None else gpus
+        return single_accelerator_system(get_catalog().accelerator(accelerator_id), n), n
+    raise UsageError(f"no hardware given: pass {s_flag} ID (e.g. dgx-h100) or {a_flag} ID {g_flag} N")
+
+
+def layout(model, system, tp, ep, pp, dp, domains, batch=None):
+    """The inference layout rules of the layout module (TP vs heads and the domain, EP vs experts, PP vs
+    layers, GPUs vs domains, batch vs sequence slots)."""
+    from ..parallel import Layout, validate
+
+    validate(model, system, Layout(tp=tp, ep=ep, pp=pp, dp=dp), domains=domains, batch=batch)

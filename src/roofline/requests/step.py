@@ -1,0 +1,152 @@
+"""`step`: one pass of a model on a system — the request and the function that answers it.
+
+`run_step(StepRequest)` returns exactly the dict `roofline step --json` prints (SI units; keys in
+docs/roofline.md and docs/parallelism.md). The CLI, the Python API and the HTTP API all call it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import resolve, rules
+from .base import Choice, Dtype, Fraction, OptWhole, Price, Request, Whole, describe
+
+PHASES = ("decode", "prefill")
+DECODE_ATTENTION = ("shared", "per-query-head")
+
+
+class StepRequest(Request):
+    """One pass: the model, the hardware (a system, or an accelerator with a GPU count), the batch and
+    context, formats, price, efficiencies and, optionally, a TP/EP/PP/DP layout over `domains`."""
+
+    model: Any
+    system: Optional[Any] = None
+    accelerator: Optional[str] = None
+    gpus: OptWhole(1) = None
+    batch: Whole(1, fix="use at least one sequence") = 1
+    context: Whole(0, rules.MAX_TOKENS, fix="context counts cached tokens, 0 or more") = 0
+    phase: Choice(*PHASES) = "decode"
+    prompt: Whole(1, rules.MAX_TOKENS) = 1
+    weights_dtype: Dtype = "bf16"
+    kv_dtype: Dtype = "bf16"
+    usd_per_gpu_hour: Price = None
+    compute_efficiency: Fraction = 1.0
+    memory_efficiency: Fraction = 1.0
+    tp: OptWhole(1) = None
+    ep: OptWhole(1) = None
+    pp: OptWhole(1) = None
+    dp: OptWhole(1) = None
+    domains: OptWhole(1, 1024) = None
+    realistic: bool = False
+    decode_attention: Choice(*DECODE_ATTENTION) = "shared"
+
+    def check(self) -> None:
+        f = self.flag
+        self._model = resolve.model(self.model, f("model"))
+        self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
+                                                     (f("system"), f("accelerator"), f("gpus")))
+        if self.phase == "decode" and self.prompt != 1:
+            raise rules.UsageError(f"{f('prompt')} applies to {f('phase')} prefill only (decode adds one token "
+                                   f"per sequence); drop {f('prompt')} or add {f('phase')} prefill")
+        if self.decode_attention != "shared" and not self.realistic:
+            raise rules.UsageError(f"{f('decode_attention')} is used by the efficiency model only; add "
+                                   f"{f('realistic')} or drop {f('decode_attention')}")
+        new = self.prompt if self.phase == "prefill" else 1
+        rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
+                           f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
+                           f"longer context")
+        rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        if self.has_layout:
+            tp, ep, pp, dp, doms = self.layout_degrees
+            if self.gpus is not None and self.gpus != tp * dp * pp:
+                raise rules.InputError(
+                    f"{f('gpus')} {self.gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} = {tp * dp * pp} "
+                    f"GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
+            resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch)
+        elif self.realistic:
+            one_tp_group(self._model, self._system, self._chips)
+
+    @property
+    def has_layout(self) -> bool:
+        return any(v is not None for v in (self.tp, self.ep, self.pp, self.dp, self.domains))
+
+    @property
+    def layout_degrees(self) -> tuple[int, int, int, int, int]:
+        return self.tp or 1, self.ep or 1, self.pp or 1, self.dp or 1, self.domains or 1
+
+
+def one_tp_group(model, system, chips: int) -> None:
+    """--realistic without a layout runs the GPUs as one TP group: that must be a valid TP degree."""
+    from ..errors import InputError
+    from ..parallel import check_tensor_parallel
+
+    try:
+        check_tensor_parallel(model, system, chips)
+    except InputError as exc:
+        raise InputError(f"--realistic without --tp/--ep/--pp/--dp runs the {chips} GPUs as one TP group, but "
+                         f"{exc}; give a layout (step/plan), e.g. --tp 8 --dp {max(chips // 8, 1)}, or fewer "
+                         f"GPUs with -a ACCELERATOR -g N") from None
+
+
+def realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, tp, ep, pp, dp, domains,
+              per_query_head) -> dict:
+    """The efficiency model's pass time (efficiency.predict_pass) at the central factors and the two
+    corners of their spread: the interval any prediction carries (docs/validation.md gives its error)."""
+    from ..efficiency import WHICH, family_for, predict_pass
+
+    t = {w: predict_pass(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
+                         kv_dtype=kv_dtype, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains,
+                         kv_per_query_head=per_query_head, which=w) for w in WHICH}
+    mid = t["mid"]
+    tokens = batch * (prompt if phase == "prefill" else 1)
+    return {"family": family_for(sysrec.accelerator).family, "layout": f"TP{tp} EP{ep} PP{pp} DP{dp}",
+            "decode_attention": "per-query-head" if per_query_head else "shared",
+            "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
+            "compute_s": float(mid.compute_s), "memory_s": float(mid.memory_s), "comm_s": float(mid.comm_s),
+            "overhead_s": float(mid.overhead_s), "gemm_s": float(mid.gemm_s), "attention_s": float(mid.attention_s),
+            "elementwise_s": float(mid.elementwise_s),
+            "tokens_per_s": tokens / float(mid.step_s)}
+
+
+def run_step(req: StepRequest) -> dict:
+    """The `roofline step --json` dict for a validated request (raises DoesNotFitError when the plain
+    pass does not fit; a layout's dict carries `fits` instead)."""
+    from ..roofline import Efficiency, step
+
+    m, sysrec, chips = req._model, req._system, req._chips
+    eff = Efficiency(req.compute_efficiency, req.memory_efficiency)
+    base = {"model": m.id, "system": sysrec.id, "phase": req.phase, "batch": req.batch, "context": req.context,
+            "prompt": req.prompt if req.phase == "prefill" else 1, "weights_dtype": req.weights_dtype,
+            "kv_dtype": req.kv_dtype}
+    real = None
+    if req.realistic:  # no layout given: the chips as one TP group (the efficiency model needs a layout)
+        tp, ep, pp, dp, doms = req.layout_degrees if req.has_layout else (chips, 1, 1, 1, 1)
+        real = realistic(m, sysrec, req.batch, req.context, req.phase, req.prompt, req.weights_dtype,
+                         req.kv_dtype, tp, ep, pp, dp, doms, req.decode_attention == "per-query-head")
+    if req.has_layout:
+        from ..parallel_step import parallel_step
+
+        tp, ep, pp, dp, doms = req.layout_degrees
+        r = parallel_step(m, sysrec, req.batch, req.context, tp=tp, ep=ep, pp=pp, dp=dp, domains=doms,
+                          phase=req.phase, prompt=req.prompt, weights_dtype=req.weights_dtype,
+                          kv_dtype=req.kv_dtype, efficiency=eff, usd_per_gpu_hour=req.usd_per_gpu_hour)
+        plain = step(m, sysrec, req.batch, req.context, phase=req.phase, prompt=req.prompt,
+                     weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, chips=sysrec.chips, check_context=True)
+        d = {**base, "tp": tp, "ep": ep, "pp": pp, "dp": dp, "domains": doms}
+        d.update(r.to_dict())
+        for k in ("params_total", "params_active", "kv_bytes_per_token"):
+            d[k] = getattr(plain, k)
+    else:
+        r = step(m, sysrec, req.batch, req.context, phase=req.phase, prompt=req.prompt,
+                 weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, chips=chips,
+                 usd_per_gpu_hour=req.usd_per_gpu_hour, efficiency=eff, check_fit=True)
+        d = dict(base)
+        d.update(r.to_dict())
+        # no layout given: perfect sharding over the chips, no communication modelled (docs/parallelism.md)
+        d["comm_s"] = 0.0
+        d["memory_per_gpu_parts_bytes"] = {"weights": d["weights_per_gpu_bytes"], "kv": d["kv_per_gpu_bytes"],
+                                           "activations": d["activations_per_gpu_bytes"]}
+    if real:
+        d["realistic"] = real
+    return rules.finite(d, describe(req))
+
