@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from ..errors import InputError
 from . import rules
-from .rules import UsageError
 
 
 def model(value, name: str = "model"):
@@ -70,7 +69,7 @@ def hardware(system_id, accelerator_id, gpus, flags=("--system", "--accelerator"
     if accelerator_id is not None:
         n = 1 if gpus is None else gpus
         return single_accelerator_system(get_catalog().accelerator(accelerator_id), n), n
-    raise UsageError(f"no hardware given: pass {s_flag} ID (e.g. dgx-h100) or {a_flag} ID {g_flag} N")
+    raise InputError(f"no hardware given: pass {s_flag} ID (e.g. dgx-h100) or {a_flag} ID {g_flag} N")
 
 
 def layout(model, system, tp, ep, pp, dp, domains, batch=None):
