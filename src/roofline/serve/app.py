@@ -1,0 +1,107 @@
+"""The FastAPI application: the JSON API under /api (one POST route per operation, OpenAPI docs at /docs) and
+the single-page front-end under / (static HTML/CSS/JS and the vendored Plotly bundle; no CDN, works offline).
+
+Every error is one JSON object {"detail": one line, "field": name or null}: 422 for a body that is not JSON or a
+field of the wrong type or name, 413 for a body or request over the server's limits (`limits`), 400 for input
+the library refuses (the CLI's own message), 500 for a fault in the library (one line, no traceback).
+"""
+
+from pathlib import Path
+from typing import Optional
+
+from . import limits
+from .ops import CONSTANT, Operation, available, execute
+
+STATIC = Path(__file__).parent / "static"
+
+
+def create_app():
+    """Build the application (imports FastAPI; call once per server)."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import FileResponse, JSONResponse, Response
+    from fastapi.staticfiles import StaticFiles
+
+    from .. import __version__
+
+    app = FastAPI(title="roofline", version=__version__,
+                  description="The math of how LLMs are trained and served, as a JSON API mirroring "
+                              "`roofline ... --json` (same keys, SI units), and an interactive page at /.")
+    ops = available()
+    cache: dict[str, str] = {}
+
+    @app.middleware("http")
+    async def body_limit(request: Request, call_next):
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > limits.MAX_BODY_BYTES:
+            return _error(JSONResponse, 413, f"request body of {int(size):,} bytes exceeds this server's limit of "
+                                             f"{limits.MAX_BODY_BYTES:,}; send only the operation's fields")
+        return await call_next(request)
+
+    def answer(op: Operation, raw: bytes) -> Response:
+        from . import bridge
+        from .ops import Refused, parse_body
+
+        try:
+            if op.name in CONSTANT and op.name in cache:
+                text = cache[op.name]
+            else:
+                text = execute(op, parse_body(raw))
+                if op.name in CONSTANT:
+                    cache[op.name] = text
+        except Refused as exc:
+            return _error(JSONResponse, exc.status, exc.message, exc.field)
+        except limits.LimitError as exc:
+            return _error(JSONResponse, 413, str(exc))
+        except bridge.CliError as exc:
+            return _error(JSONResponse, exc.status, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a library fault: one line to the client, no traceback
+            from ..errors import RooflineError
+
+            if isinstance(exc, RooflineError):
+                return _error(JSONResponse, 400, str(exc))
+            return _error(JSONResponse, 500, f"internal error in {op.name}: {type(exc).__name__}: {exc}; "
+                                             f"please report it with the request body")
+        return Response(content=text, media_type="application/json")
+
+    for op in ops.values():
+        _route(app, op, answer, Request)
+
+    @app.get("/api", summary="The operations this server answers and its limits")
+    def index_api():
+        return {"operations": {n: {"cli": "roofline " + " ".join(o.path) + " --json", "via": o.via,
+                                   "fields": o.fields} for n, o in ops.items()},
+                "limits": {k.lower(): v for k, v in vars(limits).items() if k.startswith("MAX_")}}
+
+    @app.get("/", include_in_schema=False)
+    def page():
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app
+
+
+def _route(app, op: Operation, answer, Request) -> None:
+    schema = op.model.model_json_schema()
+    extra = {"requestBody": {"content": {"application/json": {"schema": schema}}, "required": False}}
+    summary = f"`roofline {' '.join(op.path)} --json`" + (" (in-process CLI)" if op.via == "cli" else "")
+
+    async def endpoint(request: Request):
+        raw = await request.body()
+        from starlette.concurrency import run_in_threadpool
+
+        return await run_in_threadpool(answer, op, raw)
+
+    app.add_api_route(f"/api/{op.name}", endpoint, methods=["POST"], summary=summary, openapi_extra=extra,
+                      name=op.name.replace("/", "_"))
+    if op.name in CONSTANT or not any(f.is_required() for f in op.model.model_fields.values()):
+        async def get_endpoint():
+            from starlette.concurrency import run_in_threadpool
+
+            return await run_in_threadpool(answer, op, b"")
+
+        app.add_api_route(f"/api/{op.name}", get_endpoint, methods=["GET"], summary=summary + " with its defaults",
+                          name=op.name.replace("/", "_") + "_get")
+
+
+def _error(JSONResponse, status: int, detail: str, field: Optional[str] = None):
+    return JSONResponse({"detail": detail, "field": field}, status_code=status)

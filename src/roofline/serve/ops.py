@@ -1,0 +1,190 @@
+"""The operations the HTTP API serves, each the same computation as one CLI command's `--json`.
+
+An operation runs through the request layer (`roofline.requests`: one validated model and one run function per
+operation, shared with the CLI) when that layer provides it, and otherwise through the CLI command itself,
+in-process (`bridge`). Either way the answer has the CLI's keys and SI units. Server limits (`limits`) are
+checked on the validated request, before any work. Two stages, two kinds of error: a body that does not
+validate is a `Refused` with status 422 naming the field; input the library refuses while answering is 400.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from . import limits
+
+#: operation name (the URL after /api/) -> the CLI command path whose --json it mirrors
+OPERATIONS: dict[str, tuple[str, ...]] = {
+    "step": ("step",), "sweep": ("sweep",), "board": ("board",), "plan": ("plan",), "simulate": ("simulate",),
+    "train": ("train",), "overtrain": ("overtrain",),
+    "prices/show": ("prices", "show"), "prices/infer": ("prices", "infer"), "prices/layouts": ("prices", "layouts"),
+    "tiers": ("tiers",), "validate": ("validate",),
+    "catalog/accelerators": ("catalog", "accelerators"), "catalog/systems": ("catalog", "systems"),
+    "catalog/models": ("catalog", "models"), "catalog/efficiency": ("catalog", "efficiency"),
+}
+
+#: operations whose answer depends on no input: computed once per server process
+CONSTANT = frozenset({"validate", "catalog/accelerators", "catalog/systems", "catalog/models", "prices/show"})
+
+#: operations whose request model in roofline.requests is known to carry the CLI's fields one to one
+REQUEST_LAYER = ("step", "sweep", "board", "plan", "simulate", "train", "overtrain", "tiers")
+
+
+class Refused(Exception):
+    """The request body does not validate: HTTP `status` (422) with one line naming `field`."""
+
+    def __init__(self, message: str, field: Optional[str] = None, status: int = 422):
+        super().__init__(message)
+        self.message, self.field, self.status = message, field, status
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    path: tuple[str, ...]
+    model: Any                              # pydantic model of the body (for /docs and the field list)
+    validate: Callable[[dict], Any]         # body -> request; raises Refused
+    run: Callable[[Any], str]               # request -> JSON text
+    via: str                                # "requests" or "cli"
+    fields: list[str] = field(default_factory=list)
+
+
+def _requests_op(name: str):
+    """(model class, run function) from roofline.requests when it provides this operation, else None."""
+    if name not in REQUEST_LAYER:
+        return None
+    try:
+        from .. import requests as R
+
+        names = getattr(R, "OPERATIONS", {}).get(name)
+        if names is None:
+            return None
+        return getattr(R, names[0]), getattr(R, names[1])
+    except (ImportError, AttributeError):  # the layer is still being written: fall back to the CLI
+        return None
+
+
+def available() -> dict[str, Operation]:
+    """Every operation this installation can serve (an operation whose CLI command is absent is left out)."""
+    from . import bridge
+
+    ops = {}
+    for name, path in OPERATIONS.items():
+        found = _requests_op(name)
+        if found is not None:
+            model, fn = found
+            ops[name] = Operation(name, path, model, _validator(model, layer=True), _via_requests(fn), "requests",
+                                  list(model.model_fields))
+        elif bridge.command(path) is not None:
+            model = bridge.request_model(name, path)
+            ops[name] = Operation(name, path, model, _validator(model, layer=False), _via_cli(path), "cli",
+                                  list(model.model_fields))
+    return ops
+
+
+def _validator(model, layer: bool):
+    def validate(body: dict):
+        from pydantic import ValidationError
+
+        from ..errors import RooflineError
+
+        try:
+            if layer:
+                return model.model_validate(body, context={"style": "python"})
+            return model.model_validate(body)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            loc = errors[0].get("loc") or ()
+            cause = (errors[0].get("ctx") or {}).get("error")
+            if layer and isinstance(cause, RooflineError):
+                raise Refused(str(cause), str(loc[0]) if loc else None) from None
+            msg, fld = validation_message(errors, list(model.model_fields))
+            raise Refused(msg, fld) from None
+        except RooflineError as exc:  # a cross-field or catalog rule of the request layer
+            raise Refused(str(exc), None) from None
+
+    return validate
+
+
+def validation_message(errors: list, fields: list[str]) -> tuple[str, Optional[str]]:
+    """One line for pydantic validation errors: the first problem, naming its field, and how many more."""
+    if not errors:
+        return "the request body is not valid; send a JSON object with the operation's fields (see /docs)", None
+    e = errors[0]
+    loc = [x for x in e.get("loc", ()) if x != "body"]
+    kind = e.get("type", "")
+    more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    fld = ".".join(str(x) for x in loc) or None
+    if kind == "extra_forbidden":
+        return f"unknown field {fld!r}; expected one of: {', '.join(fields)}{more}", fld
+    if kind == "missing":
+        return f"field {fld!r} is required{more}; see /docs for the operation's fields", fld
+    cause = (e.get("ctx") or {}).get("error")
+    msg = str(cause) if isinstance(cause, Exception) else e.get("msg", "invalid value")
+    return f"field {fld!r}: {msg} (got {e.get('input')!r}){more}", fld
+
+
+def parse_body(raw: bytes) -> dict:
+    """The JSON object of a request body ({} when empty); Refused (422) naming the position otherwise."""
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except UnicodeDecodeError:
+        raise Refused("the request body is not UTF-8 text; send a JSON object") from None
+    except json.JSONDecodeError as exc:
+        raise Refused(f"the request body is not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}; "
+                      f'send a JSON object such as {{"model": "llama-3-70b", "system": "dgx-h100"}}') from None
+    if not isinstance(body, dict):
+        raise Refused(f"the request body must be a JSON object of the operation's fields, got a JSON "
+                      f"{type(body).__name__}; e.g. {{\"model\": \"llama-3-70b\", \"system\": \"dgx-h100\"}}")
+    return body
+
+
+def _via_cli(path):
+    from . import bridge
+
+    def run(req) -> str:
+        return bridge.run(path, req.model_dump())
+
+    return run
+
+
+def _via_requests(fn):
+    def run(req) -> str:
+        return dumps(fn(req))
+
+    return run
+
+
+def dumps(obj) -> str:
+    """Compact JSON with the CLI's conventions (inf/nan -> null, NumPy scalars as numbers)."""
+    return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False)
+
+
+def _clean(obj):
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if hasattr(obj, "tolist"):
+        return _clean(obj.tolist())
+    return obj
+
+
+def execute(op: Operation, body: dict) -> str:
+    """Validate the body, check the server's limits, run the operation: the answer as JSON text."""
+    try:  # first on the raw body, so that no huge grid is built while validating
+        limits.check(op.name, body)
+    except (TypeError, ValueError):
+        pass  # a wrongly typed field: validation names it
+    req = op.validate(body)
+    limits.check(op.name, req.model_dump())
+    return op.run(req)
