@@ -31,8 +31,10 @@ def _root(
 ) -> None:
     """Global options."""
     from ..catalog import add_catalog_file
+    from ..requests.rules import text_file
 
     for path in catalog:
+        text_file(path, "--catalog file", "a catalog YAML file")  # missing, binary, non-UTF-8: one line
         add_catalog_file(path)
 
 
@@ -55,10 +57,23 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover - depends on the installed typer
         from click import ClickException
 
+    import numpy as np
+
+    from ..requests.rules import UsageError
+
     try:
-        app(args=argv, standalone_mode=False)
+        with np.errstate(over="raise", invalid="raise", divide="raise"):  # inf/NaN never printed silently
+            app(args=argv, standalone_mode=False)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     except RooflineError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except FloatingPointError as exc:  # a NumPy overflow/invalid/divide from the inputs given
+        given = " ".join(a for a in (argv if argv is not None else sys.argv[1:]) if a != "--json")
+        print(f"error: arithmetic {exc} while computing `roofline {given}`; an input is too large, too small or "
+              f"zero where it divides — bring the inputs into a realistic range", file=sys.stderr)
         raise SystemExit(1) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
