@@ -145,3 +145,31 @@ def decode_mfu_from_price_ratio(output_over_input):
     require_positive("output/input price ratio", output_over_input)
     p = np.asarray(output_over_input, dtype=float)
     return p, 1.0 / p
+
+
+def cost_floor_per_token(w_active, F, context, kv, BW, len_pass=1):
+    """The B → ∞ limit of t/B per token: max(W_active/F, ctx·kv/(len_pass·BW)) — weights amortised,
+    compute and KV unique to each sequence [S 00:13:30–00:15:49] ("slow mode saves almost nothing")."""
+    return np.maximum(np.asarray(w_active, dtype=float) / F,
+                      np.asarray(context, dtype=float) * kv / (BW * len_pass))
+
+
+def memory_per_gpu(w_total, micro_batch, context, kv, ep, stages):
+    """(weights, KV, total) bytes per GPU with E-way expert parallelism and P stages, n_micro = P
+    micro-batches of b sequences in flight [S 01:05:18–01:11:48]:
+
+        c = W_total/(E·P) + P·b·ctx·kv/(E·P) = W_total/(E·P) + b·ctx·kv/E     (P cancels in the KV term)
+
+    Assumes perfect sharding of weights and KV (the lecture's hand-wave); T23."""
+    P = np.asarray(stages, dtype=float)
+    w = np.asarray(w_total, dtype=float) / (ep * P)
+    kv_b = P * micro_batch * np.asarray(context, dtype=float) * kv / (ep * P)
+    return w, kv_b, w + kv_b
+
+
+def token_latency_with_hops(step_s, stages, hop_s):
+    """t_token = t_step + P·t_hop: decode crosses P stage boundaries per loop, wrap-around included
+    [D 01:15:35, S 01:15:46; form I] (T25: 20 ms + 4 × 2.5 ms = 30 ms). What a hop costs is an input:
+    the lecture guesses 'a few ms'; roofline's catalog uses the measured link latency plus the transfer
+    of one activation micro-batch (docs/roofline.md, 'What a pipeline hop costs')."""
+    return np.asarray(step_s, dtype=float) + np.asarray(stages, dtype=float) * hop_s

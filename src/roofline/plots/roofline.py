@@ -94,22 +94,73 @@ def mfu_vs_context(model, system, *, batch=None, chips=None, weights_dtype="fp8"
     return save(fig, path)
 
 
-def lecture_boards(path="boards.png", w_total=1e12, w_active=1e11, R=300.0, kv=2048, context=5e4):
-    """The two blackboard plots in the lecture's own units (BW = 1 so time is in bytes/BW)."""
+def lecture_boards(path="boards.png", w_total=1e12, w_active=1e11, F=300 * 72 * 8e12, BW=72 * 8e12, kv=2048.0,
+                   context=5e4, usd_per_s=72 * 2.0 / 3600.0, batch=None, sparse_c=None):
+    """The two blackboard plots [S 00:08:02–00:15:52] in SI units: step time (s) vs batch, and cost per
+    token ($ per million tokens) vs batch, each term drawn and labelled, the critical batch B* = R·s and
+    (if finite) the crossover with KV marked. Lecture units: W in bytes, F in weight-bytes/s (§0.3)."""
     from .. import lecture as L
 
-    B = np.geomspace(1, 1e5, 400)
-    tc, tw, tk = L.step_times(B, context, w_total, w_active, kv, R, 1.0)
+    R, s = F / BW, w_total / w_active
+    b_star = float(L.critical_batch(R, s))
+    ctx_star = float(L.balanced_context(w_active, R, kv)) if kv > 0 else np.inf
+    eff = context if sparse_c is None else sparse_c * np.sqrt(context)
+    b_kv = float(L.critical_batch_with_kv(R, s, eff, ctx_star)) if kv > 0 else b_star
+    hi = max(1e5, 10 * (b_kv if np.isfinite(b_kv) else b_star))
+    B = np.geomspace(1, hi, 400)
+    tc, tw, tk = L.step_times(B, context, w_total, w_active, kv, F, BW, 1, sparse_c)
     fig, (ax1, ax2) = new_figure(ncols=2)
-    for ax, div in ((ax1, 1.0), (ax2, B)):
-        ax.loglog(B, tc / div, color=COLORS["compute"], label="B·W_active/F")
-        ax.loglog(B, tw / div, color=COLORS["weights"], label="W_total/BW")
-        ax.loglog(B, tk / div, color=COLORS["kv"], label="B·ctx·kv/BW")
-        ax.loglog(B, np.maximum(tc, tw + tk) / div, color=COLORS["total"], lw=2.5, alpha=0.7, label="max")
-        ax.set_xlabel("batch B")
-    ax1.set_ylabel("t (units of 1/BW)")
-    ax2.set_ylabel("t / B (cost per token)")
-    ax1.set_title(f"Latency vs batch (W={w_total:.0e} B, s={w_total / w_active:.0f}, R={R:.0f})")
-    ax2.set_title("Cost per token vs batch")
-    ax1.legend(fontsize=8)
+    per_mtok = 1e6 * usd_per_s
+    for ax, div, scale in ((ax1, 1.0, 1.0), (ax2, B, per_mtok)):
+        ax.loglog(B, tc / div * scale, color=COLORS["compute"], label="compute B·W_active/F")
+        ax.loglog(B, tw / div * scale, color=COLORS["weights"], label="weight fetch W_total/BW")
+        if kv > 0 and context > 0:
+            ax.loglog(B, tk / div * scale, color=COLORS["kv"], label="KV fetch B·ctx·kv/BW")
+            ax.loglog(B, (tw + tk) / div * scale, color=COLORS["weights"], ls="--", label="weights + KV")
+        ax.loglog(B, np.maximum(tc, tw + tk) / div * scale, color=COLORS["total"], lw=2.5, alpha=0.6,
+                  label="roofline max(...)")
+        ax.axvline(b_star, color="grey", ls=":", label=f"B* = R·s = {b_star:,.0f}")
+        if kv > 0 and np.isfinite(b_kv) and b_kv != b_star:
+            ax.axvline(b_kv, color=COLORS["kv"], ls=":", label=f"crossover with KV = {b_kv:,.0f}")
+        if batch:
+            ax.axvline(batch, color="orange", ls="-.", lw=1, label=f"B = {batch:,.0f}")
+        ax.set_xlabel("batch B (sequences)")
+        ax.legend(fontsize=7, loc="best")
+    ax1.set_ylabel("time per decode step (s)")
+    ax2.set_ylabel("cost ($ per million tokens)")
+    ax1.set_title(f"Latency vs batch: W_total {w_total:.3g} B, s = {s:.3g}, R = {R:.0f}, "
+                  f"BW {BW:.3g} B/s, ctx {context:,.0f}", fontsize=9)
+    ax2.set_title(f"Cost per token vs batch (each term / B) at ${usd_per_s * 3600:.4g}/hour", fontsize=9)
+    return save(fig, path)
+
+
+def board_vs_engine(model, system, *, context=0.0, weights_dtype="fp8", kv_dtype="fp8", path="board_vs_engine.png"):
+    """Step time and cost per token vs batch from the board (lecture.py, every weight read, no attention
+    FLOPs) and from roofline.step (touched experts, attention FLOPs, KV writes), on the same axes."""
+    from .. import lecture as L
+    from .. import model as M
+    from ..roofline import step
+    from ..units import dtype_bytes
+
+    n, acc = system.chips, system.accelerator
+    b_w = dtype_bytes(weights_dtype)
+    B = np.geomspace(1, 1e5, 300)
+    F = float(L.flops_to_F(acc.peak_flops(weights_dtype) * n, b_w))
+    BW = acc.hbm_bytes_per_s * n
+    kv = M.kv_bytes_per_token(model, kv_dtype)
+    t_board = L.step_time(B, context, M.params_total(model) * b_w, M.params_active(model) * b_w, kv, F, BW)
+    r = step(model, system, B, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, check_context=False)
+    price = acc.usd_per_hour * n / 3600.0 * 1e6
+    fig, (ax1, ax2) = new_figure(ncols=2)
+    for ax, div in ((ax1, 1.0), (ax2, B / price)):
+        ax.loglog(B, t_board / div, color=COLORS["other"], lw=2, ls="--", label="board (lecture.py)")
+        ax.loglog(B, r.step_s / div, color=COLORS["total"], lw=2, alpha=0.7, label="engine (roofline.step)")
+        ax.loglog(B, r.weight_read_s / div, color=COLORS["weights"], lw=1, label="engine weight read (touched experts)")
+        ax.loglog(B, r.compute_s / div, color=COLORS["compute"], lw=1, label="engine compute (with attention)")
+        ax.set_xlabel("batch B (sequences)")
+        ax.legend(fontsize=7)
+    ax1.set_ylabel("time per decode step (s)")
+    ax2.set_ylabel("$ per million tokens")
+    ax1.set_title(f"{model.id} on {n}x {acc.id}, ctx {context:,.0f}", fontsize=9)
+    ax2.set_title("Cost per token: the engine's batch-1 penalty is ~R, the board's R·s", fontsize=9)
     return save(fig, path)
