@@ -83,7 +83,7 @@ def chapter(fig_dir: Path) -> Chapter:
         Worked("§5.4", "catalog H100: HBM vs remat break-even", "remat/(hold in HBM)",
                {"kv": 2048, "N_active": W_ACTIVE, "R_fp8": h100.ratio("fp8")}, catalog_be, "s",
                float(L.balanced_context(W_ACTIVE, h100.ratio("fp8"), 2048)) * h100.drain_time_s(), 1e-9,
-               "cross-check: ctx*·t_drain on the catalog H100"),
+               "cross-check: ctx*·t_drain on the catalog H100", kind="cross-check"),
         Worked("§5.4", "cheapest catalog tier for holds 0.02 s / 300 s / 3,600 s", "lower envelope of retrieve + T·hold",
                {"kv": 2048}, "/".join(cheapest), "", "hbm-h100/flash-gen6/disk-network", None,
                "lecture: 5-min ↔ flash, 1-h ↔ spinning disk [S 02:01:52]"),
