@@ -16,7 +16,7 @@ from . import rules
 from .rules import UsageError
 
 #: Fields whose CLI flag is not `--` + the field name with dashes.
-FLAG_NAMES = {"requests": "--requests/-n"}
+FLAG_NAMES = {"requests": "--requests/-n", "as_json": "--json"}
 
 
 def label(field: str, info: ValidationInfo | None = None) -> str:
@@ -79,7 +79,7 @@ OptText = Annotated[Optional[str], _checked(_text)]
 class Request(BaseModel):
     """Base of every request: unknown fields refused, values frozen after validation."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True,
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, populate_by_name=True,
                               validate_default=False)
 
     @classmethod
