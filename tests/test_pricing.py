@@ -94,7 +94,8 @@ def test_anthropic_hold_prices_and_drain_tiers():
     h = [i for i in infs if i.quantity.startswith("hold price")]
     assert h[0].value == pytest.approx(1.25 / 300, rel=1e-12)
     assert h[1].value == pytest.approx(5 / 3600, rel=1e-12)
-    assert "flash" in h[0].assumptions["tier by drain time"]  # 5-minute write -> flash (lecture)
+    assert "flash" in h[0].assumptions["tier for this hold"]  # 5-minute write -> flash (lecture)
+    assert "disk" in h[1].assumptions["tier for this hold"]  # 1-hour write -> disk (lecture), tiers.tier_for_hold
     be = [i for i in infs if i.quantity.startswith("recompute-vs-hold")]
     assert be[0].value == pytest.approx((5 - 0.5) / (1.25 / 300))
 

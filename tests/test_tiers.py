@@ -132,3 +132,30 @@ def test_bad_inputs():
         T.options(0, list(memory_tiers().values()), 1e-8)
     with pytest.raises(InputError, match="hold time must be > 0"):
         T.drain_time_choice([-1.0], [1.0])
+
+
+def test_tier_for_hold_is_the_cheapest_storage_tier_for_any_kv():
+    """One answer: tiers.tier_for_hold (no KV bytes needed) equals the cheapest tier of the full cost model
+    (retrieve + T·hold per token) for every KV size and hold time, remat left out."""
+    import numpy as np
+
+    from roofline.catalog.prices import memory_tiers
+
+    tl = list(memory_tiers().values())
+    holds = np.geomspace(1e-3, 1e6, 200)
+    idx = T.tier_for_hold(holds, tl)
+    for kv in (64.0, 2048.0, 70272.0):
+        opts = T.options(kv, tl, None)
+        assert np.array_equal(T.cheapest(opts, holds), idx)
+    # the lecture's conclusion on catalog data: 5-min hold on flash, 1-hour hold on disk [S 02:01:52]
+    assert [tl[int(i)].medium for i in T.tier_for_hold([0.02, 300.0, 3600.0], tl)] == ["hbm", "flash", "disk"]
+
+
+def test_tiers_cli_gives_one_tier_per_hold(run_cli):
+    import json
+
+    code, out, err = run_cli("tiers", "--json")
+    assert code == 0, err
+    holds = json.loads(out)["holds"]
+    assert [h["tier"] for h in holds] == ["hbm-h100", "flash-gen6", "disk-network"]
+    assert all(h["tier"] == h["cheapest"] for h in holds)

@@ -184,7 +184,7 @@ def hold_prices(p: PriceList, tiers) -> list[Inference]:
     """Cache writes and storage → hold price per token-second, the drain-time tier, the KV bytes the
     hold price would pay for in each tier, and the hold time beyond which recomputing is cheaper
     (T39–T42; Anthropic: ($6.25 − $5)/300 s and ($10 − $5)/3,600 s per MTok)."""
-    from .tiers import drain_time_choice
+    from .tiers import tier_for_hold
 
     tiers = list(tiers)
     drains = np.array([t.drain_time_s for t in tiers])
@@ -198,10 +198,10 @@ def hold_prices(p: PriceList, tiers) -> list[Inference]:
             out.append(Inference(p.id, f"hold price, {label}", h, h, h, "$/MTok/s", "(write - input)/T", {},
                                  "§5.4 [I]", "write not dearer than input: no hold price implied"))
             continue
-        idx = int(drain_time_choice(hold_s, drains))
+        idx = int(tier_for_hold(hold_s, tiers))
         kv = np.array([h / t.usd_per_byte_s for t in tiers])
         lo, hi = _span(kv)
-        assumptions = {"T": hold_s, "tier by drain time": f"{tiers[idx].id} (drain {drains[idx]:.3g} s)"}
+        assumptions = {"T": hold_s, "tier for this hold": f"{tiers[idx].id} (drain {drains[idx]:.3g} s)"}
         out.append(Inference(p.id, f"hold price, {label}", h * MEGA, h * MEGA, h * MEGA, "$/MTok/s",
                              "h = (p_write - p_input)/T" if "write" in label else "h = storage price",
                              assumptions, "spec §5.4 [I]"))

@@ -143,9 +143,36 @@ def bands(opts: Options) -> list[tuple[str, float, float]]:
         cur, t0 = nxt, nxt_t
 
 
+def tier_for_hold(hold_s, tiers):
+    """THE tier for holding KV `hold_s` seconds (the one answer `roofline tiers`, `prices infer` and the
+    report give): the exact form of the drain-time rule. Per byte, a tier costs its price per
+    byte-second u times (T + t_drain) — the hold, plus a retrieve that costs the same as holding for one
+    drain time (T40) — and HBM has no retrieve (u·T). So the choice
+
+        argmin_i  u_i · (T + t_drain_i)          (t_drain = 0 for HBM)
+
+    is independent of the KV bytes per token (they scale every tier alike; only rematerialisation,
+    priced per token, depends on them: see `cheapest`). The lecture's rule "drain time ≈ T"
+    [S 02:00:37–02:03:33] is what this gives when u falls steeply down the hierarchy; with real
+    prices the break-even between two tiers is (u_b·d_b − u_a·d_a)/(u_a − u_b), not a drain time.
+    Broadcasts over `hold_s`; returns indices into `tiers`."""
+    T = np.asarray(hold_s, dtype=float)
+    require_positive("hold time", T)
+    tiers = list(tiers)
+    if not tiers:
+        raise InputError("no memory tiers given; add rows under `tiers:` or pick ids from `roofline tiers`")
+    u = np.array([t.usd_per_byte_s for t in tiers])
+    d = np.array([0.0 if t.medium == "hbm" else t.drain_time_s for t in tiers])
+    return np.argmin(u * (T[..., None] + d), axis=-1)
+
+
 def drain_time_choice(hold_s, drain_times_s):
-    """Drain-time rule: index of the tier whose drain time C/BW is nearest the hold time in log space
-    [S 02:00:37–02:03:33] (T39: holds 0.02/300/3,600 s over drains 0.02/3/60/3,600 s → HBM/flash/disk)."""
+    """The lecture's heuristic as it states it: index of the tier whose drain time C/BW is nearest the hold
+    time in log space [S 02:00:37–02:03:33] (T39: holds 0.02/300/3,600 s over the lecture's drains
+    0.02/3/60/3,600 s → HBM/flash/disk). Used only to check the lecture's own example; answers about
+    catalog tiers come from `tier_for_hold`, which weighs each tier's price as well (on catalog data the
+    nearest-drain heuristic puts a 1-hour hold on flash, since the catalog's network disk drains in 7.6 h,
+    while the cost model puts it on disk)."""
     T = np.asarray(hold_s, dtype=float)
     d = np.asarray(drain_times_s, dtype=float)
     require_positive("hold time", T)

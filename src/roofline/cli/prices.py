@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
         bands = T.bands(opts)
         costs = opts.cost(holds)
         best = T.cheapest(opts, holds)
-        rule = T.drain_time_choice(holds, [t.drain_time_s for t in tl])
+        rule = T.tier_for_hold(holds, tl)
         hbm = [t for t in tl if t.medium == "hbm"]
         t_be = (float(T.break_even_s(0.0, T.hold_cost_usd_per_s(kv, hbm[0]), remat, 0.0)) if hbm else None)
         if plot:
@@ -194,8 +194,9 @@ def register(app: typer.Typer) -> None:
                            "hold_usd_per_token_s": float(opts.hold_usd_per_s[i]), "source": t.source,
                            "cost_source": t.cost_source} for i, t in enumerate(tl)],
                 "bands": [{"option": n, "from_s": a, "to_s": b} for n, a, b in bands],
-                "holds": [{"hold_s": float(h), "cheapest": opts.names[int(b)], "cost_usd_per_token": float(costs[int(b), k]),
-                           "drain_time_rule": tl[int(r)].id} for k, (h, b, r) in enumerate(zip(holds, best, rule))],
+                "holds": [{"hold_s": float(h), "tier": tl[int(r)].id, "tier_drain_time_s": tl[int(r)].drain_time_s,
+                           "cheapest": opts.names[int(b)], "cost_usd_per_token": float(costs[int(b), k])}
+                          for k, (h, b, r) in enumerate(zip(holds, best, rule))],
                 "break_even_hbm_vs_remat_s": t_be, **({"plot": plot} if plot else {})})
         m = 1e6
         table(f"Memory tiers for one token of {si_bytes(kv)} KV (costs in $ per million tokens)",
@@ -205,9 +206,11 @@ def register(app: typer.Typer) -> None:
               caption=f"remat (prefill on {acc.id}, {remat_active_params:.3g} active params, fp8): ${remat * m:.4g}/MTok, no hold cost")
         table("Cheapest option by hold time (lower envelope of retrieve + T x hold)", ["option", "from", "to"],
               [[n, seconds(a) if a else "0", seconds(b) if np.isfinite(b) else "inf"] for n, a, b in bands])
-        table("Priced hold times", ["hold", "cheapest", "$/MTok", "drain-time rule"],
-              [[seconds(float(h)), opts.names[int(b)], costs[int(b), k] * m, tl[int(r)].id]
-               for k, (h, b, r) in enumerate(zip(holds, best, rule))])
+        table("Priced hold times", ["hold", "tier", "its drain time", "cheapest incl. remat", "$/MTok"],
+              [[seconds(float(h)), tl[int(r)].id, seconds(tl[int(r)].drain_time_s), opts.names[int(b)],
+                costs[int(b), k] * m] for k, (h, b, r) in enumerate(zip(holds, best, rule))],
+              caption="tier = argmin over tiers of $/byte-s x (hold + drain time), the exact drain-time rule "
+                      "(roofline.tiers.tier_for_hold); remat wins only when a token's KV costs more to keep than to rebuild")
         if t_be is not None:
             print(f"HBM ({hbm[0].id}) vs remat break-even hold: {seconds(t_be)}")
         if plot:

@@ -40,7 +40,12 @@ def chapter(fig_dir: Path) -> Chapter:
     h100 = cat.accelerator("h100-sxm")
     remat = T.remat_cost_on(h100, active_params=W_ACTIVE)
     opts = T.options(2048.0, list(memory_tiers().values()), remat)
-    cheapest = [opts.names[int(i)] for i in T.cheapest(opts, [0.02, 300.0, 3600.0])]
+    cat_tiers = list(memory_tiers().values())
+    one_answer = [cat_tiers[int(i)] for i in T.tier_for_hold([0.02, 300.0, 3600.0], cat_tiers)]
+    nearest_drain = [cat_tiers[int(i)].id for i in T.drain_time_choice([0.02, 300.0, 3600.0],
+                                                                        [t.drain_time_s for t in cat_tiers])]
+    by_id = {t.id: t for t in cat_tiers}
+    price_ratio = by_id[nearest_drain[2]].usd_per_byte_s / one_answer[2].usd_per_byte_s
     catalog_be = float(T.break_even_s(0.0, T.hold_cost_usd_per_s(2048, memory_tiers()["hbm-h100"]), remat, 0.0))
 
     items = [
@@ -84,9 +89,12 @@ def chapter(fig_dir: Path) -> Chapter:
                {"kv": 2048, "N_active": W_ACTIVE, "R_fp8": h100.ratio("fp8")}, catalog_be, "s",
                float(L.balanced_context(W_ACTIVE, h100.ratio("fp8"), 2048)) * h100.drain_time_s(), 1e-9,
                "cross-check: ctx*·t_drain on the catalog H100", kind="cross-check"),
-        Worked("§5.4", "cheapest catalog tier for holds 0.02 s / 300 s / 3,600 s", "lower envelope of retrieve + T·hold",
-               {"kv": 2048}, "/".join(cheapest), "", "hbm-h100/flash-gen6/disk-network", None,
-               "lecture: 5-min ↔ flash, 1-h ↔ spinning disk [S 02:01:52]"),
+        Worked("T39", "tier for holds 0.02 s / 300 s / 3,600 s from catalog data (the answer `roofline tiers` "
+               "and `prices infer` give)", "argmin u·(T + C/BW): $/byte-s × (hold + drain), tiers.tier_for_hold",
+               {t.id: f"drain {t.drain_time_s:.3g} s" for t in cat_tiers},
+               "/".join(t.medium for t in one_answer), "", "hbm/flash/disk", None,
+               "lecture: 5-min ↔ flash, 1-h ↔ spinning disk [S 02:01:52, 02:03:33]; tiers: "
+               + "/".join(t.id for t in one_answer)),
         Worked("§1.8", "Claude fast mode: implied batch ratio", "B_n/B_f = M · S",
                {"M (catalog)": m_fast, "S": fast.speedup}, m_fast * fast.speedup, "×", 15, 1e-12,
                "[D 00:01:01] 6× price for 2.5× speed; §1.8 [I]"),
@@ -104,7 +112,15 @@ def chapter(fig_dir: Path) -> Chapter:
               "output/input ratio says how memory-bound decode is; cache write/hit prices and drain times say where "
               "cached context lives.",
         items=items, figures=figures,
-        notes=["§5.5: context windows stalled at 100–200K because per-token KV bandwidth, not compute, sets the "
+        notes=["Drain-time rule, one answer: the lecture's T39 row uses the lecture's own drain times and its "
+               "'nearest drain time' reading. Every answer about catalog tiers (the second T39 row, `roofline tiers`, "
+               "`prices infer`) comes from one function, tiers.tier_for_hold: per byte a tier costs its price per "
+               "byte-second times (hold + drain time), because a retrieve costs as much as holding for one drain time "
+               "(T40). On catalog data the nearest-drain reading would put a 1-hour hold on flash ("
+               + "/".join(nearest_drain) + "), since the catalog's network disk drains in "
+               f"{one_answer[2].drain_time_s / 3600:.1f} h; weighing the {price_ratio:.0f}x lower price per byte-second "
+               "of disk moves it to disk, as the lecture concludes.",
+               "§5.5: context windows stalled at 100–200K because per-token KV bandwidth, not compute, sets the "
                "cost slope; with the implied kv ≈ 1.7 kB the balanced context ctx* = W_active/(R·kv) is the tier itself.",
                "Ranges and assumptions for every price list: `roofline prices infer` (docs/pricing.md)."],
     )
