@@ -26,55 +26,66 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from .. import lecture
 from .. import model as M
+from ..efficiency import Efficiency
+from ..engine import step_time
 from ..errors import DoesNotFitError, InputError, require_positive
-from ..roofline import DEFAULT_USABLE_MEMORY, Efficiency, step
+from ..hardware import usd_per_gpu_hour as resolve_price
+from ..layout import Layout, check_tensor_parallel, validate
+from ..memory import DEFAULT_USABLE_MEMORY, kv_capacity_tokens
 
 
 @dataclass(frozen=True)
-class RooflineStep:
-    """roofline.step() as a StepModel; all keyword options of step() pass through `options`."""
+class EngineStep:
+    """The pass engine as a StepModel (engine.step_time: step seconds only, the table's path): a pass of
+    L = tokens/batch tokens per sequence on `context` cached tokens (L = 1 is one decode loop) of one
+    replica of `layout` (None: the lecture's perfect sharding over the system's GPUs), pure roofline with
+    `efficiency` or the family's factors with `realistic`. With fewer than dp·pp sequences in a pass the
+    busiest DP group / micro-batch still holds one sequence, so the time is that of dp·pp sequences (idle
+    groups are not faster). Ignores uneven micro-batches (b not a multiple of dp·pp)."""
 
     model: M.Model
     system: object
-    chips: int | None = None
-    efficiency: Efficiency = Efficiency()
+    layout: Layout | None = None
+    efficiency: Efficiency | None = None
+    realistic: bool = False
+    which: str = "mid"
     weights_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     options: dict = field(default_factory=dict)
 
-    def __call__(self, batch, tokens, context):
+    def step_times(self, batch, tokens, context):
+        """Step seconds only (nothing else of the pass result is computed)."""
         b = np.asarray(batch, dtype=float)
-        L = np.asarray(tokens, dtype=float) / b
-        return step(self.model, self.system, b, context, phase="prefill", prompt=L, chips=self.chips,
-                    efficiency=self.efficiency, weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype,
-                    check_context=False, **self.options).step_s
+        n = np.asarray(tokens, dtype=float)
+        lay = self.layout
+        if lay is not None and not lay.perfect:
+            b_eff = np.maximum(b, lay.dp * lay.pp)
+            n, b = n / b * b_eff, b_eff
+        return step_time(self.model, self.system, b, n, context, layout=lay, efficiency=self.efficiency,
+                         realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
+                         kv_dtype=self.kv_dtype, **self.options)
+
+    __call__ = step_times
 
 
-@dataclass(frozen=True)
-class EfficiencyModelStep:
-    """efficiency.predict_pass as a StepModel: a pass of L = tokens/batch tokens per sequence on `context`
-    cached tokens (L = 1 is a decode step), the chips as one TP group, the family's factors at `which`."""
+def RooflineStep(model: M.Model, system, chips: int | None = None, efficiency: Efficiency = Efficiency(),
+                 weights_dtype: str = "bf16", kv_dtype: str = "bf16", options: dict | None = None) -> EngineStep:
+    """The pure roofline on `chips` GPUs with perfect sharding (what `roofline step` without a layout
+    computes), explicit efficiency; `options` are engine switches (attention_flops, distinct_experts, ...)."""
+    return EngineStep(model, system, Layout.sharded(int(chips or system.chips)), efficiency, False, "mid",
+                      weights_dtype, kv_dtype, dict(options or {}))
 
-    model: M.Model
-    system: object
-    tp: int
-    weights_dtype: str = "bf16"
-    kv_dtype: str = "bf16"
-    which: str = "mid"
 
-    def __call__(self, batch, tokens, context):
-        from ..efficiency import predict_pass
-
-        b = np.asarray(batch, dtype=float)
-        return predict_pass(self.model, self.system, b, context, phase="prefill", prompt=np.asarray(tokens) / b,
-                            weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype, tp=self.tp,
-                            which=self.which).step_s
+def EfficiencyModelStep(model: M.Model, system, tp: int, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
+                        which: str = "mid") -> EngineStep:
+    """The realistic model for `tp` GPUs as one TP group (`roofline simulate --realistic`)."""
+    return EngineStep(model, system, Layout(tp=int(tp)), None, True, which, weights_dtype, kv_dtype)
 
 
 @dataclass(frozen=True)
@@ -129,36 +140,48 @@ class Deployment:
                              f"the memory: use more GPUs or smaller weights")
 
 
-def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency = Efficiency(),
-                        weights_dtype: str = "bf16", kv_dtype: str = "bf16", usd_per_gpu_hour: float | None = None,
-                        usable_memory: float = DEFAULT_USABLE_MEMORY, realistic: bool = False,
-                        **options) -> Deployment:
-    """A Deployment whose steps come from roofline.step and whose KV capacity is the HBM left after
-    the weights: (n · HBM · usable − N_total · b_w) / kv bytes per token (model.kv_bytes_per_sequence).
-    Ignores activation memory (small next to KV at serving batch sizes) and block fragmentation.
-
-    realistic: steps from the efficiency model (EfficiencyModelStep, the n chips as one TP group, which
-    must be a valid TP degree for the model) instead of the pure roofline; replaces `efficiency`."""
-    n = int(chips or system.chips)
-    if realistic:
-        from ..parallel import check_tensor_parallel
-
-        if efficiency != Efficiency() or options:
-            raise InputError("realistic steps use the efficiency model's own factors; drop the explicit "
-                             f"efficiency{' and ' + ', '.join(options) if options else ''} or the realistic switch")
-        check_tensor_parallel(model, system, n)
-    free = n * system.accelerator.hbm_bytes * usable_memory - M.weight_bytes(model, weights_dtype)
-    if free <= 0:
+def deployment(model: M.Model, system, layout: Layout | None = None, *, efficiency: Efficiency | None = None,
+               realistic: bool = False, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
+               usd_per_gpu_hour: float | None = None, usable_memory: float = DEFAULT_USABLE_MEMORY,
+               **options) -> Deployment:
+    """A Deployment of one replica of `layout` (None: the system's GPUs with perfect sharding): steps from
+    EngineStep; KV capacity from memory.kv_capacity_tokens (the HBM the weights leave on each GPU, over each
+    GPU's share of a token's KV: split over dp groups, TP KV-head shards and stages). Ignores activation
+    memory (small next to KV at serving batch sizes) and block fragmentation."""
+    lay = layout or Layout.sharded(system.chips)
+    if not lay.perfect:
+        lay = replace(lay, domains=max(lay.domains, math.ceil(lay.gpus / system.chips)))
+        validate(model, system, lay)
+    if realistic and (efficiency is not None and not efficiency.is_ideal or options):
+        raise InputError("realistic steps use the efficiency model's own factors; drop the explicit "
+                         f"efficiency{' and ' + ', '.join(options) if options else ''} or the realistic switch")
+    capacity = float(kv_capacity_tokens(model, system, lay, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                                        usable_memory=usable_memory))
+    if capacity <= 0:
         raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB) leave no "
-                              f"KV memory on {n} x {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
+                              f"KV memory on {lay} of {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
     per_tok = M.kv_bytes_per_token(model, kv_dtype)
     # sliding-window layers hold at most `window` tokens: a fixed per-sequence overhead past the window
     w = model.sliding_window or 0
     overhead = float(M.kv_bytes_per_sequence(model, w, kv_dtype) - per_tok * w) / per_tok if w else 0.0
-    price = system.accelerator.usd_per_hour if usd_per_gpu_hour is None else usd_per_gpu_hour
-    steps = (EfficiencyModelStep(model, system, n, weights_dtype, kv_dtype) if realistic
-             else RooflineStep(model, system, n, efficiency, weights_dtype, kv_dtype, options))
-    return Deployment(steps, n, price, free / per_tok, overhead)
+    steps = EngineStep(model, system, lay, efficiency, realistic, "mid", weights_dtype, kv_dtype, options)
+    return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
+
+
+def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,
+                        realistic: bool = False, **kw) -> Deployment:
+    """`deployment` on `chips` GPUs of the system: perfect sharding for the pure roofline; one TP group of
+    `chips` (which must be a valid TP degree) for the realistic model."""
+    n = int(chips or system.chips)
+    if realistic:
+        check_tensor_parallel(model, system, n)
+        return deployment(model, system, Layout(tp=n), efficiency=efficiency, realistic=True, **kw)
+    return deployment(model, system, Layout.sharded(n), efficiency=efficiency, **kw)
+
+
+def layout_deployment(model: M.Model, system, tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1, **kw) -> Deployment:
+    """`deployment` of one replica of layout (tp, ep, pp, dp)."""
+    return deployment(model, system, Layout(tp=int(tp), ep=int(ep), pp=int(pp), dp=int(dp)), **kw)
 
 
 # ---- the table ---------------------------------------------------------------------------------

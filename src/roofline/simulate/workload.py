@@ -232,3 +232,19 @@ def sample_trace(seed: int = 0, n: int = 200) -> Workload:
 def sample_trace_path() -> Path:
     """Path of the shipped sample trace (inside the package)."""
     return Path(__file__).resolve().parent / "data" / "sample_trace.csv"
+
+
+def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: str = "poisson", cv: float = 2.0,
+             lengths_kind: str = "lognormal", prompt_tokens: float = 1024, output_tokens: float = 256,
+             sigma: float = 1.0) -> Workload:
+    """n generated requests: Poisson or gamma arrivals at `rate_per_s`, then prompt and output lengths
+    (fixed, or lognormal with the given medians, redrawn above 16 × the median), in that order from
+    `rng` — the same draws `roofline simulate` makes for the same options and generator."""
+    if arrivals == "poisson":
+        t = poisson_arrivals(rng, rate_per_s, n)
+    elif arrivals == "gamma":
+        t = gamma_arrivals(rng, rate_per_s, n, cv)
+    else:
+        raise InputError(f"unknown arrival process {arrivals!r}; expected poisson or gamma")
+    return make_workload(t, lengths(rng, n, lengths_kind, prompt_tokens, sigma, maximum=16 * prompt_tokens),
+                         lengths(rng, n, lengths_kind, output_tokens, sigma, maximum=16 * output_tokens))

@@ -1,0 +1,138 @@
+"""Where independent tasks run: in this process, on a local Dask cluster, or on an existing one.
+
+`run_tasks(fn, tasks, names, workers=..., scheduler=...)` returns `[fn(*t) for t in tasks]` in task
+order, whatever runs them, so a task's result never depends on the executor: each task carries its
+own inputs (seeds included, derived from the run's seed by the caller), and results are gathered by
+index, not by completion order.
+
+- `workers=1` (or a small job under `workers=None`): a plain loop in this process — no Dask import.
+- `workers=N >= 2`: a `dask.distributed.LocalCluster` of N single-threaded worker processes bound to
+  127.0.0.1 (no dashboard), started for the call and closed after it. The simulator is pure Python
+  holding the GIL, so processes, not threads, give parallelism.
+- `scheduler="tcp://HOST:PORT"`: a `Client` on an existing Dask scheduler (a `dask-scheduler` on a
+  laptop, a SLURM job through dask-jobqueue, a Kubernetes deployment; see docs/distributed.md). The
+  workers there must have the same `roofline` installed.
+
+Failures: a task that raises is retried `retries` times (a dead worker process is re-run elsewhere by
+the scheduler, up to its `allowed-failures`); the last error is raised as a RooflineError naming the
+task (`scenario 'rate=40 policy=static' failed: ...`), the other tasks are cancelled. Dask is imported
+only here and only when a cluster is used, so `import roofline` and one-off simulations stay light.
+Why Dask rather than Ray: docs/distributed.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+from .errors import InputError, RooflineError
+
+# Below this much work (the caller's estimate, e.g. simulated requests) `workers=None` stays in
+# process: a LocalCluster takes ~1-3 s to start its processes, more than such a grid takes to run.
+IN_PROCESS_BELOW = 200_000
+
+
+def default_workers(work: float, tasks: int) -> int:
+    """Workers for `workers=None`: 1 (in process) for small jobs or a single task, else one per core."""
+    if tasks < 2 or work < IN_PROCESS_BELOW:
+        return 1
+    return max(1, min(tasks, os.cpu_count() or 1))
+
+
+def check_workers(workers: int | None, scheduler: str | None) -> None:
+    """One-line InputError for a bad --workers / --scheduler."""
+    if workers is not None and (int(workers) != workers or workers < 1):
+        raise InputError(f"--workers must be a whole number >= 1, got {workers}; 1 runs in this process")
+    if scheduler is not None:
+        if workers is not None and workers > 1:
+            raise InputError("give --workers or --scheduler, not both: the scheduler's cluster has its own workers")
+        if "://" not in scheduler or not scheduler.split("://", 1)[1]:
+            raise InputError(f"--scheduler {scheduler!r} is not an address; expected tcp://HOST:PORT of a running "
+                             f"Dask scheduler")
+
+
+def run_tasks(fn: Callable, tasks: Sequence[tuple], names: Sequence[str], *, workers: int | None = 1,
+              scheduler: str | None = None, retries: int = 2, progress: Callable[[int], None] | None = None,
+              work: float = 0.0) -> list:
+    """[fn(*t) for t in tasks] in task order, in process or on Dask (module docstring). `names` label
+    the tasks in errors; `progress(k)` is called as tasks finish; `work` sizes `workers=None`."""
+    if len(names) != len(tasks):
+        raise ValueError("one name per task")
+    check_workers(workers, scheduler)
+    if retries < 0:
+        raise InputError(f"retries must be >= 0, got {retries}")
+    n_workers = default_workers(work, len(tasks)) if workers is None else int(workers)
+    if scheduler is None and (n_workers == 1 or len(tasks) <= 1):
+        return _in_process(fn, tasks, names, retries, progress)
+    return _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress)
+
+
+def _in_process(fn, tasks, names, retries, progress) -> list:
+    out = []
+    for t, name in zip(tasks, names):
+        for attempt in range(retries + 1):
+            try:
+                out.append(fn(*t))
+                break
+            except RooflineError as exc:  # bad input does not get better by retrying
+                raise _named(exc, name) from None
+            except Exception as exc:  # noqa: BLE001 - reported with the scenario's name after the retries
+                if attempt == retries:
+                    raise RooflineError(f"scenario {name!r} failed after {retries + 1} attempts: "
+                                        f"{type(exc).__name__}: {exc}") from None
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress) -> list:
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError:  # pragma: no cover - dask[distributed] is a dependency
+        raise InputError("running on several workers needs dask[distributed]; pip install 'dask[distributed]' "
+                         "or use --workers 1") from None
+    cluster = None
+    try:
+        if scheduler is None:
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                   dashboard_address=None, worker_dashboard_address=None,
+                                   silence_logs=50)
+            client = Client(cluster)
+        else:
+            try:
+                client = Client(scheduler, timeout="10s")
+            except OSError as exc:
+                raise InputError(f"cannot reach the Dask scheduler at {scheduler}: {exc}; start one with "
+                                 f"`dask scheduler` or check the address") from None
+        with client:
+            futures = [client.submit(fn, *t, key=f"roofline-task-{i}-{os.getpid()}-{id(tasks)}", pure=False,
+                                     retries=retries) for i, t in enumerate(tasks)]
+            index = {f.key: i for i, f in enumerate(futures)}
+            out: list = [None] * len(tasks)
+            for f in as_completed(futures):
+                i = index[f.key]
+                if f.status != "finished":
+                    exc = f.exception()
+                    for g in futures:
+                        g.cancel()
+                    if isinstance(exc, RooflineError):
+                        raise _named(exc, names[i]) from None
+                    raise RooflineError(f"scenario {names[i]!r} failed after {retries + 1} attempts: "
+                                        f"{type(exc).__name__}: {exc}") from None
+                out[i] = f.result()
+                f.release()
+                if progress is not None:
+                    progress(1)
+            return out
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _named(exc: RooflineError, name: str) -> RooflineError:
+    """The same kind of error, its message prefixed with the task's name."""
+    msg = f"scenario {name!r}: {exc}"
+    try:
+        return type(exc)(msg)
+    except TypeError:  # an error class with its own constructor (UnknownEntryError)
+        return InputError(msg)
