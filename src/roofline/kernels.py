@@ -1,0 +1,307 @@
+"""Measured kernel times by shape: vectorised lookups in published kernel tables.
+
+The tables (package data in roofline/kernels_data/, derived by scripts/derive_kernel_tables.py from NVIDIA
+AIConfigurator's `aiconfigurator-core` 0.12.0 wheel, Apache-2.0; see kernels_data/NOTICE and
+docs/kernels.md) hold latencies measured on real GPUs, one dense grid per (accelerator, kernel kind,
+engine, framework version, dtype and other exact keys). Each lookup answers, broadcasting over NumPy arrays,
+
+    KernelTime(seconds, covered, extrapolated, source)
+
+- seconds: the interpolated time (NaN where not covered);
+- covered: a table exists for the exact keys (accelerator, engine, dtype, head_dim, MoE shape, …) and at
+  least one measured grid corner surrounds the point;
+- extrapolated: the point left the table's range on some axis, or a surrounding grid corner was not
+  measured (then the measured corners' weights are renormalised);
+- source: which table answered ("aiconfigurator-core 0.12.0 h100_sxm/gemm trtllm 1.3.0rc20 torch_flow bf16").
+
+Interpolation (Williams-style per-kernel tables, as AIConfigurator itself and LLMCompass-like simulators
+read them; the rule here is our own): log-log multilinear — ln t is interpolated linearly in ln x along
+every axis, over the 2^d surrounding grid points. GEMM time is close to a power law in each of m, n, k
+piecewise (flat at small sizes where latency dominates, linear where compute or bandwidth does), which
+log-log interpolation follows exactly in either regime.
+Extrapolation: below an axis's smallest measured value the time is held at that edge (a kernel does not
+get faster than its smallest measured launch); above the largest, ln t continues the edge segment's
+log-log slope, clipped to [0, p], where p is the axis's work exponent (1 for m, n, k, batch, heads,
+tokens, bytes, KV length; 2 for a context-attention sequence, whose causal FLOPs grow as s²). Every such
+point is flagged; callers widen intervals with `extrapolation_distance`.
+
+Ignores: kernels the tables do not hold (elementwise, norms, sampling), CUDA-graph vs eager launch gaps
+beyond what each table's harness measured, clocks of a different SKU of the same chip, and overlap
+between kernels (the engine composes them).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import NamedTuple
+
+import numpy as np
+
+from .errors import InputError
+
+ENGINES = ("trtllm", "sglang", "vllm")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+TIERS = ("scale-up", "scale-out")
+_DTYPE_ALIAS = {"fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16"}
+_NCCL_OP = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
+            "all_to_all": "alltoall"}
+# work exponent of each axis: the largest log-log slope an extrapolation may continue with
+_WORK_EXPONENT = {"m": 1, "n": 1, "k": 1, "batch_size": 1, "isl": 2, "step": 1, "num_heads": 1,
+                  "num_key_value_heads": 1, "num_tokens": 1, "moe_tp_size": 0, "moe_ep_size": 0,
+                  "num_gpus": 1, "message_size": 1}
+
+
+class KernelTime(NamedTuple):
+    """One lookup: seconds, covered mask, extrapolated mask, and the table's source id ('' if none)."""
+
+    seconds: np.ndarray
+    covered: np.ndarray
+    extrapolated: np.ndarray
+    source: str
+
+
+@lru_cache(maxsize=1)
+def index() -> dict:
+    """The tables' index (provenance, latency code, one record per table; kernels_data/index.json)."""
+    return json.loads((resources.files("roofline") / "kernels_data" / "index.json").read_text())
+
+
+@lru_cache(maxsize=None)
+def _by_kind(acc: str, kind: str) -> tuple:
+    return tuple(t for t in index()["tables"] if t["accelerator"] == acc and t["kind"] == kind)
+
+
+@lru_cache(maxsize=None)
+def _npz(acc: str):
+    return np.load(resources.files("roofline") / "kernels_data" / f"{acc}.npz")
+
+
+@lru_cache(maxsize=None)
+def _grid(tid: int, acc: str):
+    """(axes as ln values, ln t grid with NaN where not measured) of table `tid`."""
+    z, code = _npz(acc), index()["latency_code"]
+    n = len(index()["tables"][tid]["axes"])
+    axes = tuple(np.log(z[f"{tid}/a{i}"]) for i in range(n))
+    q = z[f"{tid}/q"]
+    ln_t = np.where(q > 0, code["ln_t0"] + (q.astype(float) - 1.0) * code["ln_step"], np.nan)
+    return axes, ln_t
+
+
+def source_id(t: dict) -> str:
+    """Human-readable provenance of table record `t`: package, system, kind, engine, version, kernel, keys."""
+    s = index()["sources"][t["source"]]
+    src = index()["source"]
+    keys = " ".join(str(v) for v in t["keys"].values())
+    return (f"{src['package']} {src['version']} {s['aic_system']}/{t['kind']} {s['engine']} "
+            f"{s['framework_version']} {t['kernel_source'] or ''} {keys}").replace("  ", " ")
+
+
+def accelerator_id(where) -> str:
+    """Accelerator id of an Accelerator, a System (its accelerator) or a plain id string."""
+    acc = getattr(where, "accelerator", where)
+    return str(getattr(acc, "id", acc))
+
+
+def _multilinear(tid: int, acc: str, x: np.ndarray):
+    """Log-log multilinear interpolation of table `tid` at points x (N, d), each axis clamped to its range
+    → (ln t, ok: some measured corner carries weight, gap: a weighted corner was not measured)."""
+    axes, ln_t = _grid(tid, acc)
+    lx = np.log(x)
+    n_pts, d = lx.shape
+    lo, w = [], []
+    for ax, v in zip(axes, lx.T):
+        if len(ax) == 1:  # one measured value: no interpolation along this axis
+            lo.append(np.zeros(n_pts, int))
+            w.append(None)
+            continue
+        vc = np.clip(v, ax[0], ax[-1])
+        i = np.clip(np.searchsorted(ax, vc, side="right") - 1, 0, len(ax) - 2)
+        lo.append(i)
+        w.append((vc - ax[i]) / (ax[i + 1] - ax[i]))
+    acc_v, acc_w, gap = np.zeros(n_pts), np.zeros(n_pts), np.zeros(n_pts, bool)
+    for corner in range(1 << d):
+        ups = [(corner >> j) & 1 for j in range(d)]
+        if any(u and w[j] is None for j, u in enumerate(ups)):
+            continue
+        wc = np.ones(n_pts)
+        for j, u in enumerate(ups):
+            if w[j] is not None:
+                wc = wc * (w[j] if u else 1.0 - w[j])
+        val = ln_t[tuple(lo[j] + u for j, u in enumerate(ups))]
+        good = np.isfinite(val)
+        gap |= ~good & (wc > 1e-12)
+        acc_v += np.where(good, wc * np.where(good, val, 0.0), 0.0)
+        acc_w += np.where(good, wc, 0.0)
+    ok = acc_w > 1e-9
+    return np.where(ok, acc_v / np.where(ok, acc_w, 1.0), np.nan), ok, gap
+
+
+def _interp(tid: int, acc: str, x: np.ndarray):
+    """_multilinear plus the continuation above each axis's largest value (module docstring)
+    → (ln t, ok, extrapolated)."""
+    axes, _ = _grid(tid, acc)
+    names = index()["tables"][tid]["axes"]
+    lx = np.log(x)
+    out, ok, gap = _multilinear(tid, acc, x)
+    extra = gap.copy()
+    for j, ax in enumerate(axes):
+        extra |= (lx[:, j] < ax[0] - 1e-9) | (lx[:, j] > ax[-1] + 1e-9)
+    clamped = np.exp(np.column_stack([np.clip(lx[:, j], ax[0], ax[-1]) for j, ax in enumerate(axes)]))
+    for j, ax in enumerate(axes):
+        over = lx[:, j] > ax[-1] + 1e-9
+        if not over.any() or len(ax) < 2:
+            continue
+        p = _WORK_EXPONENT.get(names[j], 1)
+        prev = clamped[over].copy()
+        prev[:, j] = np.exp(ax[-2])
+        edge = clamped[over].copy()
+        edge[:, j] = np.exp(ax[-1])
+        slope = (_multilinear(tid, acc, edge)[0] - _multilinear(tid, acc, prev)[0]) / (ax[-1] - ax[-2])
+        slope = np.where(np.isfinite(slope), np.clip(slope, 0.0, p), p)
+        out[over] = out[over] + slope * (lx[over, j] - ax[-1])
+    return out, ok, extra
+
+
+def _pick(acc: str, kind: str, engine: str | None, keys: dict) -> dict | None:
+    """The table of `kind` on `acc` whose keys equal `keys`, from `engine` (None: the first of ENGINES
+    that has one; 'nccl' for NCCL tables)."""
+    if engine is not None and engine not in ENGINES + ("nccl",):
+        raise InputError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}; pick one of those")
+    order = (engine,) if engine else ENGINES + ("nccl",)
+    for eng in order:
+        for t in _by_kind(acc, kind):
+            if t["engine"] == eng and all(t["keys"].get(k) == v for k, v in keys.items()):
+                return t
+    return None
+
+
+def _lookup(acc, kind: str, engine, keys: dict, *coords) -> KernelTime:
+    acc = accelerator_id(acc)
+    arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
+    shape = arrs[0].shape
+    t = _pick(acc, kind, engine, keys)
+    if t is None:
+        nan = np.full(shape, np.nan)
+        return KernelTime(nan, np.zeros(shape, bool), np.zeros(shape, bool), "")
+    if np.any(arrs[0] <= 0) or any(np.any(a <= 0) for a in arrs):
+        raise InputError(f"{kind} lookup needs positive sizes, got a value <= 0; pass sizes >= 1")
+    x = np.stack([a.ravel() for a in arrs], axis=1)
+    ln_t, ok, extra = _interp(t["id"], acc, x)
+    sec = np.where(ok, np.exp(ln_t), np.nan).reshape(shape)
+    return KernelTime(sec, ok.reshape(shape), (extra & ok).reshape(shape), source_id(t))
+
+
+def _dt(dtype: str) -> str:
+    d = str(dtype).lower()
+    return _DTYPE_ALIAS.get(d, d)
+
+
+def gemm_s(acc, dtype: str, m, n, k, engine: str | None = None) -> KernelTime:
+    """Time of one GEMM C[m×n] = A[m×k]·B[k×n] (m: tokens, n: output features, k: input features) in
+    `dtype` ('bf16', 'fp8' per-tensor scaled, 'fp8_block' DeepSeek-style block scaling), measured."""
+    return _lookup(acc, "gemm", engine, {"gemm_dtype": _dt(dtype)}, m, n, k)
+
+
+def context_attention_s(acc, batch, seq, heads, kv_heads, head_dim: int, *, dtype: str = "bf16",
+                        kv_dtype: str = "bf16", engine: str | None = None) -> KernelTime:
+    """Prefill (context) attention kernel over `batch` sequences of `seq` tokens each, with `heads` query
+    and `kv_heads` KV heads on this GPU (already divided by TP), causal, full attention."""
+    keys = {"attn_dtype": _dt(dtype), "kv_cache_dtype": _dt(kv_dtype), "head_dim": int(head_dim)}
+    return _lookup(acc, "context_attention", engine, keys, batch, seq, heads, kv_heads)
+
+
+def generation_attention_s(acc, batch, kv_len, heads, kv_heads, head_dim: int, *, kv_dtype: str = "bf16",
+                           engine: str | None = None) -> KernelTime:
+    """Decode (generation) attention kernel: one new token for each of `batch` sequences reading a KV cache
+    of `kv_len` tokens, `heads`/`kv_heads` per GPU."""
+    keys = {"attn_dtype": "bf16", "kv_cache_dtype": _dt(kv_dtype), "head_dim": int(head_dim)}
+    return _lookup(acc, "generation_attention", engine, keys, batch, kv_len, heads, kv_heads)
+
+
+def mla_s(acc, phase: str, batch, length, heads, *, kv_dtype: str = "bf16", engine: str | None = None) -> KernelTime:
+    """DeepSeek MLA attention kernel (the attention core, without its projections; DeepSeek-V3 head
+    sizes): phase 'prefill' → `batch` sequences of `length` tokens; 'decode' → one token per sequence
+    over a cache of `length` tokens; `heads` query heads on this GPU (128/TP for DeepSeek-V3)."""
+    if phase not in ("prefill", "decode"):
+        raise InputError(f"phase must be prefill or decode, got {phase!r}")
+    kind = "mla_context" if phase == "prefill" else "mla_generation"
+    return _lookup(acc, kind, engine, {"mla_dtype": "bf16", "kv_cache_dtype": _dt(kv_dtype)}, batch, length, heads)
+
+
+def attention_s(acc, phase: str, batch, length, heads, kv_heads, head_dim: int, *, mla: bool = False,
+                dtype: str = "bf16", kv_dtype: str = "bf16", engine: str | None = None) -> KernelTime:
+    """One entry for the engine: MLA or MHA/GQA attention, prefill or decode (see the functions above)."""
+    if mla:
+        return mla_s(acc, phase, batch, length, heads, kv_dtype=kv_dtype, engine=engine)
+    if phase == "prefill":
+        return context_attention_s(acc, batch, length, heads, kv_heads, head_dim, dtype=dtype,
+                                   kv_dtype=kv_dtype, engine=engine)
+    if phase == "decode":
+        return generation_attention_s(acc, batch, length, heads, kv_heads, head_dim, kv_dtype=kv_dtype,
+                                      engine=engine)
+    raise InputError(f"phase must be prefill or decode, got {phase!r}")
+
+
+def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp: int = 1,
+          ep: int = 1, distribution: str = "balanced", engine: str | None = None) -> KernelTime:
+    """Grouped-GEMM MoE layer (gate/up, activation, down over the routed experts on one GPU) for `tokens`
+    tokens entering the layer, model shape (hidden, inter = one expert's d_ff, topk, experts), sharded
+    over moe tp × ep. Covered only for MoE shapes the tables measured (exact hidden/inter/topk/experts);
+    the tokens per expert and experts per GPU follow from tokens·topk/experts and experts/ep."""
+    keys = {"moe_dtype": _dt(dtype), "hidden_size": int(hidden), "inter_size": int(inter), "topk": int(topk),
+            "num_experts": int(experts), "distribution": distribution}
+    return _lookup(acc, "moe", engine, keys, tokens, tp, ep)
+
+
+def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine: str | None = None) -> KernelTime:
+    """Collective of `kind` over `n_gpus` GPUs moving `nbytes` (nccl-tests' size: the per-rank buffer of an
+    all-reduce, the full gathered buffer of all-gather/reduce-scatter, the per-rank send buffer of an
+    all-to-all). All-reduce uses the engine's own custom all-reduce table where one was measured, else
+    NCCL's. The tables hold one scale-up domain only (NVLink: 2–8 GPUs, 2–4 on GB200/GB300 trays): a
+    scale-out tier is never covered. One GPU: zero time, covered."""
+    if kind not in COLLECTIVES:
+        raise InputError(f"unknown collective {kind!r}: expected one of {', '.join(COLLECTIVES)}")
+    if tier not in TIERS:
+        raise InputError(f"unknown tier {tier!r}: expected one of {', '.join(TIERS)}")
+    nb, g = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n_gpus, float))
+    if tier == "scale-out":
+        r = KernelTime(np.full(nb.shape, np.nan), np.zeros(nb.shape, bool), np.zeros(nb.shape, bool), "")
+    else:
+        r = None
+        if kind == "all_reduce" and engine in ENGINES:
+            r = _lookup(acc, "custom_allreduce", engine, {"allreduce_dtype": "bf16"}, g, np.maximum(nb, 1))
+            r = r if r.source else None
+        if r is None:
+            r = _lookup(acc, "nccl", "nccl", {"op_name": _NCCL_OP[kind], "nccl_dtype": "fp16"},
+                        np.maximum(g, 2), np.maximum(nb, 1))
+    one = g <= 1
+    return KernelTime(np.where(one, 0.0, r.seconds), r.covered | one, r.extrapolated & ~one, r.source)
+
+
+def extrapolation_distance(acc, kind: str, engine, keys: dict, *coords) -> np.ndarray:
+    """How far outside the table each point lies: Σ over axes of |ln(x/clamped x)| (0 inside the range);
+    callers widen intervals by it."""
+    t = _pick(accelerator_id(acc), kind, engine, keys)
+    arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
+    if t is None:
+        return np.full(arrs[0].shape, np.nan)
+    axes, _ = _grid(t["id"], accelerator_id(acc))
+    return sum(np.abs(np.log(a) - np.clip(np.log(a), ax[0], ax[-1])) for a, ax in zip(arrs, axes))
+
+
+def coverage() -> list[dict]:
+    """One row per (accelerator, kind, engine): framework version, dtypes and other keys, tables, cells."""
+    rows = {}
+    for t in index()["tables"]:
+        s = index()["sources"][t["source"]]
+        key = (t["accelerator"], t["kind"], t["engine"])
+        r = rows.setdefault(key, {"accelerator": t["accelerator"], "kind": t["kind"], "engine": t["engine"],
+                                  "framework": s["framework"], "framework_version": s["framework_version"],
+                                  "aic_system": s["aic_system"], "dtypes": set(), "tables": 0,
+                                  "cells_measured": 0, "rows_in_file": s["rows_in_file"]})
+        r["dtypes"] |= {str(v) for k, v in t["keys"].items() if k.endswith("dtype")}
+        r["tables"] += 1
+        r["cells_measured"] += t["cells_measured"]
+    return [dict(r, dtypes=sorted(r["dtypes"])) for r in rows.values()]
