@@ -38,14 +38,14 @@ def test_plan_impossible_target_is_one_line_error(run_cli):
     assert code == 1 and err.startswith("error: no layout of llama-3-70b") and "relax the targets" in err
 
 
-def test_plan_nonpositive_target_is_a_usage_error(run_cli):
+def test_plan_nonpositive_target_is_a_bad_value(run_cli):
     import pytest
 
     from roofline.errors import InputError
     from roofline.planner import Targets
 
     code, _, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--tpot-ms", "-1")
-    assert code == 2 and "--tpot-ms" in err and "got -1.0" in err
+    assert code == 1 and err.startswith("error: --tpot-ms must be > 0 and finite, got -1;")
     with pytest.raises(InputError, match="target ttft_s must be > 0"):
         Targets(ttft_s=0.0)
 

@@ -72,9 +72,11 @@ def hardware(system_id, accelerator_id, gpus, flags=("--system", "--accelerator"
     raise InputError(f"no hardware given: pass {s_flag} ID (e.g. dgx-h100) or {a_flag} ID {g_flag} N")
 
 
-def layout(model, system, tp, ep, pp, dp, domains, batch=None):
-    """The inference layout rules of the layout module (TP vs heads and the domain, EP vs experts, PP vs
-    layers, GPUs vs domains, batch vs sequence slots)."""
-    from ..parallel import Layout, validate
+def layout(model, system, tp, ep, pp, dp, domains, batch=None, **training):
+    """The layout module's rules (TP vs heads and the domain, EP vs experts, PP vs layers, GPUs vs domains,
+    batch vs sequence slots); returns the checked Layout."""
+    from ..layout import Layout, validate
 
-    validate(model, system, Layout(tp=tp, ep=ep, pp=pp, dp=dp), domains=domains, batch=batch)
+    lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, **training)
+    validate(model, system, lay, batch, training=bool(training))
+    return lay

@@ -62,7 +62,7 @@ class StepRequest(Request):
                 raise rules.InputError(
                     f"{f('gpus')} {self.gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} = {tp * dp * pp} "
                     f"GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
-            resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch)
+            self._layout = resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch)
         elif self.realistic:
             one_tp_group(self._model, self._system, self._chips)
 
@@ -78,7 +78,7 @@ class StepRequest(Request):
 def one_tp_group(model, system, chips: int) -> None:
     """--realistic without a layout runs the GPUs as one TP group: that must be a valid TP degree."""
     from ..errors import InputError
-    from ..parallel import check_tensor_parallel
+    from ..layout import check_tensor_parallel
 
     try:
         check_tensor_parallel(model, system, chips)
@@ -88,65 +88,47 @@ def one_tp_group(model, system, chips: int) -> None:
                          f"GPUs with -a ACCELERATOR -g N") from None
 
 
-def realistic(m, sysrec, batch, context, phase, prompt, weights_dtype, kv_dtype, tp, ep, pp, dp, domains,
-              per_query_head) -> dict:
-    """The efficiency model's pass time (efficiency.predict_pass) at the central factors and the two
-    corners of their spread: the interval any prediction carries (docs/validation.md gives its error)."""
-    from ..efficiency import WHICH, family_for, predict_pass
+def realistic(req: "StepRequest", layout) -> dict:
+    """The efficiency model's pass (the engine with the family's cited factors) at the central factors and
+    the two corners of their spread: the interval any prediction carries (docs/validation.md gives its error)."""
+    from ..efficiency import WHICH, kv_read_multiplier
+    from ..efficiency import realistic as family_factors
+    from ..engine import step
 
-    t = {w: predict_pass(m, sysrec, batch, context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
-                         kv_dtype=kv_dtype, tp=tp, ep=ep, pp=pp, dp=dp, domains=domains,
-                         kv_per_query_head=per_query_head, which=w) for w in WHICH}
+    m, sysrec = req._model, req._system
+    pqh = req.decode_attention == "per-query-head"
+    t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
+                 weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
+                 efficiency=family_factors(sysrec.accelerator, req.weights_dtype, w,
+                                           kv_read_multiplier=kv_read_multiplier(m, pqh, w)))
+         for w in WHICH}
     mid = t["mid"]
-    tokens = batch * (prompt if phase == "prefill" else 1)
-    return {"family": family_for(sysrec.accelerator).family, "layout": f"TP{tp} EP{ep} PP{pp} DP{dp}",
-            "decode_attention": "per-query-head" if per_query_head else "shared",
+    return {"family": mid.efficiency, "layout": f"TP{layout.tp} EP{layout.ep} PP{layout.pp} DP{layout.dp}",
+            "decode_attention": req.decode_attention,
             "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
-            "compute_s": float(mid.compute_s), "memory_s": float(mid.memory_s), "comm_s": float(mid.comm_s),
-            "overhead_s": float(mid.overhead_s), "gemm_s": float(mid.gemm_s), "attention_s": float(mid.attention_s),
-            "elementwise_s": float(mid.elementwise_s),
-            "tokens_per_s": tokens / float(mid.step_s)}
+            **{k: float(getattr(mid, k)) for k in ("compute_s", "memory_s", "comm_s", "overhead_s", "gemm_s",
+                                                   "attention_s", "elementwise_s", "tokens_per_s")}}
 
 
 def run_step(req: StepRequest) -> dict:
-    """The `roofline step --json` dict for a validated request (raises DoesNotFitError when the plain
-    pass does not fit; a layout's dict carries `fits` instead)."""
-    from ..roofline import Efficiency, step
+    """The `roofline step --json` dict for a validated request (raises DoesNotFitError when a pass with
+    perfect sharding does not fit; a layout's dict carries `fits` instead)."""
+    from ..efficiency import Efficiency
+    from ..engine import step
+    from ..layout import Layout
 
     m, sysrec, chips = req._model, req._system, req._chips
-    eff = Efficiency(req.compute_efficiency, req.memory_efficiency)
-    base = {"model": m.id, "system": sysrec.id, "phase": req.phase, "batch": req.batch, "context": req.context,
-            "prompt": req.prompt if req.phase == "prefill" else 1, "weights_dtype": req.weights_dtype,
-            "kv_dtype": req.kv_dtype}
-    real = None
-    if req.realistic:  # no layout given: the chips as one TP group (the efficiency model needs a layout)
-        tp, ep, pp, dp, doms = req.layout_degrees if req.has_layout else (chips, 1, 1, 1, 1)
-        real = realistic(m, sysrec, req.batch, req.context, req.phase, req.prompt, req.weights_dtype,
-                         req.kv_dtype, tp, ep, pp, dp, doms, req.decode_attention == "per-query-head")
-    if req.has_layout:
-        from ..parallel_step import parallel_step
-
-        tp, ep, pp, dp, doms = req.layout_degrees
-        r = parallel_step(m, sysrec, req.batch, req.context, tp=tp, ep=ep, pp=pp, dp=dp, domains=doms,
-                          phase=req.phase, prompt=req.prompt, weights_dtype=req.weights_dtype,
-                          kv_dtype=req.kv_dtype, efficiency=eff, usd_per_gpu_hour=req.usd_per_gpu_hour)
-        plain = step(m, sysrec, req.batch, req.context, phase=req.phase, prompt=req.prompt,
-                     weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, chips=sysrec.chips, check_context=True)
-        d = {**base, "tp": tp, "ep": ep, "pp": pp, "dp": dp, "domains": doms}
-        d.update(r.to_dict())
-        for k in ("params_total", "params_active", "kv_bytes_per_token"):
-            d[k] = getattr(plain, k)
-    else:
-        r = step(m, sysrec, req.batch, req.context, phase=req.phase, prompt=req.prompt,
-                 weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, chips=chips,
-                 usd_per_gpu_hour=req.usd_per_gpu_hour, efficiency=eff, check_fit=True)
-        d = dict(base)
-        d.update(r.to_dict())
-        # no layout given: perfect sharding over the chips, no communication modelled (docs/parallelism.md)
-        d["comm_s"] = 0.0
-        d["memory_per_gpu_parts_bytes"] = {"weights": d["weights_per_gpu_bytes"], "kv": d["kv_per_gpu_bytes"],
-                                           "activations": d["activations_per_gpu_bytes"]}
-    if real:
-        d["realistic"] = real
+    layout = req._layout if req.has_layout else None
+    d = {"model": m.id, "system": sysrec.id, "phase": req.phase, "batch": req.batch, "context": req.context,
+         "prompt": req.prompt if req.phase == "prefill" else 1, "weights_dtype": req.weights_dtype,
+         "kv_dtype": req.kv_dtype}
+    if layout is not None:
+        d.update(tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp, domains=layout.domains)
+    r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
+             weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
+             efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
+             check_fit=layout is None)
+    d.update(r.to_dict())
+    if req.realistic:  # no layout given: the GPUs as one TP group (the efficiency model needs a layout)
+        d["realistic"] = realistic(req, layout if layout is not None else Layout(tp=chips))
     return rules.finite(d, describe(req))
-

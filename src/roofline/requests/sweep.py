@@ -4,7 +4,7 @@ streaming writers (CSV, Parquet) that let 10^8 and more points go to disk withou
 Points are the batch-major product of the two grids (point i = batch[i // n_context], context[i %
 n_context]); they are evaluated `chunk_points` at a time by one vectorised `roofline.step` call per
 chunk, so memory stays bounded (about 0.5 kB per point of a chunk, whatever the sweep's size).
-`bound` is a small integer column (0 = compute, 1 = memory: BOUND_NAMES), a dictionary column in
+`bound` is a small integer column (0 = compute, 1 = memory, 2 = network: BOUND_NAMES), a dictionary column in
 Parquet; `run_sweep` (the --json list, small sweeps only) spells it out.
 """
 
@@ -18,7 +18,7 @@ from . import resolve, rules
 from .base import Choice, Dtype, Fraction, OptText, OptWhole, Price, Request, Whole, describe
 
 #: value of the `bound` column -> its name
-BOUND_NAMES = ("compute", "memory")
+BOUND_NAMES = ("compute", "memory", "network")  # engine.BOUNDS
 #: step-result columns written per point, after batch and context (and before bound, fits)
 KEYS = ("compute_s", "weight_read_s", "kv_read_s", "step_s", "tokens_per_s", "tokens_per_s_per_sequence",
         "usd_per_million_tokens", "mfu", "memory_per_gpu_bytes")
@@ -147,33 +147,52 @@ def check_disk(req: SweepRequest, n: int) -> None:
                                    f"{free / 1e9:,.1f} GB free there; free space, write elsewhere or use a coarser grid")
 
 
-def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
-    """Columns for points [start, stop) as NumPy arrays (bound as uint8 codes)."""
+def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times_only=False):
+    """The engine's array core on the chunk's points, with the inputs `engine.step` derives from the
+    request: `step` itself also solves the critical batch by bisection (64 core evaluations per point),
+    which a sweep's columns do not include, so the sweep calls the core once per chunk."""
     import numpy as np
 
-    from ..roofline import Efficiency, step
+    from ..efficiency import LOW_PRECISION, Efficiency
+    from ..engine import core
+    from ..hardware import usd_per_gpu_hour
+    from ..layout import Layout
+    from ..memory import DEFAULT_USABLE_MEMORY
+    from ..units import dtype_bytes
+
+    sysrec, acc = req._system, req._system.accelerator
+    L = np.asarray(float(req.prompt) if req.phase == "prefill" else 1.0)
+    eff = efficiency or Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
+    return core(req._model, sysrec, layout or Layout.sharded(req._chips), B, C, L, req.phase,
+                b_w=dtype_bytes(req.weights_dtype), b_kv=dtype_bytes(req.kv_dtype), b_act=dtype_bytes("bf16"),
+                peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
+                low_precision=req.weights_dtype in LOW_PRECISION, imbalance=1.0,
+                price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
+                times_only=times_only)
+
+
+def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
+    """Columns for points [start, stop) as NumPy arrays (bound as uint8 codes into BOUND_NAMES)."""
+    import numpy as np
 
     idx = np.arange(start, stop, dtype=np.int64)
     nc = req._contexts.size
     B = req._batches[idx // nc]
     C = req._contexts[idx % nc]
-    r = step(req._model, req._system, B, C, phase=req.phase, prompt=req.prompt, weights_dtype=req.weights_dtype,
-             kv_dtype=req.kv_dtype, chips=req._chips, usd_per_gpu_hour=req.usd_per_gpu_hour,
-             efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency))
+    r = _engine_pass(req, B, C)
     shape = B.shape
     cols = {"batch": B, "context": C}
     for k in KEYS:
         cols[k] = np.broadcast_to(getattr(r, k), shape)
-    if req.realistic:  # efficiency.predict_pass on the same points, central value and the two corners
-        from ..efficiency import predict_pass
+    if req.realistic:  # the family's cited factors on the same points (the GPUs as one TP group)
+        from ..efficiency import realistic
+        from ..layout import Layout
 
         for key, which in zip(REALISTIC_KEYS, ("mid", "fast", "slow")):
-            t = predict_pass(req._model, req._system, B, C, phase=req.phase, prompt=req.prompt,
-                             weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, tp=req._chips,
-                             which=which).step_s
-            cols[key] = np.broadcast_to(t, shape)
-    mem = r.weight_read_s + r.kv_read_s + r.kv_write_s
-    cols["bound"] = np.broadcast_to(np.where(r.compute_s >= mem, 0, 1).astype(np.uint8), shape)
+            eff = realistic(req._system.accelerator, req.weights_dtype, which)
+            t = _engine_pass(req, B, C, efficiency=eff, layout=Layout(tp=req._chips), times_only=True)
+            cols[key] = np.broadcast_to(getattr(t, "step_s", t), shape)
+    cols["bound"] = np.broadcast_to(np.asarray(r.bound).astype(np.uint8), shape)
     cols["fits"] = np.broadcast_to(r.fits, shape)
     for k in KEYS + (REALISTIC_KEYS if req.realistic else ()):
         if not np.isfinite(cols[k]).all():

@@ -1,0 +1,90 @@
+"""`plan`: search TP/EP/PP/DP, batch and formats for one model on 1+ domains — the request and
+`run_plan`, which returns the `roofline plan --json` dict (docs/parallelism.md)."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from pydantic import Field
+
+from . import resolve, rules
+from .base import Fraction, OptReal, OptWhole, Price, Real, Request, Whole
+
+
+def parse_domains(text, name: str = "--domains") -> list[int]:
+    """'4' -> [4]; '1-4' -> [1, 2, 3, 4]; '1,2,8' -> [1, 2, 8]; a list of whole numbers as given."""
+    from ..errors import InputError
+
+    out: list[int] = []
+    if isinstance(text, int) and not isinstance(text, bool):
+        out = [text]
+    elif isinstance(text, (list, tuple)):
+        out = [rules.whole(name, v) for v in text]
+    elif isinstance(text, str):
+        try:
+            for part in text.split(","):
+                if "-" in part:
+                    a, b = (int(x) for x in part.split("-", 1))
+                    if b - a > 1024:
+                        raise ValueError
+                    out += list(range(a, b + 1))
+                else:
+                    out.append(int(part))
+        except ValueError:
+            raise InputError(f"{name} {text!r} is not N, A-B or a comma list; e.g. {name} 1-4") from None
+    else:
+        raise InputError(f"{name} must be N, A-B or a comma list, got {rules._shown(text)}; e.g. {name} 1-4")
+    if not out or min(out) < 1 or max(out) > 1024:
+        raise InputError(f"{name} {text!r} must name domain counts between 1 and 1024; e.g. {name} 1-4")
+    return sorted(set(out))
+
+
+class PlanRequest(Request):
+    """The layouts of a model on 1+ scale-up domains of a system for one workload and optional targets."""
+
+    model: Any
+    system: Any
+    domains: Any = "1"
+    prompt: Whole(1, rules.MAX_TOKENS) = 1024
+    output: Whole(1, rules.MAX_TOKENS) = 1024
+    context: OptWhole(0, rules.MAX_TOKENS) = None
+    ttft_ms: OptReal(gt=0, fix="omit the flag for no target") = None
+    tpot_ms: OptReal(gt=0, fix="omit the flag for no target") = None
+    tokens_per_s_per_user: OptReal(gt=0, fix="omit the flag for no target") = None
+    moe_imbalance: Real(ge=1, le=1e3, fix="1 = perfectly balanced experts") = 1.0
+    scale_up_efficiency: Fraction = 1.0
+    scale_out_efficiency: Fraction = 1.0
+    compute_efficiency: Fraction = 1.0
+    memory_efficiency: Fraction = 1.0
+    usd_per_gpu_hour: Price = None
+    all_layouts: bool = Field(False, alias="all")
+    realistic: bool = False
+
+    def check(self) -> None:
+        f = self.flag
+        self._model = resolve.model(self.model, f("model"))
+        self._system = resolve.system(self.system, f("system"))
+        self._domains = parse_domains(self.domains, f("domains"))
+        rules.context_fits(self._model, self.prompt + self.output, f"{f('prompt')} + {f('output')} =",
+                           f"shorten the prompt or output to fit {self._model.max_context:,} tokens")
+        if self.context is not None:
+            rules.context_fits(self._model, self.context + 1, f"{f('context')} + 1 =")
+        # --realistic with explicit efficiencies: refused by planner.plan itself (one rule, one place)
+
+
+def run_plan(req: PlanRequest) -> dict:
+    """The `roofline plan --json` dict: frontier (or every feasible layout with `all`), counts, rejections."""
+    from ..planner import Targets, Workload, plan
+    from ..roofline import Efficiency
+
+    tg = Targets(ttft_s=None if req.ttft_ms is None else req.ttft_ms / 1e3,
+                 tpot_s=None if req.tpot_ms is None else req.tpot_ms / 1e3,
+                 tokens_per_s_per_user=req.tokens_per_s_per_user)
+    p = plan(req._model, req._system, req._domains, Workload(req.prompt, req.output, req.context), tg,
+             efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req.moe_imbalance,
+             scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
+             usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+    rows = p.rows(pareto_only=not req.all_layouts)
+    d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
+         "counts": p.counts, "layouts": rows, "rejected": p.rejected}
+    return rules.finite(d, f"plan of {req._model.id} on {req._system.id}")
