@@ -13,8 +13,8 @@ index, not by completion order.
   laptop, a SLURM job through dask-jobqueue, a Kubernetes deployment; see docs/distributed.md). The
   workers there must have the same `roofline` installed.
 
-Failures: a task that raises is retried `retries` times (a dead worker process is re-run elsewhere by
-the scheduler, up to its `allowed-failures`); the last error is raised as a RooflineError naming the
+Failures (on Dask): a task that raises is retried `retries` times, and a task whose worker process dies
+is re-run on another by the scheduler (up to its `allowed-failures`, default 3); the last error is raised as a RooflineError naming the
 task (`scenario 'rate=40 policy=static' failed: ...`), the other tasks are cancelled. Dask is imported
 only here and only when a cluster is used, so `import roofline` and one-off simulations stay light.
 Why Dask rather than Ray: docs/distributed.md.
@@ -63,23 +63,19 @@ def run_tasks(fn: Callable, tasks: Sequence[tuple], names: Sequence[str], *, wor
         raise InputError(f"retries must be >= 0, got {retries}")
     n_workers = default_workers(work, len(tasks)) if workers is None else int(workers)
     if scheduler is None and (n_workers == 1 or len(tasks) <= 1):
-        return _in_process(fn, tasks, names, retries, progress)
+        return _in_process(fn, tasks, names, progress)
     return _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress)
 
 
-def _in_process(fn, tasks, names, retries, progress) -> list:
+def _in_process(fn, tasks, names, progress) -> list:
+    """In this process: no retries (nothing can die but this process, and the simulation is deterministic);
+    a RooflineError gets the task's name, anything else is a bug and propagates unchanged."""
     out = []
     for t, name in zip(tasks, names):
-        for attempt in range(retries + 1):
-            try:
-                out.append(fn(*t))
-                break
-            except RooflineError as exc:  # bad input does not get better by retrying
-                raise _named(exc, name) from None
-            except Exception as exc:  # noqa: BLE001 - reported with the scenario's name after the retries
-                if attempt == retries:
-                    raise RooflineError(f"scenario {name!r} failed after {retries + 1} attempts: "
-                                        f"{type(exc).__name__}: {exc}") from None
+        try:
+            out.append(fn(*t))
+        except RooflineError as exc:
+            raise _named(exc, name) from None
         if progress is not None:
             progress(1)
     return out

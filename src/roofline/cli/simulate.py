@@ -90,14 +90,17 @@ def register(app: typer.Typer) -> None:
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
-        plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory.")] = None,
+        plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
+        grid: Annotated[Optional[str], typer.Option("--grid", help="Scenario grid: 'rate=5,10;policy=continuous,chunked;layout=pool,TP4 DP2' or a YAML file (docs/simulator.md); the other options are every scenario's defaults.")] = None,
+        workers: Annotated[Optional[int], typer.Option("--workers", help="With --grid: processes on a local Dask cluster (1 = in this process; default: 1 for small grids, else one per core).")] = None,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="With --grid: address tcp://HOST:PORT of a running Dask scheduler to run the scenarios on.")] = None,
         json: JsonOpt = False,
     ) -> None:
         """Simulate serving MODEL on a system: TTFT, TPOT, latency percentiles, throughput, goodput, $/Mtok."""
         import numpy as np
 
         from ..errors import InputError
-        from ..roofline import Efficiency
+        from ..efficiency import Efficiency
         from ..simulate import Policy, Simulation, Targets, roofline_deployment
         from ..simulate.metrics import summarize
         from ..speculative import Speculation
@@ -107,6 +110,18 @@ def register(app: typer.Typer) -> None:
         sysrec, chips = resolve_hardware(system, accelerator, gpus)
         eff = Efficiency(compute_efficiency, memory_efficiency)
         targets = Targets(ttft_target_s, tpot_target_s)
+        if grid is not None:
+            if policy == "disaggregated" or spec_gamma or fast_fraction or duration is not None or realistic:
+                raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, "
+                                 "--spec-gamma, --fast-fraction, --duration or --realistic; drop those options")
+            base = dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
+                        prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, requests=requests,
+                        max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
+                        preemption=not no_preemption, weights_dtype=weights_dtype, kv_dtype=kv_dtype)
+            return run_grid_cli(m, sysrec, chips, eff, targets, grid, base, trace=trace, seed=seed,
+                                price=usd_per_gpu_hour, workers=workers, scheduler=scheduler, plot=plot, json=json)
+        if workers is not None or scheduler is not None:
+            raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
         spec = Speculation(spec_gamma, spec_alpha, draft_fraction) if spec_gamma else None
         disagg = policy == "disaggregated"
         pol = Policy("continuous" if disagg else policy, max_seqs, max_batched_tokens, interval_s,
@@ -167,3 +182,35 @@ def register(app: typer.Typer) -> None:
                              f"{seconds(d[f'{name}_ttft_p50_s'])} / {seconds(d[f'{name}_tpot_p50_s'])}"])
         table(f"{m.id} on {tr.gpus} x {sysrec.accelerator.id}, {policy}, {wl.n:,} requests",
               ["metric", "value"], rows, caption=f"plots in {plot}" if plot else None)
+
+
+GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s", "goodput req/s", "good/GPU", "$/Mtok")
+
+
+def run_grid_cli(m, sysrec, chips, eff, targets, grid, base, *, trace, seed, price, workers, scheduler, plot, json):
+    """`simulate --grid`: one row per scenario (simulate.grid), on the executor asked for; --json
+    {"model", "system", "seed", "ttft_target_s", "tpot_target_s", "scenarios": [rows]}."""
+    from ..executors import check_workers
+    from ..simulate.grid import GridContext, parse_grid, run_grid
+    from ..simulate.workload import read_trace
+    from .render import progress as progress_bar
+
+    check_workers(workers, scheduler)
+    scenarios = parse_grid(grid, base)
+    ctx = GridContext(m, sysrec, chips, eff, price, targets, seed, read_trace(trace) if trace else None)
+    with progress_bar(len(scenarios), f"simulating {len(scenarios):,} scenarios", quiet=json) as advance:
+        rows = run_grid(ctx, scenarios, workers=workers, scheduler=scheduler, progress=advance)
+    if plot:
+        from ..plots.grid import goodput_vs_rate
+
+        goodput_vs_rate(rows, f"{plot}/goodput_vs_rate.png", title=f"{m.id} on {sysrec.id}")
+    if json:
+        return print_json({"model": m.id, "system": sysrec.id, "seed": seed, "ttft_target_s": targets.ttft_s,
+                           "tpot_target_s": targets.tpot_s, "scenarios": rows})
+    body = [[r["scenario"], r["gpus"], f"{seconds(r['ttft_p50_s'])} / {seconds(r['ttft_p99_s'])}",
+             f"{seconds(r['tpot_p50_s'])} / {seconds(r['tpot_p99_s'])}", f"{r['throughput_tokens_per_s']:,.0f}",
+             f"{r['goodput_requests_per_s']:,.3g} ({r['goodput_fraction']:.0%})", f"{r['goodput_per_gpu']:,.3g}",
+             f"{r['usd_per_million_tokens']:,.4g}"] for r in rows]
+    table(f"{m.id} on {sysrec.id}: {len(rows):,} scenarios", list(GRID_COLUMNS), body,
+          caption=f"goodput: TTFT <= {seconds(targets.ttft_s)} and TPOT <= {seconds(targets.tpot_s)}"
+                  + (f"; plot in {plot}" if plot else ""))

@@ -81,7 +81,7 @@ class GridContext:
     model: object
     system: object
     chips: int | None = None
-    efficiency: object = None
+    efficiency: object = None  # an efficiency.Efficiency; None = the pure roofline
     usd_per_gpu_hour: float | None = None
     targets: Targets = Targets()
     seed: int = 0
@@ -224,12 +224,10 @@ def scenario_seeds(seed: int, sc: Scenario) -> tuple[np.random.SeedSequence, np.
 
 def deployment_for(ctx: GridContext, sc: Scenario):
     """The scenario's Deployment: the pooled chips (roofline_deployment) or one replica of its layout."""
-    from ..roofline import Efficiency
     from .steptable import layout_deployment, roofline_deployment
 
-    eff = ctx.efficiency or Efficiency()
     lay = parse_layout(sc.layout)
-    kw = dict(efficiency=eff, weights_dtype=sc.weights_dtype, kv_dtype=sc.kv_dtype,
+    kw = dict(efficiency=ctx.efficiency, weights_dtype=sc.weights_dtype, kv_dtype=sc.kv_dtype,
               usd_per_gpu_hour=ctx.usd_per_gpu_hour)
     if lay is None:
         return roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw)
