@@ -213,7 +213,7 @@ def compare(model, system, batch, context, *, weights_dtype="fp8", kv_dtype="fp8
     1): a walk from the board to the engine one switch at a time (ENGINE_STEPS), each row with its reason,
     and the batch-1 penalty both ways (the board's R·s against the engine's, which reads touched experts)."""
     from . import model as M
-    from .roofline import step
+    from .engine import step
     from .units import dtype_bytes
 
     n = int(chips or system.chips)
@@ -265,3 +265,20 @@ def compare(model, system, batch, context, *, weights_dtype="fp8", kv_dtype="fp8
         "attention_flops_per_kv_byte": attn_intensity,
         "ridge_flops_per_byte": acc.peak_flops(weights_dtype) / acc.hbm_bytes_per_s,
     }
+
+
+def pipeline_hop_s(system, micro_batch_tokens, d_model, gpus_per_stage, act_bytes=2.0):
+    """What one decode pipeline hop costs (the figure roofline uses everywhere): the scale-out link latency
+    α (catalog `scale_out_latency_us`) plus the transfer of one micro-batch's activations, split over the
+    stage's GPUs, at the per-GPU scale-out bandwidth β (catalog `scale_out_gb_per_s`):
+
+        t_hop = α + b·D·bytes / (S · β)            (network.p2p_s; the same α–β send as `step --pp`)
+
+    The stage's own compute and memory time is not part of a hop: it is already in t_step. The lecture's
+    "a few milliseconds" per hop [S 01:15:21] is a guess it says may be off by 10×; measured RDMA hops are
+    ~10 µs (docs/roofline.md, 'What a pipeline hop costs'). Ignores queueing behind other traffic."""
+    from .network import p2p_s
+
+    require_positive("GPUs per stage", gpus_per_stage)
+    send = np.asarray(micro_batch_tokens, dtype=float) * d_model * act_bytes / gpus_per_stage
+    return p2p_s(send, system.scale_out_bytes_per_s, system.scale_out_latency_s)

@@ -173,3 +173,44 @@ def token_latency_with_hops(step_s, stages, hop_s):
     the lecture guesses 'a few ms'; roofline's catalog uses the measured link latency plus the transfer
     of one activation micro-batch (docs/roofline.md, 'What a pipeline hop costs')."""
     return np.asarray(step_s, dtype=float) + np.asarray(stages, dtype=float) * hop_s
+
+
+
+# ---- racks, experts and stages (§1.7, §2.3, §3.2, §3.5, §3.6) ----------------------------------------
+def sparsity_quality_equivalence(dense_equivalent_params, active_params):
+    """How many active parameters' worth of quality an MoE buys: N_dense_equiv / N_active (§1.7).
+
+    Lecture [S 00:29:37]: 64 experts at 370M active match a dense 1.3B → 3.51× (T16; "64x for 4x").
+    Source: Clark et al. 2022, "Unified Scaling Laws for Routed Language Models". Empirical, MoE-variant
+    dependent; nothing here predicts it.
+    """
+    return np.asarray(dense_equivalent_params, dtype=float) / np.asarray(active_params, dtype=float)
+
+
+def micro_batches(stages):
+    """n_micro = P: the fewest micro-batches that keep every stage busy in decode (§3.5, T24)."""
+    return np.asarray(stages)
+
+
+def stage_boundary_ratio(active_experts, layers_per_stage, up_over_out):
+    """t_scale-up / t_scale-out at a pipeline boundary = 2·k·L_stage/(BW_up/BW_out) [S 00:49:21–00:53:08]:
+    per token the boundary sends one activation over scale-out, while each of the stage's L_stage MoE
+    layers sends it to k experts and back over scale-up. ≥ 1: the boundary is not the bottleneck
+    (T18: k 8, L 1 → 2.0; T19: k 3 → 0.75, L 2 → 1.5; T20: need 2kL ≥ 8). Ignores the all-to-all's
+    local share and attention traffic."""
+    return 2.0 * np.asarray(active_experts, dtype=float) * np.asarray(layers_per_stage, dtype=float) / up_over_out
+
+
+def ep_slowdown_over_domains(n_domains, up_over_out):
+    """The lecture's rough EP slowdown across n domains against one [S 00:39:39–00:40:10; form I]: traffic X
+    per GPU takes X/BW_up in one domain and max((1/n)·X/BW_up, (1 − 1/n)·X/BW_out) across n, so the slowdown
+    is max(1/n, (1 − 1/n)·BW_up/BW_out) (T21: n 2, ratio 8 → 4×). Ignores latency and congestion."""
+    n = np.asarray(n_domains, dtype=float)
+    return np.maximum(1.0 / n, (1.0 - 1.0 / n) * up_over_out)
+
+
+def weight_fetch_s(w_total, gpus_reading, bytes_per_s_per_gpu):
+    """t = W_total/(S_up·BW_per_GPU): every GPU of a scale-up domain reads weights in parallel; pipeline
+    stages cannot, since they run at different times [S 01:16:53–01:18:22] (T26: 1e12 B on 72 × 8e12 →
+    1.74 ms, on 8 × 3.35e12 → 37.3 ms). The latency floor of that domain."""
+    return latency_floor(w_total, np.asarray(gpus_reading, dtype=float) * bytes_per_s_per_gpu)

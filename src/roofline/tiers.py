@@ -77,7 +77,8 @@ def remat_cost_roofline(model, system, context, *, weights_dtype="fp8", kv_dtype
     """Average cost per token of rebuilding a `context`-token prefix with one prefill pass on the
     roofline (roofline.step, phase='prefill', prompt=context, batch 1): includes attention FLOPs and
     the pass's KV writes; broadcasts over `context`."""
-    from .roofline import Efficiency, step
+    from .efficiency import Efficiency
+    from .engine import step
 
     ctx = np.asarray(context, dtype=float)
     require_positive("context to rematerialise", ctx, fix="give at least one token")

@@ -1,6 +1,6 @@
 """Plots for chapters 2–3: Pareto frontier, rack map of experts, decode pipeline timeline, memory vs stages.
 
-Every number drawn is computed by roofline.planner / roofline.parallel; matplotlib is imported lazily.
+Every number drawn is computed by roofline.planner / roofline.lecture / roofline.layout; matplotlib is imported lazily.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: fl
     GPUs hatched; the bar shows the share of a GPU's all-to-all traffic that stays on its rack (1/n)
     and leaves it (1 − 1/n), and the resulting slowdown vs one rack."""
     from ..network import fraction_off_domain
-    from ..parallel import place_experts, two_domain_ep_slowdown
+    from ..layout import place_experts
+    from ..lecture import ep_slowdown_over_domains as two_domain_ep_slowdown
 
     import matplotlib.pyplot as plt
 
@@ -79,10 +80,10 @@ def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: fl
 def pipeline_timeline(stages: int, path, stage_s: float = 1.0, hop_s: float = 0.0, loops: int = 3):
     """Decode pipelining (§3.3): with n_micro = P micro-batches every stage is busy at all times (no
     bubble); each micro-batch loops through all stages, P·(t_stage + t_hop) per token (§3.6)."""
-    from ..parallel import decode_token_latency, micro_batches
+    from ..lecture import token_latency_with_hops as decode_token_latency
 
     fig, ax = new_figure(width=8, height=3.2)
-    n_micro = int(micro_batches(stages))
+    n_micro = int(stages)  # n_micro = P (§3.5, T24)
     period = stages * stage_s + stages * hop_s
     for mb in range(n_micro):
         for loop in range(loops):
@@ -104,10 +105,10 @@ def pipeline_timeline(stages: int, path, stage_s: float = 1.0, hop_s: float = 0.
 def memory_vs_stages(path, w_total_bytes=1e12, ep=64, micro_batch=2400, context=1e5, kv_bytes_per_token=2048,
                      stages=(1, 2, 4, 8, 16)):
     """Memory per GPU against pipeline stages (§3.5): weights fall as 1/P, KV stays (T23's numbers)."""
-    from ..parallel import lecture_memory_per_gpu
+    from ..lecture import memory_per_gpu
 
     P = np.asarray(stages, dtype=float)
-    w, kv, tot = lecture_memory_per_gpu(w_total_bytes, ep, micro_batch, context, kv_bytes_per_token, P)
+    w, kv, tot = memory_per_gpu(w_total_bytes, micro_batch, context, kv_bytes_per_token, ep, P)
     fig, ax = new_figure()
     ax.bar(np.arange(P.size), kv / 1e9, color=COLORS["kv"], label="KV cache (b·ctx·kv/E, P cancels)")
     ax.bar(np.arange(P.size), w / 1e9, bottom=kv / 1e9, color=COLORS["weights"], label="weights (W/(E·P))")
@@ -119,4 +120,25 @@ def memory_vs_stages(path, w_total_bytes=1e12, ep=64, micro_batch=2400, context=
     ax.set_title(f"W={w_total_bytes / 1e12:g} TB, E={ep}, b={micro_batch}, ctx={context:,.0f}, kv={kv_bytes_per_token} B",
                  fontsize=9)
     ax.legend(fontsize=8)
+    return save(fig, path)
+
+
+def moe_quality(path, params=(1e8, 3.7e8, 1e9, 1e10, 1e11), law=None):
+    """Quality multiplier N_eq/N of a routed model against its expert count, one curve per active size
+    (Clark et al. 2022 eq. 1, roofline.moe_scaling), with the lecture's 64 × 370M ≈ 1.3B point and the
+    host's '100× total ≈ 10× active' marked."""
+    from ..moe_scaling import S_BASE, quality_multiplier
+
+    law = law or S_BASE
+    E = np.geomspace(1, 1024, 200)
+    fig, ax = new_figure()
+    for i, n in enumerate(params):
+        ax.semilogx(E, quality_multiplier(n, E, law), color=f"C{i}", label=f"N_active = {n:.3g}")
+    ax.plot([64], [1.3e9 / 3.7e8], "k*", ms=12, label="lecture: 64 experts × 370M ≈ 1.3B dense (3.5×)")
+    ax.plot([100], [10], "rX", ms=10, label="host: 100× total ≈ 10× active")
+    ax.axhline(1, color="grey", lw=0.8)
+    ax.set_xlabel("experts E")
+    ax.set_ylabel("dense-equivalent parameters / active parameters")
+    ax.set_title(f"Routed scaling law (Clark et al. 2022, {law.name}, 130B tokens)", fontsize=9)
+    ax.legend(fontsize=7)
     return save(fig, path)

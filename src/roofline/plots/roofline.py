@@ -13,7 +13,8 @@ def latency_and_cost_vs_batch(model, system, *, chips=None, context=0.0, weights
     """Two panels [S 00:08:02–00:15:52]: step time vs B (compute line through the origin, weight fetch
     constant, KV fetch linear, their max) and cost per token vs B (each divided by B: constant,
     hyperbola, constant). Log-log; the critical batch is marked on both."""
-    from ..roofline import Efficiency, step
+    from ..efficiency import Efficiency
+    from ..engine import step
 
     lo = 1.0
     hi = 64 * 1024.0
@@ -45,7 +46,7 @@ def latency_and_cost_vs_batch(model, system, *, chips=None, context=0.0, weights
 def roofline_chart(model, system, points, *, chips=None, weights_dtype="bf16", kv_dtype="bf16", path="roofline.png"):
     """Classic roofline (Williams et al. 2009): attainable FLOP/s = min(peak, intensity × BW), log-log;
     each (label, batch, context, phase, prompt) pass is placed at its FLOP/byte and achieved FLOP/s."""
-    from ..roofline import step
+    from ..engine import step
 
     n = chips or system.chips
     acc = system.accelerator
@@ -72,7 +73,7 @@ def mfu_vs_context(model, system, *, batch=None, chips=None, weights_dtype="fp8"
     shown from roofline.step at the given batch and from the lecture's closed form."""
     from .. import lecture as L
     from .. import model as M
-    from ..roofline import step
+    from ..engine import step
 
     n = chips or system.chips
     ctx = np.geomspace(256, max(model.max_context, 1024), 300)
@@ -139,7 +140,7 @@ def board_vs_engine(model, system, *, context=0.0, weights_dtype="fp8", kv_dtype
     FLOPs) and from roofline.step (touched experts, attention FLOPs, KV writes), on the same axes."""
     from .. import lecture as L
     from .. import model as M
-    from ..roofline import step
+    from ..engine import step
     from ..units import dtype_bytes
 
     n, acc = system.chips, system.accelerator
