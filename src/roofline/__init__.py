@@ -3,7 +3,7 @@
 Quick use:
     >>> import roofline as rl
     >>> r = rl.step(rl.get_model("llama-3-70b"), rl.get_system("dgx-h100"), batch=64, context=4096)
-    >>> r.step_s, r.bound
+    >>> r.step_s, r.bound_name
 
 Importing is cheap: NumPy and the records only; catalogs load on first use, plotting lazily.
 """
@@ -12,11 +12,15 @@ from .catalog import accelerator as get_accelerator
 from .catalog import get_catalog
 from .catalog import model as get_model
 from .catalog import system as get_system
+from .efficiency import Efficiency
+from .engine import PassResult, step
 from .errors import CatalogError, DoesNotFitError, InputError, RooflineError
-from .roofline import Efficiency, StepResult, step
+from .layout import Layout
+
+StepResult = PassResult  # the former name of the engine's result
 
 __version__ = "0.1.0"
 __all__ = [
-    "get_accelerator", "get_system", "get_model", "get_catalog", "step", "Efficiency", "StepResult",
-    "RooflineError", "InputError", "CatalogError", "DoesNotFitError",
+    "get_accelerator", "get_system", "get_model", "get_catalog", "step", "Efficiency", "Layout", "PassResult",
+    "StepResult", "RooflineError", "InputError", "CatalogError", "DoesNotFitError",
 ]

@@ -93,6 +93,19 @@ class System:
         return self.scale_up_bytes_per_s / self.scale_out_bytes_per_s
 
 
+def usd_per_gpu_hour(system: System, explicit: float | None = None) -> float:
+    """The one price resolver: an explicit price (--usd-per-gpu-hour), else the system's row, else its
+    accelerator's rental price (USD per accelerator-hour). Raises InputError for a price <= 0 or not finite."""
+    from .errors import require_positive
+
+    if explicit is not None:
+        price = explicit
+    else:
+        price = system.usd_per_hour or system.accelerator.usd_per_hour
+    require_positive("usd per GPU-hour", price, fix="give a rental price in USD per accelerator-hour, e.g. 2.0")
+    return float(price)
+
+
 def hardware_ratio(flops_per_s, bytes_per_weight, bytes_per_s):
     """R = (FLOPS/2) · b_w / BW — multiplies per second times bytes per weight over bandwidth.
 

@@ -1,4 +1,18 @@
-"""Training memory per GPU: model states (mixed-precision Adam, ZeRO 1–3 / FSDP) and activations under
+"""Memory per GPU for every command: weights, KV cache and activations in inference, and model states
+(weights, gradients, optimizer states) and activations in training; and the KV capacity a layout leaves.
+
+Inference, per GPU of the busiest stage (lecture §3.5, with B = pp·b sequences in flight, b per micro-batch):
+
+    weights = f·(W_dense/tp + W_routed/(moe_tp·ep))       f = v·ceil(L/(pp·v))/L  (layout.stage_fraction)
+    kv      = f·B·kv_seq(ctx)/(dp·kv_shard)               kv_shard = min(tp, K) for GQA, 1 for MLA, tp if perfect
+    acts    = one layer's live activations of the dp group's tokens / tp      (`activation_bytes`)
+
+With B = pp·b the pp cancels in the KV term: b·kv_seq/(dp·kv_shard) (the lecture's cancellation, T23).
+KV capacity (`kv_capacity_tokens`): the tokens whose KV fits in what the weights and activations leave.
+Ignores: uneven embedding/head placement across stages (spread with f), CUDA graphs and workspace (covered
+by the usable-memory fraction), KV fragmentation (paged attention makes it small).
+
+Training. Training memory per GPU: model states (mixed-precision Adam, ZeRO 1–3 / FSDP) and activations under
 no, selective and full recomputation, and with reversible layers (lecture §3.4, §6.3).
 
 Model states (Rajbhandari et al. 2020, "ZeRO", arXiv:1910.02054, §3.1 and Fig. 1), Ψ parameters on a
@@ -34,7 +48,6 @@ Ignores: the embedding output on the first stage, temporary buffers of communica
 ZeRO-3 parameter gather, allocator fragmentation, the optimizer's own temporaries. Peaks are counted
 as stored activations plus the transient working set of the one layer being back-propagated.
 """
-
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -43,73 +56,14 @@ import numpy as np
 
 from . import model as M
 from .errors import InputError
+from .layout import Layout, kv_shard, stage_fraction, stage_layers
+from .units import dtype_bytes
 
-RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
-SCHEDULES = ("gpipe", "1f1b", "interleaved")
+#: vLLM's default `gpu_memory_utilization` (vLLM engine arguments docs): share of HBM usable for
+#: weights, KV cache and activations; the rest is CUDA context, allocator slack and workspace.
+DEFAULT_USABLE_MEMORY = 0.9
 #: bytes per parameter of fp32 Adam state: master weights 4 + momentum 4 + variance 4 (ZeRO §3.1, K = 12)
 ADAM_STATE_BYTES = 12.0
-
-
-@dataclass(frozen=True)
-class TrainLayout:
-    """How a training step is laid out on tp·pp·dp GPUs (ep divides dp: experts borrow DP ranks).
-
-    micro_batch: sequences per micro-batch (b). micro_batches: per pipeline per step (m); the global
-    batch is dp·m·b sequences. virtual_stages (v) > 1 only with the interleaved schedule.
-    """
-
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    micro_batch: int = 1
-    micro_batches: int = 1
-    schedule: str = "1f1b"
-    virtual_stages: int = 1
-    zero: int = 1
-    sequence_parallel: bool = True
-
-    def __post_init__(self):
-        for f in ("tp", "pp", "dp", "ep", "micro_batch", "micro_batches", "virtual_stages"):
-            v = getattr(self, f)
-            if int(v) != v or v < 1:
-                raise InputError(f"{f} must be a whole number >= 1, got {v}")
-        if self.schedule not in SCHEDULES:
-            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
-        if self.virtual_stages > 1 and self.schedule != "interleaved":
-            raise InputError("virtual_stages > 1 needs schedule 'interleaved'; set schedule='interleaved'")
-        if self.zero not in (0, 1, 2, 3):
-            raise InputError(f"zero stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
-        if self.dp % self.ep:
-            raise InputError(f"ep ({self.ep}) must divide dp ({self.dp}): expert parallelism reuses "
-                             f"data-parallel ranks; pick ep among the divisors of dp")
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
-
-    @property
-    def global_batch(self) -> int:
-        return self.dp * self.micro_batches * self.micro_batch
-
-    def to_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-def check_layout(m: M.Model, layout: TrainLayout) -> None:
-    """Experts must split evenly over ep. Layers may split unevenly over pp·v chunks (BLOOM: 70 layers
-    on 12 stages); the busiest stage then holds `stage_layers` = v·ceil(L/(pp·v)) layers."""
-    if layout.pp * layout.virtual_stages > m.layers:
-        raise InputError(f"pp·v = {layout.pp * layout.virtual_stages} exceeds {m.id}'s {m.layers} layers; "
-                         f"use fewer pipeline stages")
-    if m.moe and m.moe.experts % layout.ep:
-        raise InputError(f"ep ({layout.ep}) must divide {m.id}'s {m.moe.experts} experts")
-
-
-def stage_layers(m: M.Model, layout: TrainLayout) -> int:
-    """Layers on the busiest pipeline stage: v·ceil(L/(pp·v))."""
-    v = layout.virtual_stages
-    return v * -(-m.layers // (layout.pp * v))
 
 
 # ---- model states ---------------------------------------------------------------------------------
@@ -127,13 +81,85 @@ def model_state_bytes(params, dp, zero, *, weight_bytes=2.0, grad_bytes=2.0, opt
     return w, g, o
 
 
-def params_per_gpu(m: M.Model, layout: TrainLayout):
-    """(dense Ψ, expert Ψ) per GPU on the busiest stage: dense weights split over tp and over stages
-    in proportion to layers (f = stage_layers/L), routed experts also over ep."""
+def params_per_gpu(m: M.Model, layout: Layout):
+    """(dense Ψ, routed-expert Ψ) per GPU on the busiest stage: f·W_dense/tp and f·W_routed/(moe_tp·ep),
+    f = v·ceil(L/(pp·v))/L. Broadcasts over array-valued layout degrees (the planner's grid)."""
     expert_total = m.moe_layers * m.moe.experts * M.expert_params(m) if m.moe else 0.0
     dense = M.params_total(m) - expert_total
-    f = stage_layers(m, layout) / m.layers
-    return dense * f / layout.tp, expert_total * f / (layout.tp * layout.ep)
+    f = stage_fraction(m, layout.pp, layout.virtual_stages)
+    tp = np.asarray(layout.tp, dtype=float)
+    return dense * f / tp, expert_total * f / (np.asarray(layout.moe_tp, dtype=float) * layout.ep)
+
+
+# ---- inference ------------------------------------------------------------------------------------
+def activation_bytes(model: M.Model, tokens, dtype: str = "bf16"):
+    """Live activations of one layer during inference (estimate): residual stream, the layer input,
+    attention output and the widest MLP hidden state for every token in the pass:
+    tokens · (3·D + 2·F_active) · bytes. Inference frees each layer's activations before the next.
+    """
+    ff = model.d_ff
+    if model.moe:
+        ff = max(ff, model.moe.active * model.moe.d_ff_expert)
+    return np.asarray(tokens, dtype=float) * (3 * model.d_model + 2 * ff) * dtype_bytes(dtype)
+
+
+@dataclass(frozen=True)
+class MemoryPerGpu:
+    """Inference bytes per GPU of the busiest stage (arrays when the inputs were)."""
+
+    weights_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    activations_bytes: np.ndarray
+    total_bytes: np.ndarray
+
+    def parts(self) -> dict:
+        f = lambda v: float(v) if np.ndim(v) == 0 else np.asarray(v).tolist()  # noqa: E731
+        return {"weights": f(self.weights_bytes), "kv": f(self.kv_bytes), "activations": f(self.activations_bytes)}
+
+
+def kv_bytes_per_gpu(m: M.Model, layout: Layout, batch, context, bytes_per_kv=2.0):
+    """f·B·kv_seq(context)/(dp·kv_shard): the KV one GPU of the busiest stage holds for `batch` sequences in
+    flight (all pp micro-batches) of `context` tokens each. `bytes_per_kv` may be an array."""
+    f = stage_fraction(m, layout.pp, layout.virtual_stages)
+    kv_seq = M.kv_bytes_per_sequence(m, context, "bf16") * (np.asarray(bytes_per_kv, dtype=float) / 2.0)
+    return f * np.asarray(batch, dtype=float) * kv_seq / (layout.dp * kv_shard(m, layout.tp, layout.perfect))
+
+
+def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weight=2.0, bytes_per_kv=2.0,
+                   tokens_per_pass=1, activation_dtype="bf16") -> MemoryPerGpu:
+    """Bytes per GPU of the busiest stage (module docstring). `batch` counts sequences in flight in one
+    replica (all pp micro-batches); `context` the KV tokens held per sequence; `tokens_per_pass` the tokens
+    per sequence in one pass (1 in decode, the prompt chunk in prefill). Broadcasts over everything."""
+    dense, routed = params_per_gpu(m, layout)
+    w = (dense + routed) * np.asarray(bytes_per_weight, dtype=float)
+    kv = kv_bytes_per_gpu(m, layout, batch, context, bytes_per_kv)
+    tokens_group = np.asarray(batch, dtype=float) / (np.asarray(layout.pp) * layout.dp) * tokens_per_pass
+    act = activation_bytes(m, tokens_group, activation_dtype) / layout.tp
+    return MemoryPerGpu(weights_bytes=w, kv_bytes=kv, activations_bytes=act, total_bytes=w + kv + act)
+
+
+def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf16", kv_dtype="bf16",
+                       usable_memory=DEFAULT_USABLE_MEMORY, of: str = "total", activation_bytes_per_gpu=0.0):
+    """Tokens of context whose KV one replica can hold (all its sequences together):
+
+        free per GPU = usable·HBM − weights − activations          (of="total": vLLM's gpu_memory_utilization)
+                     = usable·(HBM − weights) − activations        (of="free": TensorRT-LLM's
+                                                                     kv_cache_free_gpu_mem_fraction)
+        tokens       = dp · free · kv_shard / (f · kv_bytes_per_token)
+
+    Each of the dp groups keeps its own sequences' KV; within a group a token's KV is split kv_shard ways
+    over the TP ranks (replicated beyond the KV heads) and over the stages (f of the layers each). With
+    perfect sharding over n GPUs this is (n·usable·HBM − W_total)/kv. Ignores block fragmentation and
+    sliding-window layers' cap (callers add a per-sequence overhead for those)."""
+    if of not in ("total", "free"):
+        raise InputError(f"of must be 'total' or 'free', got {of!r}")
+    dense, routed = params_per_gpu(m, layout)
+    weights = (dense + routed) * dtype_bytes(weights_dtype)
+    hbm = system.accelerator.hbm_bytes
+    free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
+    f = stage_fraction(m, layout.pp, layout.virtual_stages)
+    per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect)
+    return layout.dp * free / per_token
 
 
 # ---- activations ----------------------------------------------------------------------------------
@@ -186,7 +212,8 @@ def layer_activations(m: M.Model, seq_len, micro_batch, *, dropout=True, flash_a
     return LayerActivations(replicated, split, quadratic, act_bytes * sb * h)
 
 
-def in_flight_micro_batches(layout: TrainLayout):
+# ---- training -------------------------------------------------------------------------------------
+def in_flight_micro_batches(layout: Layout):
     """Micro-batches whose activations the first stage holds at its peak (Narayanan 2021 §2.2;
     Korthikanti 2022 §4.2.3): GPipe m; 1F1B min(P, m); interleaved P·(1 + (P−1)/(P·v)), capped at v·m
     chunk-micro-batches expressed in whole-stage units."""
@@ -221,18 +248,18 @@ class TrainingMemory:
         return out
 
 
-def activation_bytes_per_gpu(m: M.Model, layout: TrainLayout, seq_len, recompute="none", *,
-                             dropout=True, flash_attention=False, act_bytes=2.0):
+def activation_bytes_per_gpu(m: M.Model, layout: Layout, seq_len, *, dropout=True, flash_attention=False,
+                             act_bytes=2.0):
     """Peak activation bytes on the first pipeline stage for a recompute mode (see module docstring).
 
         none        n·(R/t' + S/t + Q/t)                   n = layers per stage × micro-batches in flight
         selective   n·(R/t' + S/t) + Q/t                    core recomputed one layer at a time
         full        n·I/t' + (layer − I/t')                 keep inputs, rebuild one layer
         reversible  2·I/t'·in_flight + layer + 2·I/t'       two output streams per micro-batch in flight
-    (t' = t with sequence parallelism, else 1; I = 2·s·b·h; `layer` = one layer's full activations.)
+    (t' = t with sequence parallelism, else 1; I = 2·s·b·h; `layer` = one layer's full activations;
+    the mode is layout.recompute.)
     """
-    if recompute not in RECOMPUTE_MODES:
-        raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}")
+    recompute = layout.recompute
     la = layer_activations(m, seq_len, layout.micro_batch, dropout=dropout, flash_attention=flash_attention,
                            act_bytes=act_bytes)
     t = float(layout.tp)
@@ -250,60 +277,33 @@ def activation_bytes_per_gpu(m: M.Model, layout: TrainLayout, seq_len, recompute
     return 2.0 * inp * in_flight + layer + 2.0 * inp
 
 
-def training_memory(m: M.Model, layout: TrainLayout, seq_len, recompute="none", *, dropout=True,
-                    flash_attention=False, weight_bytes=2.0, grad_bytes=2.0,
-                    optimizer_bytes=ADAM_STATE_BYTES, act_bytes=2.0) -> TrainingMemory:
+def training_memory(m: M.Model, layout: Layout, seq_len, *, dropout=True, flash_attention=False, weight_bytes=2.0,
+                    grad_bytes=2.0, optimizer_bytes=ADAM_STATE_BYTES, act_bytes=2.0) -> TrainingMemory:
     """Weights, gradients, optimizer states and activations per GPU for `layout` (module docstring).
 
     The busiest GPU: the first stage's activations, or the last stage's (one micro-batch of layers
-    plus fp32 logits 4·s·b·V/t) if larger. Broadcasts over seq_len.
+    plus fp32 logits 4·s·b·V/t) if larger. Broadcasts over seq_len. Recomputation and sequence
+    parallelism are the layout's.
     """
-    check_layout(m, layout)
     dense, expert = params_per_gpu(m, layout)
     wd, gd, od = model_state_bytes(dense, layout.dp, layout.zero, weight_bytes=weight_bytes,
                                    grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     we, ge, oe = model_state_bytes(expert, layout.dp // layout.ep, layout.zero, weight_bytes=weight_bytes,
                                    grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
-    act = np.asarray(activation_bytes_per_gpu(m, layout, seq_len, recompute, dropout=dropout,
+    act = np.asarray(activation_bytes_per_gpu(m, layout, seq_len, dropout=dropout,
                                               flash_attention=flash_attention, act_bytes=act_bytes), dtype=float)
     logits = 4.0 * np.asarray(seq_len, dtype=float) * layout.micro_batch * m.vocab / layout.tp
     if layout.pp == 1:
         act_peak = act + logits
     else:  # last stage holds one micro-batch in flight (1F1B) — or all m for GPipe — plus the logits
-        last = TrainLayout(tp=layout.tp, pp=layout.pp, dp=layout.dp, ep=layout.ep, micro_batch=layout.micro_batch,
-                           micro_batches=1 if layout.schedule != "gpipe" else layout.micro_batches,
-                           schedule="gpipe", zero=layout.zero, sequence_parallel=layout.sequence_parallel)
-        act_last = activation_bytes_per_gpu(m, last, seq_len, recompute, dropout=dropout,
+        last = layout.with_(micro_batches=1 if layout.schedule != "gpipe" else layout.micro_batches,
+                            schedule="gpipe", virtual_stages=1)
+        act_last = activation_bytes_per_gpu(m, last, seq_len, dropout=dropout,
                                             flash_attention=flash_attention, act_bytes=act_bytes) + logits
         act_peak = np.maximum(act, act_last)
     w, g, o = wd + we, gd + ge, od + oe
     return TrainingMemory(
         weights=np.asarray(w), grads=np.asarray(g), optimizer=np.asarray(o), activations=act_peak,
-        logits=logits, total=w + g + o + act_peak, recompute=recompute,
+        logits=logits, total=w + g + o + act_peak, recompute=layout.recompute,
         in_flight=in_flight_micro_batches(layout), layers_per_stage=float(stage_layers(m, layout)),
     )
-
-
-def recompute_extra_flops_per_token(m: M.Model, seq_len, recompute="none", *, causal=True):
-    """Extra forward FLOPs per token spent rematerialising activations:
-
-        none 0;  selective: the attention core (QKᵀ and PV) once more (Korthikanti §5);
-        full and reversible: one more forward pass, 2·N + attention (≈ 8ND instead of 6ND; lecture §6.3 [I]).
-    """
-    if recompute not in RECOMPUTE_MODES:
-        raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}")
-    attn = forward_attention_flops_per_token(m, seq_len, causal=causal)
-    if recompute == "none":
-        return 0.0 * attn
-    if recompute == "selective":
-        return attn
-    return M.matmul_flops_per_token(m) + attn
-
-
-def forward_attention_flops_per_token(m: M.Model, seq_len, *, causal=True):
-    """Score and value FLOPs per token of a training sequence: causal mean context (s+1)/2, or the
-    full s×s square (`causal=False`, the convention of Narayanan et al. 2021 eq. (3))."""
-    s = np.asarray(seq_len, dtype=float)
-    if causal:
-        return M.prefill_attention_flops_per_token(m, s)
-    return M.attention_flops_per_token(m, s)

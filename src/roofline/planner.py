@@ -2,7 +2,7 @@
 
 For a model, a system, a range of domain counts, a workload (prompt, output, context) and targets
 (TTFT, TPOT or tokens/s per user) the planner evaluates the whole candidate grid as NumPy arrays with
-`parallel_step.step_core` (no Python loop over candidates) and returns the Pareto frontier of
+the pass engine's array core (engine.core; no Python loop over candidates) and returns the Pareto frontier of
 output tokens/s per GPU against tokens/s per user (the axes of serving benchmarks such as
 SemiAnalysis InferenceMAX), with $ per million output tokens.
 
@@ -27,12 +27,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dataclasses import replace
+
+from . import layout as P
 from . import model as M
-from . import network as N
-from . import parallel as P
+from .efficiency import LOW_PRECISION, Efficiency, _by_format, family_efficiency, family_for
+from .engine import check_moe_imbalance, core
 from .errors import InputError, require_positive
-from .parallel_step import check_moe_imbalance, classify_bound, step_core
-from .roofline import DEFAULT_USABLE_MEMORY, Efficiency, activation_bytes
+from .hardware import usd_per_gpu_hour as resolve_price
+from .memory import DEFAULT_USABLE_MEMORY, activation_bytes, memory_per_gpu
 from .units import SECONDS_PER_HOUR, dtype_bytes
 
 
@@ -155,10 +158,10 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          realistic: bool = False, which: str = "mid") -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
-    realistic: step times from the efficiency model of the accelerator's family (efficiency.refine on
-    the ideal step, network tiers carrying the family's collective factors) instead of the pure
-    roofline; `which` picks its central value or a corner of the factors' spread. It replaces the
-    explicit efficiency arguments, which must then stay at their defaults.
+    realistic: step times from the efficiency model of the accelerator's family (the engine with the
+    family's factors, each candidate's weight format picking its GEMM and streaming factors) instead of
+    the pure roofline; `which` picks its central value or a corner of the factors' spread. It replaces
+    the explicit efficiency arguments, which must then stay at their defaults.
     """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
@@ -179,33 +182,25 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     b_w = np.array([dtype_bytes(w) for w, _ in dtypes])[di]
     b_kv = np.array([dtype_bytes(k) for _, k in dtypes])[di]
     peak = np.array([acc.peak_flops(w) for w, _ in dtypes])[di]
-    up, out = N.tiers(system, scale_up_efficiency=scale_up_efficiency, scale_out_efficiency=scale_out_efficiency)
-    price = (system.usd_per_hour or acc.usd_per_hour) if usd_per_gpu_hour is None else usd_per_gpu_hour
-    b_act = dtype_bytes(activation_dtype)
+    w_names = np.array([w for w, _ in dtypes])[di]
+    price = resolve_price(system, usd_per_gpu_hour)
     if realistic:
-        from .efficiency import family_for, family_tiers
-
         if efficiency != Efficiency() or scale_up_efficiency != 1.0 or scale_out_efficiency != 1.0:
             raise InputError("realistic planning uses the efficiency model's own factors; drop the explicit "
                              "compute/memory/scale-up/scale-out efficiencies or the realistic switch")
-        fam = family_for(acc)
-        up, out = family_tiers(system, fam, which)
-    common = (b_w, b_kv, b_act, peak, efficiency, up, out, moe_imbalance, price, usable_memory)
-    dec = step_core(model, system, tp, ep, pp, dp, batch, workload.decode_context, 1.0, "decode", *common)
-    pre = step_core(model, system, tp, ep, pp, dp, dp * pp, 0.0, float(workload.prompt), "prefill", *common)
-    tpot, ttft, bound = dec.step_s, pre.step_s, dec.bound
-    if realistic:
-        from .efficiency import refine
-
-        w_names = np.array([w for w, _ in dtypes])[di]
-        rd = refine(model, acc, dec, "decode", batch, workload.decode_context, 1.0, tp, dp, pp, w_names,
-                    activation_dtype, fam, which)
-        rp = refine(model, acc, pre, "prefill", dp * pp, 0.0, float(workload.prompt), tp, dp, pp, w_names,
-                    activation_dtype, fam, which)
-        tpot, ttft = rd.step_s, rp.step_s
-        bound = classify_bound(rd.compute_s, rd.memory_s, rd.comm_s)
-    mem = P.memory_per_gpu(model, tp, ep, pp, dp, batch, workload.prompt + workload.output,
-                           bytes_per_weight=b_w, bytes_per_kv=b_kv)
+        eff = family_efficiency(family_for(acc), w_names, which)
+    else:
+        eff = replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency)
+    lay = P.Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=int(doms.max()))
+    kw = dict(b_w=b_w, b_kv=b_kv, b_act=dtype_bytes(activation_dtype), peak_w=peak,
+              peak_act=acc.peak_flops(activation_dtype), eff=eff,
+              low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
+              price=price, usable_memory=usable_memory)
+    dec = core(model, system, lay, batch, workload.decode_context, 1.0, "decode", **kw)
+    pre = core(model, system, lay, dp * pp, 0.0, float(workload.prompt), "prefill", times_only=True, **kw)
+    tpot, ttft, bound = dec.step_s, pre, dec.bound_name
+    mem = memory_per_gpu(model, lay, batch, workload.prompt + workload.output, bytes_per_weight=b_w,
+                         bytes_per_kv=b_kv)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
     mem_total = mem.total_bytes + prefill_act
     usable = acc.hbm_bytes * usable_memory
@@ -283,12 +278,13 @@ def _explain(model, system, c, fits, meets, placed, mem, prefill_act, usable, ta
                     miss.append(f"{c['tokens_per_s_per_user'][i]:,.1f} tok/s per user < {targets.tokens_per_s_per_user:,.1f}")
                 out.append(f"target: {label(i)} would give {per_gpu[i]:,.0f} tok/s/GPU but {'; '.join(miss)}")
     # structural examples: what the grid skipped and why, in validate()'s words
-    probes = [P.Layout(tp=system.chips * 2), P.Layout(pp=model.layers + 1)]
+    top_d = int(max(doms))
+    probes = [P.Layout(tp=system.chips * 2, domains=top_d), P.Layout(pp=model.layers + 1, domains=top_d)]
     if model.moe:
-        probes.insert(0, P.Layout(tp=1, ep=system.chips, dp=system.chips))
+        probes.insert(0, P.Layout(tp=1, ep=system.chips, dp=system.chips, domains=top_d))
     for lay in probes:
         try:
-            P.validate(model, system, lay, int(max(doms)))
+            P.validate(model, system, lay)
         except InputError as e:
             out.append(f"validity: {e}")
     return out

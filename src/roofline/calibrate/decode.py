@@ -6,7 +6,7 @@ the KV cache → output projection → residual; RMSNorm → SwiGLU MLP → resi
 One decode step = one new token for each of B sequences with C tokens already cached. It runs in
 PyTorch when installed (CPU, or CUDA), else in NumPy; fp32 throughout.
 
-Prediction: efficiency.predict_pass with the calibrated profile and calibrated_family (only
+Prediction: engine.step (one GPU, the realistic model) with the calibrated profile and calibrated_family (only
 microbenchmarks), whose GEMM curve and KV bandwidth are re-measured at the model's own shapes
 (batch-B projections, decode attention over the cache) interleaved with the decode timings;
 measured: median over rounds of the minimum over repeats of one step's wall time.
@@ -23,7 +23,9 @@ from importlib import resources
 import numpy as np
 
 from ..catalog import parse_model
-from ..efficiency import FamilyEfficiency, predict_pass
+from ..efficiency import FamilyEfficiency, family_efficiency
+from ..engine import step
+from ..layout import Layout
 from ..hardware import Accelerator, single_accelerator_system
 from .microbench import _Ops, resolve_backend
 
@@ -148,8 +150,9 @@ class DecodePoint:
 def predict_decode(m, acc: Accelerator, fam: FamilyEfficiency, batch, context):
     """(mid, fast, slow) predicted step seconds for the decode model on a calibrated accelerator."""
     system = single_accelerator_system(acc, 1)
-    out = [predict_pass(m, system, batch, context, phase="decode", weights_dtype="fp32", kv_dtype="fp32",
-                        activation_dtype="fp32", fam=fam, which=w).step_s for w in ("mid", "fast", "slow")]
+    out = [step(m, system, batch, context, layout=Layout(tp=1), phase="decode", weights_dtype="fp32", kv_dtype="fp32",
+                activation_dtype="fp32", efficiency=family_efficiency(fam, "fp32", w), check=False,
+                check_context=False).step_s for w in ("mid", "fast", "slow")]
     return tuple(float(x) for x in out)
 
 

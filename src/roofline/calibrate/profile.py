@@ -99,7 +99,7 @@ def calibrated_family(mb: Microbench, ops_per_layer: int, ops_per_pass: int, dty
 
     return FamilyEfficiency(
         family="calibrated", gemm=Factor(1.0, 0.85, 1.0, src), gemm_low_precision=Factor(1.0, 0.85, 1.0, src),
-        gemm_half_tokens=Factor(half, half * 0.5, half * 2.0, src), weight_bandwidth=f(w),
+        gemm_half_rows=Factor(half, half * 0.5, half * 2.0, src), weight_bandwidth=f(w),
         weight_bandwidth_low_precision=f(w), kv_bandwidth=f(kv),
         attention_compute=f(attn), scale_up_bandwidth=Factor(1.0, 0.5, 1.0, "not measured (single device)"),
         scale_up_step_latency_s=Factor(1e-6, 1e-7, 1e-5, "not measured (single device)"),

@@ -82,18 +82,19 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Efficiency factors of the `--realistic` model per accelerator family: value, spread, source."""
-        from ..efficiency import FAMILIES, factor_table
+        from ..efficiency import factor_table, families
         from ..errors import UnknownEntryError
 
-        fams = FAMILIES if family is None else {family: FAMILIES.get(family)}
+        known = {k: v for k, v in families().items() if k != "generic"}
+        fams = known if family is None else {family: known.get(family)}
         if family is not None and fams[family] is None:
-            raise UnknownEntryError("efficiency family", family, list(FAMILIES), listing="roofline catalog efficiency")
+            raise UnknownEntryError("efficiency family", family, list(known), listing="roofline catalog efficiency")
         data = {name: [{"factor": n, "value": v, "low": lo, "high": hi, "source": src}
                        for n, v, lo, hi, src in factor_table(f)] for name, f in fams.items()}
         if json:
             return print_json(data)
         for name, rows in data.items():
-            table(f"Efficiency factors: {name} (roofline.efficiency; fractions of datasheet peaks, seconds)",
+            table(f"Efficiency factors: {name} (catalog/data/efficiency.yaml; fractions of datasheet peaks, seconds)",
                   ["factor", "value", "low", "high", "source"],
                   [[r["factor"], f"{r['value']:.3g}", f"{r['low']:.3g}", f"{r['high']:.3g}", r["source"]] for r in rows])
 

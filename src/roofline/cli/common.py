@@ -49,7 +49,7 @@ def resolve_model(name: str):
 def check_one_tp_group(model, system, chips: int) -> None:
     """--realistic without a layout runs the GPUs as one TP group: that must be a valid TP degree."""
     from ..errors import InputError
-    from ..parallel import check_tensor_parallel
+    from ..layout import check_tensor_parallel
 
     try:
         check_tensor_parallel(model, system, chips)

@@ -40,10 +40,14 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Step time, MFU, memory per GPU and the cost of training MODEL on D tokens with a TP/PP/DP/EP layout."""
+        from dataclasses import replace
+
         from ..catalog import get_catalog
+        from ..efficiency import realistic
         from ..errors import InputError
-        from ..training import TrainEfficiency, train_step
-        from ..training_memory import RECOMPUTE_MODES, TrainLayout, training_memory
+        from ..layout import RECOMPUTE_MODES, Layout
+        from ..memory import training_memory
+        from ..training import train_step
 
         if system is None:
             raise InputError("no hardware given: pass --system ID (the scale-up domain, e.g. dgx-h100)")
@@ -52,14 +56,18 @@ def register(app: typer.Typer) -> None:
         if global_batch % (dp * micro_batch):
             raise InputError(f"--global-batch {global_batch} must be a multiple of dp·micro-batch = "
                              f"{dp * micro_batch}; change --global-batch or --micro-batch")
-        lay = TrainLayout(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
-                          micro_batches=global_batch // (dp * micro_batch), schedule=schedule,
-                          virtual_stages=virtual_stages, zero=zero)
-        r = train_step(m, sysrec, lay, seq, recompute=recompute, dtype=dtype, usd_per_gpu_hour=usd_per_gpu_hour,
-                       efficiency=TrainEfficiency(compute=compute_efficiency, overlap_dp=overlap_dp),
-                       sequence_parallel=sequence_parallel, flash_attention=flash_attention, dropout=dropout)
-        by_mode = {mode: training_memory(m, lay, seq, mode, flash_attention=flash_attention, dropout=dropout)
-                   for mode in RECOMPUTE_MODES}
+        lay = Layout(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
+                     micro_batches=global_batch // (dp * micro_batch), schedule=schedule,
+                     virtual_stages=virtual_stages, zero=zero, recompute=recompute,
+                     sequence_parallel=sequence_parallel)
+        # the family's cited factors; an explicit --compute-efficiency is a flat fraction of peak for every GEMM
+        eff = replace(realistic(sysrec.accelerator, dtype), overlap_dp=overlap_dp)
+        if compute_efficiency is not None:
+            eff = replace(eff, compute=compute_efficiency, gemm_half_rows=0.0)
+        r = train_step(m, sysrec, lay, seq, dtype=dtype, usd_per_gpu_hour=usd_per_gpu_hour, efficiency=eff,
+                       flash_attention=flash_attention, dropout=dropout)
+        by_mode = {mode: training_memory(m, lay.with_(recompute=mode), seq, flash_attention=flash_attention,
+                                         dropout=dropout) for mode in RECOMPUTE_MODES}
         if json:
             d = {"model": m.id, "system": sysrec.id, "seq_len": seq, "recompute": recompute,
                  "layout": lay.to_dict(), **r.to_dict(tokens)}

@@ -10,10 +10,11 @@ from . import COLORS, new_figure, save
 
 def memory_by_recompute(model, layout, seq_len, path, **kw):
     """Stacked bars per GPU: weights, gradients, optimizer, activations for each recompute mode."""
-    from ..training_memory import RECOMPUTE_MODES, training_memory
+    from ..layout import RECOMPUTE_MODES
+    from ..memory import training_memory
 
     fig, ax = new_figure()
-    mems = [training_memory(model, layout, seq_len, mode, **kw) for mode in RECOMPUTE_MODES]
+    mems = [training_memory(model, layout.with_(recompute=mode), seq_len, **kw) for mode in RECOMPUTE_MODES]
     parts = [("weights", "weights", COLORS["weights"]), ("grads", "gradients", COLORS["other"]),
              ("optimizer", "optimizer (fp32 Adam)", COLORS["network"]), ("activations", "activations", COLORS["compute"])]
     bottom = np.zeros(len(mems))

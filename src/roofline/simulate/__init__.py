@@ -10,10 +10,10 @@ metrics.py   TTFT, TPOT, latency percentiles, throughput, goodput, utilisation, 
 
 from .core import Simulation, Trace, simulate
 from .policies import POLICIES, Policy, Targets
-from .steptable import (BoardStep, ConstantStep, Deployment, EfficiencyModelStep, RooflineStep, StepTable,
-                        roofline_deployment)
+from .steptable import (BoardStep, ConstantStep, Deployment, EfficiencyModelStep, EngineStep, RooflineStep,
+                        StepTable, deployment, roofline_deployment)
 from .workload import Workload, make_workload, read_trace, write_trace
 
 __all__ = ["Simulation", "Trace", "simulate", "POLICIES", "Policy", "Targets", "BoardStep", "ConstantStep",
-           "Deployment", "EfficiencyModelStep", "RooflineStep", "StepTable", "roofline_deployment", "Workload", "make_workload",
+           "Deployment", "EfficiencyModelStep", "EngineStep", "RooflineStep", "deployment", "StepTable", "roofline_deployment", "Workload", "make_workload",
            "read_trace", "write_trace"]

@@ -3,14 +3,13 @@ table of it computed up front so the event loop does no heavy work per iteration
 
 A StepModel is any callable `step_model(batch, tokens, context) -> seconds` over broadcasting
 arrays: `batch` sequences in the pass, `tokens` new tokens in the pass (decode: = batch; a mixed
-pass adds prefill tokens), `context` mean tokens already cached per sequence. Three are provided:
+pass adds prefill tokens), `context` mean tokens already cached per sequence. Provided:
 
-- `RooflineStep`: roofline.step() as a pass of L = tokens/batch tokens per sequence on top of
-  `context` cached tokens (phase 'prefill'; L = 1 is exactly a decode step), with the same
-  Efficiency factors, dtypes and options as `roofline step` [S 00:02:37, 01:42:00].
-- `EfficiencyModelStep`: efficiency.predict_pass (the cited efficiency model: GEMM, streaming, attention,
-  collective and overhead factors of the accelerator's family) for the chips as one TP group, the same
-  L = tokens/batch pass — `roofline simulate --realistic`.
+- `EngineStep`: the pass engine (engine.step_time, step times only) as a pass of L = tokens/batch tokens
+  per sequence on top of `context` cached tokens (L = 1 is exactly a decode step) for one replica of a
+  layout, pure or realistic [S 00:02:37, 01:42:00]. `RooflineStep` (perfect sharding, explicit
+  efficiency: what `roofline step` without a layout computes) and `EfficiencyModelStep` (the family's
+  factors, the GPUs as one TP group: `roofline simulate --realistic`) are two ways to build one.
 - `BoardStep`: the lecture's idealised board, lecture.step_time (KV, attention, MoE routing ignored
   unless given) — used to reproduce the lecture's fast-mode numbers (T15).
 - `ConstantStep`: a fixed step time, the lecture's "pick B, the step takes 20 ms" (T05).

@@ -138,7 +138,7 @@ def _misses(evals) -> list[str]:
 
 def markdown(evals, plot_name: str | None = "validation.png") -> str:
     """The full docs/validation.md text from a list of evaluations."""
-    from ..efficiency import FAMILIES, factor_table
+    from ..efficiency import factor_table, families
 
     lines = [
         "# Validation against published measurements",
@@ -259,7 +259,7 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
                        f"[{e.low:.3g}, {e.high:.3g}]", _pct(e.error), e.measurement.sharding,
                        e.measurement.reliability, e.measurement.source] for e in evals]),
               "", "## Efficiency factors used", ""]
-    for fam in FAMILIES.values():
+    for fam in (f for k, f in families().items() if k != "generic"):
         lines += [f"### {fam.family}", "",
                   _table(["factor", "value", "low", "high", "source"],
                          [[n, f"{v:.3g}", f"{lo:.3g}", f"{hi:.3g}", s] for n, v, lo, hi, s in factor_table(fam)]), ""]

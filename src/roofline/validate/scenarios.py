@@ -1,14 +1,13 @@
-"""Evaluate each published measurement with the library (parallel_step + the efficiency model; training
-rows with training.train_step).
+"""Evaluate each published measurement with the library (the pass engine with the efficiency model;
+training rows with training.train_step, which runs its forward through the same engine).
 
 Every scenario is a function of one measurement row (data/measurements.yaml) returning the predicted
 value in the row's unit, for the central efficiency factors and for the two corners of their spread
 (efficiency.WHICH): the interval [low, high] is the range of the prediction over those corners.
 
-Inference passes are efficiency.predict_pass under the row's layout (tp, ep, pp, dp; default one chip or
-perfect sharding where the row says so) on the row's system (a catalog or dataset system, else `chips`
-copies of the accelerator on one scale-up domain): TP all-reduces, EP dispatch/combine and stage p2p
-come from parallel_step.
+Inference passes are engine.step with the family's factors (efficiency.realistic) under the row's layout
+(tp, ep, pp, dp) on the row's system (a catalog or dataset system, else `chips` copies of the accelerator
+on one scale-up domain): TP all-reduces, EP dispatch/combine and stage p2p on their tiers.
 
 Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
 - static_batch_throughput (TensorRT-LLM gptSessionBenchmark, static batching): all B sequences start
@@ -25,8 +24,8 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   1 + d tokens (MTP: d draft tokens, acceptance a) at KV length C; value = B·(1 + a·d)/t · 8/n
   output tokens/s per 8-GPU node.
 - prefill_mfu: B·I·2N_matmul / (t_prefill · n · P).
-- training_mfu: training.train_step with the row's TrainLayout (tp, pp, dp, micro_batch, micro_batches,
-  schedule, virtual_stages, zero), recompute mode and FLOP convention (mfu_definition: model → MFU,
+- training_mfu: training.train_step with the row's Layout (tp, pp, dp, micro_batch, micro_batches,
+  schedule, virtual_stages, zero, recompute, sequence_parallel) and FLOP convention (mfu_definition: model → MFU,
   hardware → HFU, which counts recomputation as Megatron 2021 and BLOOM do); η_compute = the family's
   GEMM curve at b·s rows, scale-up/scale-out efficiencies from the family (efficiency.py).
 - training_tokens_per_s_per_gpu: the same train_step; value = G·s/(t_step·n). weights_dtype is the GEMMs'
@@ -43,10 +42,12 @@ import numpy as np
 
 from .. import model as M
 from ..catalog import get_catalog, parse_accelerator, parse_model, parse_system
-from ..efficiency import WHICH, Factor, family_for, gemm_efficiency, predict_pass
+from ..efficiency import WHICH, Factor, family_efficiency, family_for, kv_read_multiplier
+from ..engine import step
 from ..errors import InputError
 from ..hardware import single_accelerator_system
-from ..units import dtype_bytes
+from ..layout import Layout
+from ..memory import kv_capacity_tokens
 
 METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
 RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence",
@@ -166,18 +167,24 @@ def _system(meas: Measurement, extra: dict):
     return single_accelerator_system(_accelerator(meas, extra), meas.chips)
 
 
+def _layout(meas) -> Layout:
+    r = meas.row
+    return Layout(tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
+                  domains=int(r.get("domains", 1)))
+
+
 def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
     r = meas.row
     fam = family_for(_accelerator(meas, extra or {}))
-    if r.get("ideal_network"):  # communication of a layout parallel_step cannot express: bandwidth only
+    if r.get("ideal_network"):  # communication of a layout the engine cannot express: bandwidth only
         fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
                       scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
-    return predict_pass(m, _system(meas, extra or {}), batch, context, phase=phase, prompt=prompt, fam=fam,
-                        weights_dtype=r.get("weights_dtype", "bf16"), kv_dtype=r.get("kv_dtype", "bf16"),
-                        tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)),
-                        dp=int(r.get("dp", 1)), domains=int(r.get("domains", 1)),
-                        overlap_comm=bool(r.get("overlap_comm", False)),
-                        kv_per_query_head=_decode_attention(meas) == "per-query-head", which=which)
+    wd = r.get("weights_dtype", "bf16")
+    eff = family_efficiency(fam, wd, which, overlap_comm=bool(r.get("overlap_comm", False)),
+                            kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which))
+    return step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
+                weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
+                check_context=False)
 
 
 def _decode_attention(meas) -> str:
@@ -211,25 +218,23 @@ def kv_capacity_batch(meas, m, extra=None) -> int:
     can hold: trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py, calc_engine_setting and
     finetune_setting), which the TensorRT-LLM perf-overview tables were run with:
 
-        cache = f · (n·HBM − N_params·bytes_per_weight)          f = kv_cache_fraction (row; 0.90 default)
-        B     = min(cache / (kv_per_token · max(tp, K)/K · (ISL + OSL)), 4096) / pp
+        cache tokens = memory.kv_capacity_tokens(of="free", usable = f)    f = kv_cache_fraction (row; 0.90)
+                     = f·(HBM − weights per GPU) per GPU, over each GPU's share of a token's KV
+        B            = min(cache tokens / (ISL + OSL), 4096) / pp
 
     (KV heads replicated when tp exceeds them.) Ignores activation and runtime buffers (inside 1 − f) and
     the GiB-vs-GB reading of device memory."""
     r = meas.row
-    acc = _accelerator(meas, extra or {})
-    tp, pp = int(r.get("tp", 1)), int(r.get("pp", 1))
-    weights = M.params_total(m) * dtype_bytes(str(r.get("weights_dtype", "bf16")))
     fraction = float(r.get("kv_cache_fraction", 0.90))
     if not 0.0 < fraction <= 1.0:
         raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
-    cache = (meas.chips * acc.hbm_bytes - weights) * fraction
-    per_request = (M.kv_bytes_per_sequence(m, r["input_tokens"] + r["output_tokens"], str(r.get("kv_dtype", "bf16")))
-                   * max(tp, m.kv_heads) / m.kv_heads)
-    requests = float(cache / per_request)
+    tokens = kv_capacity_tokens(m, _system(meas, extra or {}), _layout(meas),
+                                weights_dtype=str(r.get("weights_dtype", "bf16")),
+                                kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of="free")
+    requests = float(tokens) / (r["input_tokens"] + r["output_tokens"])
     if requests < 1:
         raise InputError(f"{meas.id}: the KV cache holds {requests:.2f} requests; the row cannot run as stated")
-    return max(1, int(min(requests, 4096) // pp))
+    return max(1, int(min(requests, 4096) // int(r.get("pp", 1))))
 
 
 def _max_throughput(meas, m, which, extra):
@@ -276,29 +281,23 @@ def _prefill_mfu(meas, m, which, extra):
 
 def _train_step(meas, m, which, extra):
     """training.train_step with the row's published layout (module docstring)."""
-    from ..training import TrainEfficiency, train_step
-    from ..training_memory import TrainLayout
+    from ..training import train_step
 
     r = meas.row
     system = _system(meas, extra)
-    fam = family_for(system.accelerator)
     dtype = r.get("weights_dtype", "bf16")
-    lay = TrainLayout(tp=int(r.get("tp", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
-                      micro_batch=int(r.get("micro_batch", 1)), micro_batches=int(r.get("micro_batches", 1)),
-                      schedule=r.get("schedule", "1f1b"), virtual_stages=int(r.get("virtual_stages", 1)),
-                      zero=int(r.get("zero", 1)))
+    lay = Layout(tp=int(r.get("tp", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
+                 micro_batch=int(r.get("micro_batch", 1)), micro_batches=int(r.get("micro_batches", 1)),
+                 schedule=r.get("schedule", "1f1b"), virtual_stages=int(r.get("virtual_stages", 1)),
+                 zero=int(r.get("zero", 1)), recompute=r.get("recompute", "none"),
+                 sequence_parallel=bool(r.get("sequence_parallel", True)))
     if lay.gpus != meas.chips:
         raise InputError(f"{meas.id}: layout tp·pp·dp = {lay.gpus} GPUs, but chips = {meas.chips}; fix the row")
-    seq = r["seq_len"]
-    eff = TrainEfficiency(compute=float(gemm_efficiency(lay.micro_batch * seq, fam, dtype, which)),
-                          memory=fam.weight_bandwidth.pick(which),
-                          elementwise=fam.elementwise_traffic.pick(which, faster_when_high=False),
-                          scale_up=fam.scale_up_bandwidth.pick(which), scale_out=fam.scale_out_bandwidth.pick(which),
-                          overlap_dp=float(r.get("overlap_dp", 0.0)), overlap_pp=float(r.get("overlap_pp", 0.0)),
-                          overlap_tp=float(r.get("overlap_tp", 0.0)))
-    return train_step(m, system, lay, seq, recompute=r.get("recompute", "none"), efficiency=eff,
-                      causal=bool(r.get("causal", True)), dtype=dtype, flash_attention=bool(r.get("flash_attention", True)),
-                      dropout=bool(r.get("dropout", False)), sequence_parallel=bool(r.get("sequence_parallel", True)))
+    eff = replace(family_efficiency(family_for(system.accelerator), dtype, which),
+                  overlap_dp=float(r.get("overlap_dp", 0.0)), overlap_pp=float(r.get("overlap_pp", 0.0)),
+                  overlap_tp=float(r.get("overlap_tp", 0.0)))
+    return train_step(m, system, lay, r["seq_len"], efficiency=eff, causal=bool(r.get("causal", True)), dtype=dtype,
+                      flash_attention=bool(r.get("flash_attention", True)), dropout=bool(r.get("dropout", False)))
 
 
 def _training(meas, m, which, extra):

@@ -1,0 +1,413 @@
+"""The pass engine: ONE forward pass of a model on a system under a Layout and an Efficiency.
+
+Every command computes its pass here (step, sweep, plan, simulate's step table, validate, report, train):
+the pure roofline is this engine with `Efficiency()` (every fraction 1, no fixed costs, one max over the
+pass) and the realistic prediction is the same engine with the accelerator family's cited factors
+(efficiency.realistic). Per pipeline stage and micro-batch, on one GPU (b = B/pp sequences, T = b·L tokens,
+T_g = T/dp per DP group, T_e = T·moe_tp·ep/(tp·dp) through one MoE group, f = v·ceil(L/(pp·v))/L):
+
+    GEMMs       F_g = f·[T_g·2·N_dense/tp + T_e·2·L_moe·k·N_e/(moe_tp·ep)·λ]       t = F_g/(P_w·η_gemm(T_g))
+                W   = f·[W_dense_read(T_g)/tp + L_moe·D_E(T_e)·N_e/(moe_tp·ep)]·b_w  (+ KV writes) /(BW·η_w)
+    attention   F_a = f·T_g·attn(ctx)/tp                                          t = F_a/(P_a·η_attn)
+                KV  = f·(b/dp)·kv_seq(ctx)/kv_shard · G                          t = KV/(BW·η_kv)
+    elementwise φ·f·T_g·E(tp)/(BW·η_ew)                       norms, residual adds, rotary, activation, casts
+    TP          f·[(L + L_dense)·AR(T_g·D·b_a, tp) + L_moe·AR(T_g·D·b_a, moe_tp)]   best of ring/one-shot
+    EP          f·L_moe·2·A2A(T_e/(moe_tp·ep)·k·D·b_a·λ) on moe_tp·ep GPUs, scale-out share 1 − 1/n_domains
+    PP          per loop: Σ_boundaries p2p(T·D·b_a/(tp·dp)) (decode: pp boundaries incl. wrap-around)
+
+    kernels  = max(Σcompute, Σmemory)                                    (Efficiency.per_kernel False: lecture)
+             = max(t_gemm_c, t_gemm_m) + max(t_attn_c, t_attn_m) + t_ew    (per_kernel True: each kernel class
+                                                                           bound by its own resource)
+    stage    = max(kernels, comm) (overlap_comm)  or  kernels + comm
+    step     = pp·stage + t_pp + L·τ_layer + τ_pass          upper bound: every term added
+
+D_E(T) = model.expected_distinct_experts: the experts T tokens touch (all E for a large batch, the
+lecture's W_total [S 00:05:09]); λ = MoE load imbalance (busiest GPU over the mean, EP only). Decode emits
+B tokens per loop (TPOT = step, no bubble with pp micro-batches in flight, lecture §3.3); a prefill of B
+prompts emits B·L. Sources: lecture [S 00:02:37–00:07:27] (decode roofline), [S 01:42:00–01:44:34] (pass of
+length L); Pope et al. 2022 §2–3; Megatron-LM (Shoeybi 2019: 2 all-reduces per layer); network.py
+(α–β collectives); efficiency.py (factors). The critical batch and the latency floor are found ON this
+engine (where its compute and memory terms cross; its step at the smallest batch), so they agree with
+the step it prints.
+
+Ignores: overlap inside a stage beyond the two bounds, NVLink SHARP, expert replication (EPLB), the
+shared expert's TP all-reduce under EP, embedding/head imbalance between stages, sampling and
+detokenisation (inside τ_pass), KV of the pass's own tokens re-read inside attention (kept on chip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from . import model as M
+from . import network as N
+from .efficiency import LOW_PRECISION, Efficiency, gemm_efficiency, realistic
+from .errors import DoesNotFitError, InputError, require_fraction, require_positive
+from .hardware import System
+from .hardware import usd_per_gpu_hour as resolve_price
+from .layout import Layout, domains_per_replica, kv_shard, off_domain_boundaries, stage_fraction, validate
+from .memory import DEFAULT_USABLE_MEMORY, memory_per_gpu
+from .units import SECONDS_PER_HOUR, dtype_bytes
+
+BOUNDS = ("compute", "memory", "network")  # the codes of PassResult.bound
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """One replica's decode loop or prefill pass. Times in s (loop totals over the pp stages), bytes,
+    FLOP; arrays when any input was an array (broadcast shape). `bound` holds codes into BOUNDS."""
+
+    gemm_compute_s: np.ndarray
+    gemm_memory_s: np.ndarray  # weight reads + KV writes (streamed by the GEMM kernels)
+    attention_compute_s: np.ndarray
+    attention_memory_s: np.ndarray  # KV reads
+    elementwise_s: np.ndarray
+    compute_s: np.ndarray  # GEMMs + attention
+    weight_read_s: np.ndarray
+    kv_read_s: np.ndarray
+    kv_write_s: np.ndarray
+    memory_s: np.ndarray  # weights + KV reads + KV writes + elementwise
+    gemm_s: np.ndarray  # max(GEMM compute, GEMM memory)
+    attention_s: np.ndarray  # max(attention compute, KV reads)
+    tp_comm_s: np.ndarray
+    ep_comm_s: np.ndarray
+    pp_comm_s: np.ndarray
+    comm_s: np.ndarray
+    overhead_s: np.ndarray
+    stage_s: np.ndarray  # one stage, one micro-batch
+    step_s: np.ndarray  # the loop (= TPOT in decode, the pass latency in prefill)
+    step_upper_s: np.ndarray  # every term added (no overlap)
+    bound: np.ndarray  # int8 codes into BOUNDS
+    tokens_per_s: np.ndarray  # one replica
+    tokens_per_s_per_gpu: np.ndarray
+    tokens_per_s_per_sequence: np.ndarray
+    usd_per_million_tokens: np.ndarray
+    mfu: np.ndarray
+    bandwidth_utilization: np.ndarray
+    flops: np.ndarray  # model FLOPs of the pass (all GPUs)
+    bytes_read: np.ndarray  # HBM bytes read by all GPUs (weights + KV)
+    memory_per_gpu_bytes: np.ndarray
+    weights_per_gpu_bytes: np.ndarray
+    kv_per_gpu_bytes: np.ndarray
+    activations_per_gpu_bytes: np.ndarray
+    fits: np.ndarray
+    gpus: np.ndarray
+    domains: np.ndarray
+    usd_per_gpu_hour: float
+    # filled by `step` for one layout (None from the array core)
+    params_total: float | None = None
+    params_active: float | None = None
+    kv_bytes_per_token: float | None = None
+    critical_batch: float | np.ndarray | None = None
+    critical_batch_with_kv: np.ndarray | None = None
+    latency_floor_s: float | None = None
+    layout: str = ""
+    efficiency: str = "ideal"
+
+    @property
+    def bound_name(self) -> np.ndarray:
+        """The bound as names ('compute', 'memory', 'network')."""
+        return np.asarray(BOUNDS)[self.bound]
+
+    def to_dict(self) -> dict:
+        """JSON-ready dict (floats/lists, SI units, bound as names; inf/nan → None). Keys: docs/roofline.md."""
+        out = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "bound":
+                v = self.bound_name
+            if isinstance(v, np.ndarray):
+                v = v.tolist() if v.ndim else v.item()
+            elif isinstance(v, np.generic):
+                v = v.item()
+            out[f.name] = _json_safe(v)
+        out["memory_per_gpu_parts_bytes"] = {"weights": out["weights_per_gpu_bytes"], "kv": out["kv_per_gpu_bytes"],
+                                             "activations": out["activations_per_gpu_bytes"]}
+        return out
+
+
+def _json_safe(v):
+    """inf/nan are not JSON: infinite values (e.g. no critical batch exists) become None."""
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [_json_safe(x) for x in v]
+    return v
+
+
+def classify_bound(compute, memory, comm):
+    """Codes into BOUNDS: 'network' where communication is the longest term, else 'compute' or 'memory'."""
+    return np.where(comm >= np.maximum(compute, memory), np.int8(2),
+                    np.where(compute >= memory, np.int8(0), np.int8(1))).astype(np.int8)
+
+
+def check_moe_imbalance(moe_imbalance) -> None:
+    """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing)."""
+    require_positive("MoE load imbalance", moe_imbalance, fix="1.0 means uniform routing; use >= 1")
+    if np.any(np.asarray(moe_imbalance) < 1):
+        raise InputError(f"MoE load imbalance must be >= 1 (busiest GPU over the mean), got {moe_imbalance}")
+
+
+def tiers(system: System, eff: Efficiency) -> tuple[N.Tier, N.Tier]:
+    """(scale-up, scale-out) tiers: the system's per-GPU link rates, the efficiency's achieved fractions,
+    and its step latencies (None: the system's catalog hop latencies). The one network model of every
+    command, inference and training."""
+    up_lat = system.scale_up_latency_s if eff.scale_up_latency_s is None else eff.scale_up_latency_s
+    out_lat = system.scale_out_latency_s if eff.scale_out_latency_s is None else eff.scale_out_latency_s
+    return (N.Tier("scale-up", system.scale_up_bytes_per_s, up_lat, eff.scale_up),
+            N.Tier("scale-out", system.scale_out_bytes_per_s, out_lat, eff.scale_out))
+
+
+def _pick(opt, default):
+    return default if opt is None else opt
+
+
+def core(model: M.Model, system: System, layout: Layout, batch, context, L, phase: str, *, b_w, b_kv, b_act,
+         peak_w, peak_act, eff: Efficiency, low_precision=False, imbalance=1.0, price=1.0,
+         usable_memory=DEFAULT_USABLE_MEMORY, attention_flops=True, distinct_experts=True, kv_writes=True,
+         causal=True, times_only=False):
+    """Array core of the engine (module docstring): every numeric argument and the layout's degrees may
+    be NumPy arrays that broadcast (the planner passes its whole candidate grid). No validation here.
+    Returns a PassResult, or only the step times with `times_only` (the simulator's table). `causal=False`
+    counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention)."""
+    m = model
+    tp, ep, pp, dp = (np.asarray(x, dtype=float) for x in (layout.tp, layout.ep, layout.pp, layout.dp))
+    B, ctx, L = (np.asarray(x, dtype=float) for x in (batch, context, L))
+    moe_tp = np.asarray(layout.moe_tp, dtype=float)
+    perfect = layout.perfect
+    acc, chips = system.accelerator, system.chips
+    f = stage_fraction(m, pp, layout.virtual_stages)
+    b = B / pp
+    T = b * L
+    Tg = T / dp
+    Te = T * moe_tp * ep / (tp * dp)  # tokens through one MoE group (moe_tp·ep GPUs)
+    moe_l = m.moe_layers
+    E, k, Ne = (m.moe.experts, m.moe.active, M.expert_params(m)) if m.moe else (1, 0, 0.0)
+    lam = np.where(ep > 1, imbalance, 1.0)
+
+    # FLOPs and compute times (model.py counts; attention at the activation dtype's peak when the
+    # efficiency says the kernels compute in it)
+    dense_mm = M.matmul_params_per_token(m) - moe_l * k * Ne
+    attn = 0.0
+    if attention_flops:
+        if phase == "decode":
+            attn = M.attention_flops_per_token(m, ctx + 1)
+        else:
+            attn = (M.prefill_attention_flops_per_token(m, L, ctx) if causal
+                    else M.attention_flops_per_token(m, ctx + L))
+    gemm_flops = f * (Tg * 2 * dense_mm / tp + Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam)
+    attn_flops = f * Tg * attn / tp
+    gemm_c = gemm_flops / (peak_w * gemm_efficiency(Tg, eff))
+    attn_c = attn_flops / ((peak_act if eff.attention_at_activation_peak else peak_w) * _pick(eff.attention, eff.compute))
+
+    # bytes and memory times: dense weights a DP group reads (1/tp each), distinct experts per GPU, KV
+    if distinct_experts:
+        def distinct(tokens):
+            return M.expected_distinct_experts(E, k, tokens) if m.moe else 0.0 * tokens
+        dense_read = M.weight_read_params(m, Tg) - moe_l * distinct(Tg) * Ne
+        expert_read = moe_l * distinct(Te) * Ne / (moe_tp * ep)
+    else:  # every weight once (the lecture's W_total)
+        dense_read = M.dense_params(m) + 0.0 * Tg
+        expert_read = moe_l * E * Ne / (moe_tp * ep)
+    bw = acc.hbm_bytes_per_s
+    shard = kv_shard(m, tp, perfect)
+    kv_scale = np.asarray(b_kv, dtype=float) / 2.0
+    w_bytes = f * (dense_read / tp + expert_read) * b_w
+    kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx, "bf16") * kv_scale / shard
+    kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
+    w_s = w_bytes / (bw * eff.memory)
+    kvw_s = kvw_bytes / (bw * eff.memory)
+    kvr_s = kvr_bytes * eff.kv_read_multiplier / (bw * _pick(eff.kv_memory, eff.memory))
+    gemm_m = w_s + kvw_s
+    attn_m = kvr_s
+    ew = 0.0
+    if np.any(np.asarray(eff.elementwise) > 0):
+        ew_bytes = f * Tg * M.elementwise_bytes_per_token(m, tp, low_precision, act_bytes=float(np.max(b_act)),
+                                                          sequence_parallel=layout.sequence_parallel)
+        ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
+
+    # communication on the tiers (none under perfect sharding)
+    zero = 0.0 * (Tg + tp + ep + pp)
+    if perfect:
+        tp_s = ep_s = pp_s = zero
+    else:
+        up, out = tiers(system, eff)
+        up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
+        act = m.d_model * np.asarray(b_act, dtype=float)
+        ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
+        tp_s = f * (m.layers + m.dense_mlp_layers) * ar
+        if moe_l:
+            tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
+        if moe_l and np.any(ep > 1):
+            n_dom = np.ceil(moe_tp * ep / chips)
+            a2a = N.all_to_all_two_tier_s(Te / (moe_tp * ep) * k * act * lam, n_dom, ep / n_dom, up_bw, out_bw,
+                                          up.latency_s, out.latency_s)
+            ep_s = np.where(ep > 1, 2 * f * moe_l * a2a.time_s, 0.0)
+        else:
+            ep_s = zero
+        if np.any(pp > 1):
+            s = tp * dp
+            boundaries = pp if phase == "decode" else pp - 1
+            n_out = np.minimum(off_domain_boundaries(s, pp, chips), boundaries)
+            send = T * act / s
+            pp_s = np.where(pp > 1, n_out * N.p2p_s(send, out_bw, out.latency_s)
+                            + (boundaries - n_out) * N.p2p_s(send, up_bw, up.latency_s), 0.0)
+        else:
+            pp_s = zero
+    overhead = m.layers * eff.layer_overhead_s + eff.pass_overhead_s
+
+    stage_c = gemm_c + attn_c
+    stage_m = gemm_m + attn_m + ew
+    gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
+    kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
+    comm_stage = tp_s + ep_s
+    stage = np.maximum(kernels, comm_stage) if eff.overlap_comm else kernels + comm_stage
+    step_s = pp * stage + pp_s + overhead
+    if times_only:
+        return step_s
+
+    upper = pp * (stage_c + stage_m + comm_stage) + pp_s + overhead
+    bound = classify_bound(pp * stage_c, pp * stage_m, pp * comm_stage + pp_s)
+    gpus = tp * dp * pp
+    tokens = B * L
+    tok_s = tokens / step_s
+    memory = memory_per_gpu(m, layout, B, ctx + L, bytes_per_weight=b_w, bytes_per_kv=b_kv, tokens_per_pass=L,
+                            activation_dtype="bf16")
+    return PassResult(
+        gemm_compute_s=pp * gemm_c, gemm_memory_s=pp * gemm_m, attention_compute_s=pp * attn_c,
+        attention_memory_s=pp * attn_m, elementwise_s=pp * ew + zero, compute_s=pp * stage_c,
+        weight_read_s=pp * w_s, kv_read_s=pp * kvr_s, kv_write_s=pp * kvw_s, memory_s=pp * stage_m,
+        gemm_s=pp * gemm_t, attention_s=pp * attn_t, tp_comm_s=pp * tp_s, ep_comm_s=pp * ep_s, pp_comm_s=pp_s,
+        comm_s=pp * comm_stage + pp_s, overhead_s=overhead + zero, stage_s=stage, step_s=step_s,
+        step_upper_s=upper, bound=bound, tokens_per_s=tok_s, tokens_per_s_per_gpu=tok_s / gpus,
+        tokens_per_s_per_sequence=L / step_s, usd_per_million_tokens=gpus * price / SECONDS_PER_HOUR / tok_s * 1e6,
+        mfu=tokens * M.matmul_flops_per_token(m) / (step_s * peak_w * gpus),
+        bandwidth_utilization=pp * (w_bytes + kvr_bytes + kvw_bytes) / (step_s * bw),
+        flops=tokens * (M.matmul_flops_per_token(m) + attn), bytes_read=gpus * (w_bytes + kvr_bytes),
+        memory_per_gpu_bytes=memory.total_bytes, weights_per_gpu_bytes=memory.weights_bytes,
+        kv_per_gpu_bytes=memory.kv_bytes, activations_per_gpu_bytes=memory.activations_bytes,
+        fits=memory.total_bytes <= acc.hbm_bytes * usable_memory, gpus=gpus,
+        domains=domains_per_replica(tp * dp, pp, chips), usd_per_gpu_hour=float(np.max(price)),
+    )
+
+
+def _flip_batch(evaluate, shape, lo=1e-6, hi=1e12, iters=64):
+    """Batch where the compute term first reaches the memory term, by bisection in log space over an
+    array of independent problems (`evaluate(B) -> (compute, memory)` broadcasting to `shape`). inf where
+    compute stays below memory at `hi`."""
+    lo_a, hi_a = np.full(shape, np.log(lo)), np.full(shape, np.log(hi))
+    c_hi, m_hi = evaluate(np.exp(hi_a))
+    never = c_hi < m_hi
+    for _ in range(iters):
+        mid = 0.5 * (lo_a + hi_a)
+        c, mem = evaluate(np.exp(mid))
+        up = c >= mem
+        hi_a = np.where(up, mid, hi_a)
+        lo_a = np.where(up, lo_a, mid)
+    return np.where(never, np.inf, np.exp(hi_a))
+
+
+def resolve_efficiency(system: System, weights_dtype, efficiency: Efficiency | None, realistic_: bool,
+                       which: str = "mid", **options) -> Efficiency:
+    """The Efficiency a command asked for: explicit, or the family's (`realistic`), never both."""
+    if realistic_:
+        if efficiency is not None and not efficiency.is_ideal:
+            raise InputError("realistic predictions use the efficiency model's own factors; drop the explicit "
+                             "efficiencies or the realistic switch")
+        return realistic(system.accelerator, weights_dtype, which, **options)
+    return efficiency if efficiency is not None else Efficiency()
+
+
+def step(model: M.Model, system: System, batch, context, *, layout: Layout | None = None, gpus: int | None = None,
+         phase: str = "decode", prompt=1, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
+         activation_dtype: str = "bf16", efficiency: Efficiency | None = None, realistic: bool = False,
+         which: str = "mid", moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
+         usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
+         kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
+         chips: int | None = None) -> PassResult:
+    """Time, cost, bound and memory of one pass of `model` on `system` (module docstring formulas).
+
+    batch: sequences per replica (B; all pp micro-batches in flight). context: tokens already cached per
+    sequence (decode attends them; prefill adds `prompt` new tokens on top). phase 'decode' uses L = 1,
+    'prefill' L = prompt. Batch, context and prompt broadcast.
+    layout: None = the lecture's perfect sharding over `gpus` GPUs (default: the whole system), no
+    communication. efficiency: None = the pure roofline; `realistic=True` = the family's cited factors at
+    `which` ('mid', or the 'fast'/'slow' corners of their spread). `attention_flops=False,
+    distinct_experts=False, kv_writes=False` with the pure roofline reproduces the lecture's board.
+    `chips` is the former name of `gpus`.
+    """
+    if phase not in ("decode", "prefill"):
+        raise InputError(f"phase must be 'decode' or 'prefill', got {phase!r}")
+    require_positive("batch", batch, fix="use at least one sequence")
+    require_positive("context", context, allow_zero=True, fix="context counts cached tokens, 0 or more")
+    require_positive("prompt", prompt, fix="a prefill pass needs at least one token")
+    require_fraction("usable memory fraction", usable_memory)
+    check_moe_imbalance(moe_imbalance)
+    L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
+    ctx = np.asarray(context, dtype=float)
+    if check_context and model.max_context and np.any(ctx + L > model.max_context):
+        worst = float(np.max(ctx + L))
+        raise InputError(f"context {worst:,.0f} tokens exceeds {model.id}'s max_context {model.max_context:,}; use a "
+                         f"context <= {model.max_context:,} or a model with a longer context")
+    n = gpus if gpus is not None else chips
+    if layout is None:
+        layout = Layout.sharded(int(n or system.chips))
+    elif check:
+        validate(model, system, layout, batch)
+    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
+    acc = system.accelerator
+    price = resolve_price(system, usd_per_gpu_hour)
+    kw = dict(b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
+              peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
+              low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance, price=price,
+              usable_memory=usable_memory, attention_flops=attention_flops, distinct_experts=distinct_experts,
+              kv_writes=kv_writes)
+    r = core(model, system, layout, batch, ctx, L, phase, **kw)
+    if check_fit and not np.all(r.fits):
+        i = np.unravel_index(np.argmax(r.memory_per_gpu_bytes), np.shape(r.memory_per_gpu_bytes))
+        pick = lambda v: float(np.asarray(v)[i]) if np.ndim(v) else float(v)  # noqa: E731
+        raise DoesNotFitError(
+            f"{model.id} needs {pick(r.memory_per_gpu_bytes) / 1e9:,.1f} GB per GPU under {layout} on "
+            f"{acc.id} ({usable_memory:.0%} of {acc.hbm_bytes / 1e9:,.0f} GB usable): weights "
+            f"{pick(r.weights_per_gpu_bytes) / 1e9:,.1f} GB + KV {pick(r.kv_per_gpu_bytes) / 1e9:,.1f} GB; use more "
+            f"GPUs or parallelism, a smaller batch or context, or fp8/fp4 weights and KV")
+
+    # critical batch and latency floor, on this engine: where its compute term reaches its memory term
+    # (at this context, and at context 0), and its step at the smallest batch (one sequence per slot)
+    shape = np.broadcast_shapes(np.shape(ctx), np.shape(L))
+
+    def crossing(c):
+        def evaluate(bb):
+            t = core(model, system, layout, bb, c, L, phase, **kw)
+            return t.compute_s, t.memory_s
+        return _flip_batch(evaluate, shape)
+
+    b_kv_star = crossing(ctx)
+    b_star = crossing(0.0 * ctx)
+    floor = core(model, system, layout, float(layout.dp * layout.pp), 0.0, 1.0, "decode", **kw).step_s
+    return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
+                 kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype),
+                 critical_batch=b_star if np.ndim(b_star) else float(b_star), critical_batch_with_kv=b_kv_star,
+                 latency_floor_s=float(floor), layout=str(layout), efficiency=eff.family)
+
+
+def step_time(model: M.Model, system: System, batch, tokens, context, *, layout: Layout | None = None,
+              weights_dtype: str = "bf16", kv_dtype: str = "bf16", activation_dtype: str = "bf16",
+              efficiency: Efficiency | None = None, realistic: bool = False, which: str = "mid",
+              moe_imbalance: float = 1.0, attention_flops: bool = True, distinct_experts: bool = True,
+              kv_writes: bool = True) -> np.ndarray:
+    """Step seconds only, of a pass of `batch` sequences carrying `tokens` new tokens on `context` cached
+    tokens each (tokens/batch per sequence; = batch is a decode step): the simulator's table. No checks
+    beyond the efficiency's; no memory, bound or critical batch (a fraction of `step`'s work)."""
+    B = np.asarray(batch, dtype=float)
+    layout = layout or Layout.sharded(system.chips)
+    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
+    acc = system.accelerator
+    return core(model, system, layout, B, context, np.asarray(tokens, dtype=float) / B, "prefill",
+                b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
+                peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
+                low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance,
+                attention_flops=attention_flops, distinct_experts=distinct_experts, kv_writes=kv_writes,
+                times_only=True)

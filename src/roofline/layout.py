@@ -1,0 +1,249 @@
+"""One parallel layout for inference and training: degrees, validity, placement on scale-up domains.
+
+    tp  tensor parallel: attention heads and dense MLPs split over tp GPUs (Megatron-LM, Shoeybi 2019)
+    dp  data parallel. Inference: attention-DP groups inside one model instance — dp groups of tp GPUs
+        each serve 1/dp of the sequences and hold their own KV (DeepSeek-V3 report §3.4; SGLang "DP
+        attention"); for a dense model plain data parallelism. Training: data-parallel ranks.
+    ep  expert parallel: routed experts spread over ep GPUs, each expert sliced over moe_tp GPUs, so the
+        MoE layers live on moe_tp·ep GPUs, replicated (tp·dp)/(moe_tp·ep) times in the stage group.
+        moe_tp is tp when ep divides dp (EP borrows DP ranks: Megatron training, and inference with
+        ep = 1) and 1 when ep = tp·dp (every routed expert whole on one GPU: vLLM/SGLang "EP = TP × DP").
+        EP must divide the experts (§2.2: 256 experts on 72 GPUs → EP 64, 4 per GPU, 8 idle; T17).
+    pp  pipeline stages; the busiest stage holds v·ceil(L/(pp·v)) layers (engines split unevenly).
+        Inference runs pp micro-batches with no bubble (lecture §3.3).
+    perfect  the lecture's sharding: weights, KV, compute and bandwidth split evenly over tp GPUs with no
+        communication and no divisibility rules (what `roofline step` without a layout computes).
+    domains  scale-up domains available to one replica.
+Training adds micro_batch (b), micro_batches (m), schedule, virtual_stages (v), zero, recompute and
+sequence_parallel (Korthikanti et al. 2022: the d-wide operators split over the TP ranks).
+
+One replica uses tp·dp·pp GPUs: a stage group of s = tp·dp GPUs per stage. Placement: TP stays inside one
+scale-up domain; a stage group larger than a domain spans ceil(s/chips) domains (its EP all-to-all then
+crosses the scale-out tier, lecture §2.3); stages pack chips // s per domain, so stage boundaries cross
+domains only when the replica outgrows one domain. Degrees may be NumPy arrays (the planner's grid):
+`valid_mask` is the vectorised `validate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from .errors import InputError
+
+RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
+SCHEDULES = ("gpipe", "1f1b", "interleaved")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one replica is laid out; see the module docstring for what each field means."""
+
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+    domains: int = 1
+    perfect: bool = False
+    # training
+    micro_batch: int = 1
+    micro_batches: int = 1
+    schedule: str = "1f1b"
+    virtual_stages: int = 1
+    zero: int = 1
+    recompute: str = "none"
+    sequence_parallel: bool = False
+
+    def __post_init__(self):
+        for f in ("tp", "ep", "pp", "dp", "domains", "micro_batch", "micro_batches", "virtual_stages"):
+            v = getattr(self, f)
+            arr = np.asarray(v, dtype=float)
+            if np.any(~np.isfinite(arr) | (arr < 1) | (arr != np.round(arr))):
+                raise InputError(f"{_FLAG.get(f, f)} must be a whole number >= 1, got {np.ravel(arr)[0]:g}; "
+                                 f"1 means no {_MEANING.get(f, f)}")
+        if self.schedule not in SCHEDULES:
+            raise InputError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        if self.virtual_stages > 1 and self.schedule != "interleaved":
+            raise InputError("virtual_stages > 1 needs schedule 'interleaved'; set --schedule interleaved")
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError(f"zero stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
+        if self.recompute not in RECOMPUTE_MODES:
+            raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
+
+    @classmethod
+    def sharded(cls, gpus: int) -> "Layout":
+        """The lecture's perfect sharding over `gpus` GPUs (no communication, no divisibility rules)."""
+        return cls(tp=int(gpus), perfect=True)
+
+    @property
+    def gpus(self):
+        return self.tp * self.dp * self.pp
+
+    @property
+    def stage_gpus(self):
+        return self.tp * self.dp
+
+    @property
+    def moe_tp(self):
+        """GPUs each routed expert is sliced over: tp when ep divides dp, else 1 (ep = tp·dp)."""
+        tp, ep, dp = (np.asarray(x) for x in (self.tp, self.ep, self.dp))
+        out = np.where(dp % ep == 0, tp, 1)
+        return out.item() if out.ndim == 0 else out
+
+    @property
+    def global_batch(self):
+        """Training: sequences per optimizer step, dp·m·b."""
+        return self.dp * self.micro_batches * self.micro_batch
+
+    def __str__(self) -> str:
+        if self.perfect:
+            return f"{self.tp} GPUs, perfect sharding"
+        return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}"
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def with_(self, **changes) -> "Layout":
+        return replace(self, **changes)
+
+
+_FLAG = {"tp": "TP", "ep": "EP", "pp": "PP", "dp": "DP", "domains": "domains", "micro_batch": "micro-batch",
+         "micro_batches": "micro-batches", "virtual_stages": "virtual stages"}
+_MEANING = {"tp": "tensor parallelism", "ep": "expert parallelism", "pp": "pipelining", "dp": "data parallelism",
+            "domains": "extra domain", "micro_batch": "batching", "micro_batches": "micro-batching",
+            "virtual_stages": "interleaving"}
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def check_tensor_parallel(model, system, tp: int) -> None:
+    """TP stays inside one scale-up domain, divides the attention heads, and divides or is a multiple of
+    the KV heads (KV heads are then replicated, as vLLM does)."""
+    chips = system.chips
+    if tp > chips:
+        raise InputError(f"TP {tp} exceeds the {chips} GPUs of one {system.id} scale-up domain (TP all-reduces "
+                         f"need the scale-up fabric); use TP <= {chips} and add DP or PP")
+    if model.heads % tp:
+        raise InputError(f"TP {tp} does not divide {model.id}'s {model.heads} attention heads; use TP in "
+                         f"{_divisors(model.heads, chips)}")
+    if not model.mla and model.kv_heads % tp and tp % model.kv_heads:
+        ok = [d for d in _divisors(model.heads, chips) if model.kv_heads % d == 0 or d % model.kv_heads == 0]
+        raise InputError(f"TP {tp} neither divides nor is a multiple of {model.id}'s {model.kv_heads} KV heads; "
+                         f"use TP in {ok}")
+
+
+@dataclass(frozen=True)
+class ExpertPlacement:
+    ep: int  # GPUs that hold experts
+    experts_per_gpu: int
+    idle_gpus: int
+
+
+def place_experts(experts: int, gpus: int) -> ExpertPlacement:
+    """The largest EP <= gpus that divides the experts evenly (lecture §2.2, [S 00:33:46–00:36:40]).
+    256 experts on a 72-GPU rack → EP 64, 4 per GPU, 8 idle (T17). Ignores putting the idle GPUs to work
+    (redundant experts, as DeepSeek's EPLB does)."""
+    if experts < 1 or gpus < 1:
+        raise InputError(f"experts and GPUs must be >= 1, got {experts} experts on {gpus} GPUs")
+    ep = max(_divisors(experts, gpus))
+    return ExpertPlacement(ep=ep, experts_per_gpu=experts // ep, idle_gpus=gpus - ep)
+
+
+def validate(model, system, layout: Layout, batch=None, *, training: bool = False) -> None:
+    """Raise InputError naming the first problem with a scalar `layout` and what would fit instead."""
+    if layout.perfect:
+        return
+    tp, ep, pp, dp, v = layout.tp, layout.ep, layout.pp, layout.dp, layout.virtual_stages
+    check_tensor_parallel(model, system, tp)
+    if pp * v > model.layers:
+        what = f"PP {pp}" if v == 1 else f"PP x virtual stages = {pp * v}"
+        raise InputError(f"{what} exceeds {model.id}'s {model.layers} layers; use at most {model.layers // v} stages")
+    if ep > 1:
+        if not model.moe:
+            raise InputError(f"EP {ep} needs a mixture-of-experts model; {model.id} is dense: use EP 1")
+        if training and dp % ep:
+            raise InputError(f"EP {ep} must divide DP {dp}: expert parallelism reuses data-parallel ranks; pick EP "
+                             f"among {_divisors(dp, dp)}")
+        if not training and dp % ep and ep != tp * dp:
+            raise InputError(f"EP {ep} must divide DP ({dp}) or equal TP x DP = {tp * dp} (experts spread over the whole "
+                             f"stage group); use --ep {tp * dp} or change --dp")
+        if model.moe.experts % ep:
+            fit = place_experts(model.moe.experts, ep)
+            raise InputError(f"EP {ep} does not divide {model.id}'s {model.moe.experts} experts; use EP {fit.ep} "
+                             f"({fit.experts_per_gpu} experts per GPU, {fit.idle_gpus} of {ep} GPUs idle)")
+    if not training:
+        need = int(np.ceil(domains_per_replica(tp * dp, pp, system.chips)))
+        if need > layout.domains:
+            raise InputError(f"layout {layout} needs {layout.gpus} GPUs placed on {need} x {system.id} domains, "
+                             f"only {layout.domains} given; use --domains {need} or fewer GPUs")
+    if batch is not None and np.any(np.asarray(batch) < dp * pp):
+        raise InputError(f"batch {np.min(batch):g} leaves some of the DP {dp} x PP {pp} = {dp * pp} sequence slots "
+                         f"empty; use a batch >= {dp * pp} (a multiple of it)")
+
+
+def valid_mask(model, chips: int, tp, ep, pp, dp):
+    """Vectorised `validate` (inference) for the planner: True where the layout is structurally valid."""
+    tp, ep, pp, dp = (np.asarray(x) for x in (tp, ep, pp, dp))
+    ok = (tp <= chips) & (model.heads % tp == 0) & (pp <= model.layers)
+    if not model.mla:
+        ok &= (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
+    if model.moe:
+        ok &= (ep == 1) | (((dp % ep == 0) | (ep == tp * dp)) & (model.moe.experts % ep == 0))
+    else:
+        ok &= ep == 1
+    return ok
+
+
+def domains_per_replica(stage_gpus, pp, chips):
+    """Scale-up domains one replica occupies (fractional when several replicas share a domain).
+
+    Stage groups pack chips // s per domain; a stage group larger than a domain spans ceil(s/chips).
+    """
+    s = np.asarray(stage_gpus, dtype=float)
+    pp = np.asarray(pp, dtype=float)
+    per_domain = np.maximum(np.floor(chips / s), 1.0)
+    fits_one = s * pp <= chips
+    packed = np.ceil(pp / per_domain)
+    spread = pp * np.ceil(s / chips)
+    frac = 1.0 / np.maximum(np.floor(chips / (s * pp)), 1.0)
+    return np.where(fits_one, frac, np.where(s <= chips, packed, spread))
+
+
+def off_domain_boundaries(stage_gpus, pp, chips):
+    """Pipeline boundaries per decode loop (wrap-around included) that cross the scale-out tier."""
+    s = np.asarray(stage_gpus, dtype=float)
+    pp = np.asarray(pp, dtype=float)
+    d = domains_per_replica(s, pp, chips)
+    crossings = np.where(s <= chips, np.ceil(pp / np.maximum(np.floor(chips / s), 1.0)), pp)
+    return np.where((d > 1) & (pp > 1), crossings, 0.0)
+
+
+def kv_shard(model, tp, perfect=False):
+    """How many ways one sequence's KV is split across a TP group: min(tp, K) heads; MLA's single latent
+    is replicated on every TP rank (why DeepSeek serves attention with DP, not TP); perfect sharding
+    splits it tp ways."""
+    tp = np.asarray(tp, dtype=float)
+    if perfect:
+        return tp
+    return np.ones_like(tp) if model.mla else np.minimum(tp, model.kv_heads)
+
+
+def stage_fraction(model, pp, virtual_stages=1):
+    """f = v·ceil(L/(pp·v))/L: share of the layers on the busiest stage."""
+    v = np.asarray(virtual_stages, dtype=float)
+    return v * np.ceil(model.layers / (np.asarray(pp, dtype=float) * v)) / model.layers
+
+
+def stage_layers(model, layout: Layout) -> int:
+    """Layers on the busiest pipeline stage: v·ceil(L/(pp·v))."""
+    v = layout.virtual_stages
+    return v * -(-model.layers // (layout.pp * v))
+
+
+def ep_domains(layout: Layout, chips: int):
+    """Scale-up domains one EP all-to-all spans: ceil(moe_tp·ep/chips) (training: EP groups of tp·ep GPUs
+    in Megatron rank order; inference: the stage group)."""
+    return np.ceil(np.asarray(layout.moe_tp * layout.ep, dtype=float) / chips)
