@@ -132,7 +132,7 @@ def parse_body(raw: bytes) -> dict:
     if not raw.strip():
         return {}
     try:
-        body = json.loads(raw)
+        body = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise Refused("the request body is not UTF-8 text; send a JSON object") from None
     except json.JSONDecodeError as exc:
