@@ -191,6 +191,11 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
 
 # ---- board next to the engine ---------------------------------------------------------------------
 
+
+def _bound_name(r) -> str:
+    """The engine's bound as a name (its result carries codes with a `bound_name` view, or names)."""
+    return str(getattr(r, "bound_name", r.bound))
+
 #: the engine's switches, turned on one at a time from the board's idealisation to roofline.step
 ENGINE_STEPS = (
     ("board", None, "the lecture's closed form: compute 2·N_active FLOPs per token (embedding included), "
@@ -232,7 +237,7 @@ def compare(model, system, batch, context, *, weights_dtype="fp8", kv_dtype="fp8
         r = step(model, system, batch, context, **kw, **switches)
         rows.append(dict(step=name, compute_s=float(r.compute_s), weight_read_s=float(r.weight_read_s),
                          kv_read_s=float(r.kv_read_s), kv_write_s=float(r.kv_write_s), step_s=float(r.step_s),
-                         bound=str(r.bound), usd_per_million_tokens=float(r.usd_per_million_tokens), reason=reason))
+                         bound=_bound_name(r), usd_per_million_tokens=float(r.usd_per_million_tokens), reason=reason))
     eng = step(model, system, batch, context, **kw)
     # batch-1 penalty: cost per token at B = 1 over the cost at a batch far past every crossover, no KV
     big = 1e7
@@ -245,11 +250,14 @@ def compare(model, system, batch, context, *, weights_dtype="fp8", kv_dtype="fp8
                       / float(M.kv_bytes_per_sequence(model, ctx_i, kv_dtype)))
     summary = [
         ("critical batch (KV ignored)", bd.critical_batch, float(eng.critical_batch),
-         "board: R·s with s = N_total/N_active; engine: W_total/BW over the matmul time per token "
-         "(embedding lookup excluded)"),
+         "board: R·s with s = N_total/N_active; engine: the batch where its compute reaches its memory time at "
+         "context 0 (embedding lookup excluded from compute, touched experts in the weight read)"),
         ("critical batch at this context", bd.critical_batch_with_kv, float(eng.critical_batch_with_kv),
-         "both ignore attention FLOPs in the crossover; the engine's KV bytes per sequence count sliding windows"),
-        ("latency floor (s)", bd.latency_floor_s, float(eng.latency_floor_s), "both W_total/BW"),
+         "board: R·s/(1 − ctx/ctx*) without attention FLOPs; engine: where its bound flips, attention FLOPs "
+         "included (they grow with context, so the flip comes at a smaller batch)"),
+        ("latency floor (s)", bd.latency_floor_s, float(eng.latency_floor_s),
+         "board: W_total/BW, every weight read; engine: the step at one sequence, which reads only the "
+         "experts that sequence routes to"),
         ("batch-1 cost penalty (×)", bd.batch1_cost_ratio, engine_penalty,
          "board: every weight read at B = 1, so R·s; engine: B = 1 reads only the k routed experts per layer, "
          "so the penalty is close to R (the sparsity is paid only once the batch touches every expert)"),
