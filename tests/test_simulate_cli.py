@@ -44,23 +44,23 @@ def test_errors_are_one_line(run_cli, tmp_path):
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--trace", str(bad))
     assert code == 1 and "header lacks column(s) output_tokens" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--max-seqs", "0")
-    assert code == 1 and "max_seqs must be a whole number >= 1" in err
+    assert code == 1 and "--max-seqs must be a whole number >= 1" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--policy", "fifo")
-    assert code == 1 and "unknown policy 'fifo'" in err
+    assert code == 1 and "--policy must be one of continuous, chunked, static, train, disaggregated, got 'fifo'" in err
     code, _, err = run_cli("simulate", "-m", "llama-3.1-405b", "-a", "h100-sxm", "-g", "1")
     assert code == 1 and "leave no KV memory" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--rate", "0")
-    assert code == 1 and "arrival rate" in err
+    assert code == 1 and "--rate must be > 0" in err
 
 
 def test_extreme_workload_parameters_are_one_line_errors(run_cli):
     code, _, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-n", "50", "--arrivals", "gamma",
                            "--cv", "1e-300")
-    assert code == 1 and "burstiness cv must be between 0.001 and 1000" in err
+    assert code == 1 and "--cv must be >= 0.001 and <= 1000 and finite, got 1e-300" in err
     code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-n", "50", "--sigma", "-0")
     assert code == 0, err
     code, _, err = run_cli("overtrain", "--target-loss", "inf")
-    assert code == 1 and "target loss must be a finite number" in err
+    assert code == 1 and "--target-loss must be > 0 and <= 100 and finite, got inf" in err
 
 
 def test_one_sequence_per_pass_runs(run_cli):

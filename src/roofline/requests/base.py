@@ -102,6 +102,10 @@ class Request(BaseModel):
     def check(self) -> None:
         """Rules between fields and against the catalog (override); resolve records into private attributes."""
 
+    def changed(self, field: str) -> bool:
+        """True when `field` differs from its default (given explicitly, whatever the caller)."""
+        return getattr(self, field) != type(self).model_fields[field].default
+
     def flag(self, field: str) -> str:
         """How this request's caller spells `field` (`--tp` from the CLI, `tp` from Python)."""
         if self._style == "cli":

@@ -1,0 +1,196 @@
+"""`simulate`: the discrete-event serving simulator on a catalog model and system — the request and
+`run_simulate`, which returns the `roofline simulate --json` dict (docs/simulator.md).
+
+Context rule: every request must fit the model's context. A trace row that does not is an error naming
+its line; the medians of generated lengths must fit, and lognormal draws are redrawn (never clipped)
+above caps that keep prompt + output within the context (prompt cap = min(16 x median, the context's
+prompt share), output cap = min(16 x median, context - prompt cap)).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from . import resolve, rules
+from .base import Choice, Dtype, Fraction, FractionZero, OptReal, OptText, OptWhole, Price, Real, Request, Whole, describe
+
+POLICIES = ("continuous", "chunked", "static", "train", "disaggregated")
+
+
+class SimulateRequest(Request):
+    """Requests (generated or a CSV trace) replayed through roofline step times under a batching policy."""
+
+    model: Any
+    system: Optional[Any] = None
+    accelerator: Optional[str] = None
+    gpus: OptWhole(1) = None
+    policy: Choice(*POLICIES) = "continuous"
+    max_seqs: Whole(1, fix="zero capacity serves nobody") = 256
+    max_batched_tokens: Whole(1, fix="zero capacity serves nobody") = 8192
+    interval_s: Real(gt=0, le=3600, fix="train departure interval in seconds, e.g. 0.02") = 0.020
+    no_preemption: bool = False
+    rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
+    arrivals: Choice("poisson", "gamma") = "poisson"
+    cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
+    requests: Whole(1, 10**7, fix="requests to simulate, e.g. 1000") = 1000
+    duration: OptReal(gt=0, le=1e7, fix="seconds of arrivals, e.g. 60") = None
+    lengths: Choice("fixed", "lognormal") = "lognormal"
+    prompt_tokens: Whole(1, rules.MAX_TOKENS) = 1024
+    output_tokens: Whole(1, rules.MAX_TOKENS) = 256
+    sigma: Real(ge=0, le=10, fix="log-sd of lognormal lengths, e.g. 1") = 1.0
+    trace: OptText = None
+    fast_fraction: FractionZero = 0.0
+    spec_gamma: Whole(0, 64, fix="draft tokens per step, 0 = off") = 0
+    spec_alpha: Real(ge=0, lt=1, fix="acceptance rate per draft token in [0, 1), e.g. 0.7") = 0.7
+    draft_fraction: Real(ge=0, le=1, fix="cost of one draft token as a fraction of a decode step") = 0.05
+    prefill_gpus: OptWhole(1) = None
+    ttft_target_s: Real(gt=0, le=1e6) = 1.0
+    tpot_target_s: Real(gt=0, le=1e6) = 0.1
+    seed: Whole(0, 2**63 - 1) = 0
+    weights_dtype: Dtype = "bf16"
+    kv_dtype: Dtype = "bf16"
+    usd_per_gpu_hour: Price = None
+    compute_efficiency: Fraction = 1.0
+    memory_efficiency: Fraction = 1.0
+    realistic: bool = False
+    plot: OptText = None
+
+    def check(self) -> None:
+        f = self.flag
+        self._model = resolve.model(self.model, f("model"))
+        self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
+                                                     (f("system"), f("accelerator"), f("gpus")))
+        fs = {k for k in type(self).model_fields if self.changed(k)}
+        if self.trace is not None:
+            given = [f(k) for k in ("rate", "requests", "duration", "arrivals", "lengths", "prompt_tokens",
+                                    "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
+            if given:
+                raise rules.UsageError(f"{f('trace')} gives the arrivals and lengths; drop {', '.join(given)}")
+            self._trace_text = rules.text_file(self.trace, f"{f('trace')} file", "a CSV trace with columns "
+                                               "arrival_s,prompt_tokens,output_tokens[,priority]")
+        if self.duration is not None and "requests" in fs:  # --duration generates its own count
+            rules.exclusive(**{f("requests"): self.requests, f("duration"): self.duration})
+        if self.prefill_gpus is not None:
+            if self.policy != "disaggregated":
+                raise rules.UsageError(f"{f('prefill_gpus')} sizes the prefill pool of {f('policy')} disaggregated; "
+                                       f"add {f('policy')} disaggregated or drop it")
+            if self.prefill_gpus > self._system.chips:
+                raise rules.InputError(f"{f('prefill_gpus')} must be between 1 and {self._system.chips} for "
+                                       f"{self._system.id}, got {self.prefill_gpus}")
+        if self.spec_gamma == 0 and ({"spec_alpha", "draft_fraction"} & fs):
+            raise rules.UsageError(f"{f('spec_alpha')} and {f('draft_fraction')} need {f('spec_gamma')} >= 1 "
+                                   f"(speculative decoding on)")
+        if "interval_s" in fs and self.policy != "train":
+            raise rules.UsageError(f"{f('interval_s')} is the departure interval of {f('policy')} train; add it or "
+                                   f"drop {f('interval_s')}")
+        if self.realistic and (self.compute_efficiency != 1.0 or self.memory_efficiency != 1.0):
+            raise rules.UsageError(f"{f('realistic')} uses the efficiency model's own factors; drop "
+                                   f"{f('compute_efficiency')}/{f('memory_efficiency')} or {f('realistic')}")
+        if self.trace is None:
+            rules.context_fits(self._model, self.prompt_tokens + self.output_tokens,
+                               f"{f('prompt_tokens')} + {f('output_tokens')} =",
+                               f"lower them to fit {self._model.max_context:,} tokens")
+        rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        if self.realistic:
+            from .step import one_tp_group
+
+            one_tp_group(self._model, self._system, self._chips)
+        if self.plot is not None:
+            self._plot = rules.output_dir(f("plot"), self.plot)
+
+
+def workload(req: SimulateRequest, rng):
+    """The request's workload: its CSV trace (every row within the model's context), or generated
+    arrivals with generated lengths (medians within the context; draws capped as the module says)."""
+    import numpy as np
+
+    from ..simulate.workload import gamma_arrivals, lengths, make_workload, poisson_arrivals, read_trace
+
+    maxc = req._model.max_context or rules.MAX_TOKENS
+    if req.trace:
+        wl = read_trace(req.trace)
+        total = wl.prompt_tokens + wl.output_tokens
+        if np.any(total > maxc):
+            k = int(np.argmax(total > maxc))
+            raise rules.InputError(f"{req.trace} line {k + 2}: prompt_tokens + output_tokens = {total[k]:,.0f} exceeds "
+                                   f"{req._model.id}'s max_context {maxc:,}; shorten that request or use a model "
+                                   f"with a longer context")
+    else:
+        if req.duration is not None:
+            n = int(req.rate * req.duration * 1.2 + 10 * (req.rate * req.duration) ** 0.5 + 10)
+            if n > 10**7:
+                raise rules.InputError(f"{req.flag('rate')} x {req.flag('duration')} asks for about {n:,} requests, "
+                                       f"more than 10,000,000; shorten the duration or lower the rate")
+        else:
+            n = req.requests
+        t = (poisson_arrivals(rng, req.rate, n) if req.arrivals == "poisson"
+             else gamma_arrivals(rng, req.rate, n, req.cv))
+        if req.duration is not None:
+            t = t[t < req.duration]
+            if t.size == 0:
+                raise rules.InputError(f"no request arrives within {req.flag('duration')}; raise "
+                                       f"{req.flag('rate')} or {req.flag('duration')}")
+        k = t.size
+        p, o = req.prompt_tokens, req.output_tokens
+        p_cap = max(p, min(16 * p, int(maxc * p / (p + o))))
+        o_cap = max(o, min(16 * o, maxc - p_cap))
+        wl = make_workload(t, lengths(rng, k, req.lengths, p, req.sigma, maximum=p_cap),
+                           lengths(rng, k, req.lengths, o, req.sigma, maximum=o_cap))
+    if req.fast_fraction:
+        from dataclasses import replace
+
+        wl = replace(wl, priority=(rng.random(wl.n) >= req.fast_fraction).astype(np.int64))
+    return wl
+
+
+def run_simulate(req: SimulateRequest, progress=None) -> dict:
+    """The `roofline simulate --json` dict (header, summary, per-class figures with --fast-fraction).
+    `progress(n)` is called as requests finish. With `plot`, the three figures are written there."""
+    import numpy as np
+
+    from ..efficiency import Efficiency
+    from ..simulate import Policy, Simulation, Targets, roofline_deployment
+    from ..simulate.metrics import summarize
+    from ..speculative import Speculation
+
+    m, sysrec, chips = req._model, req._system, req._chips
+    targets = Targets(req.ttft_target_s, req.tpot_target_s)
+    spec = Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
+    disagg = req.policy == "disaggregated"
+    pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
+                 not req.no_preemption, spec)
+    rng = np.random.default_rng(req.seed)
+    wl = workload(req, rng)
+    eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
+    opts = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
+                usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+    dep = roofline_deployment(m, sysrec, chips=chips, **opts)
+    advance = progress or (lambda n=1: None)
+    if disagg:
+        from ..simulate.pools import disaggregated, kv_transfer_s
+
+        pdep = roofline_deployment(m, sysrec, chips=req.prefill_gpus or chips, **opts)
+        res = disaggregated(wl, pdep, dep, kv_transfer_s(m, sysrec, wl.prompt_tokens, kv_dtype=req.kv_dtype,
+                                                          chips=chips), pol, pol, seed=req.seed, progress=advance)
+        tr = res.trace
+    else:
+        tr = Simulation(wl, dep, pol, seed=req.seed).run(advance)
+    s = summarize(tr, targets)
+    d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
+         "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
+    if req.fast_fraction:
+        for name, c in (("fast", 0), ("slow", 1)):
+            if np.any(tr.priority == c):
+                sc = summarize(tr, targets, mask=tr.priority == c)
+                d.update({f"{name}_{k}": getattr(sc, k) for k in ("requests", "ttft_p50_s", "ttft_p99_s",
+                                                                    "tpot_p50_s", "e2e_p50_s")})
+    if req.plot:
+        from pathlib import Path
+
+        from ..plots.simulate import latency_distributions, occupancy_over_time, train_timeline
+
+        Path(req.plot).mkdir(parents=True, exist_ok=True)
+        latency_distributions(tr, f"{req.plot}/latency.png", targets)
+        occupancy_over_time(tr, f"{req.plot}/occupancy.png")
+        train_timeline(tr, f"{req.plot}/timeline.png")
+    return rules.finite(d, describe(req))
