@@ -75,7 +75,7 @@ class PlanRequest(Request):
 def run_plan(req: PlanRequest) -> dict:
     """The `roofline plan --json` dict: frontier (or every feasible layout with `all`), counts, rejections."""
     from ..planner import Targets, Workload, plan
-    from ..roofline import Efficiency
+    from ..efficiency import Efficiency
 
     tg = Targets(ttft_s=None if req.ttft_ms is None else req.ttft_ms / 1e3,
                  tpot_s=None if req.tpot_ms is None else req.tpot_ms / 1e3,
