@@ -101,8 +101,8 @@ def _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress) -> list:
                 raise InputError(f"cannot reach the Dask scheduler at {scheduler}: {exc}; start one with "
                                  f"`dask scheduler` or check the address") from None
         with client:
-            futures = [client.submit(fn, *t, key=f"roofline-task-{i}-{os.getpid()}-{id(tasks)}", pure=False,
-                                     retries=retries) for i, t in enumerate(tasks)]
+            futures = [client.submit(_guarded, fn, *t, key=f"roofline-task-{i}-{os.getpid()}-{id(tasks)}",
+                                     pure=False, retries=retries) for i, t in enumerate(tasks)]
             index = {f.key: i for i, f in enumerate(futures)}
             out: list = [None] * len(tasks)
             for f in as_completed(futures):
@@ -115,14 +115,31 @@ def _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress) -> list:
                         raise _named(exc, names[i]) from None
                     raise RooflineError(f"scenario {names[i]!r} failed after {retries + 1} attempts: "
                                         f"{type(exc).__name__}: {exc}") from None
-                out[i] = f.result()
+                ok, value = f.result()
                 f.release()
+                if not ok:  # bad input, returned rather than raised so that it is not retried
+                    for g in futures:
+                        g.cancel()
+                    raise _named(value, names[i]) from None
+                out[i] = value
                 if progress is not None:
                     progress(1)
             return out
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _guarded(fn, *args):
+    """Run on a worker: (True, result), or (False, error) for a RooflineError (bad input: retrying cannot
+    help, so it is returned instead of raised; anything else raises and is retried)."""
+    try:
+        return True, fn(*args)
+    except RooflineError as exc:
+        try:  # an error class with its own constructor would not unpickle on the client
+            return False, type(exc)(str(exc))
+        except TypeError:
+            return False, InputError(str(exc))
 
 
 def _named(exc: RooflineError, name: str) -> RooflineError:

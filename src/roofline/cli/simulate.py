@@ -61,6 +61,19 @@ def register(app: typer.Typer) -> None:
         from ..requests.simulate import SimulateRequest, run_simulate
         from .render import progress as progress_bar
 
+        if grid is not None or workers is not None or scheduler is not None:
+            return run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, json=json, plot=plot,
+                                seed=seed, trace=trace, price=usd_per_gpu_hour,
+                                efficiency=(compute_efficiency, memory_efficiency),
+                                targets=(ttft_target_s, tpot_target_s),
+                                refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
+                                             fast_fraction=fast_fraction, duration=duration, realistic=realistic),
+                                base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
+                                          prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
+                                          requests=requests, max_seqs=max_seqs, max_batched_tokens=max_batched_tokens,
+                                          interval_s=interval_s, preemption=not no_preemption,
+                                          weights_dtype=weights_dtype, kv_dtype=kv_dtype))
+
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
@@ -92,3 +105,48 @@ def register(app: typer.Typer) -> None:
                              f"{seconds(d[f'{name}_ttft_p50_s'])} / {seconds(d[f'{name}_tpot_p50_s'])}"])
         table(f"{d['model']} on {d['gpus']} x {req._system.accelerator.id}, {policy}, {d['requests']:,} requests",
               ["metric", "value"], rows, caption=f"plots in {plot}" if plot else None)
+
+
+GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s", "goodput req/s", "good/GPU", "$/Mtok")
+
+
+def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, json, plot, seed, trace, price,
+                 efficiency, targets, refused, base):
+    """`simulate --grid`: one row per scenario (simulate.grid) on the executor asked for (roofline.executors);
+    --json {"model", "system", "seed", "ttft_target_s", "tpot_target_s", "scenarios": [rows]}."""
+    from ..efficiency import Efficiency
+    from ..errors import InputError
+    from ..executors import check_workers
+    from ..simulate.grid import GridContext, parse_grid, run_grid
+    from ..simulate.policies import Targets
+    from ..simulate.workload import read_trace
+    from .common import resolve_hardware, resolve_model
+    from .render import progress as progress_bar
+
+    if grid is None:
+        raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
+    if any(refused.values()):
+        raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
+                         "--fast-fraction, --duration or --realistic; drop those options")
+    check_workers(workers, scheduler)
+    m = resolve_model(model)
+    sysrec, chips = resolve_hardware(system, accelerator, gpus)
+    scenarios = parse_grid(grid, base)
+    ctx = GridContext(m, sysrec, chips, Efficiency(*efficiency), price, Targets(*targets), seed,
+                      read_trace(trace) if trace else None)
+    with progress_bar(len(scenarios), f"simulating {len(scenarios):,} scenarios", quiet=json) as advance:
+        rows = run_grid(ctx, scenarios, workers=workers, scheduler=scheduler, progress=advance)
+    if plot:
+        from ..plots.grid import goodput_vs_rate
+
+        goodput_vs_rate(rows, f"{plot}/goodput_vs_rate.png", title=f"{m.id} on {sysrec.id}")
+    if json:
+        return print_json({"model": m.id, "system": sysrec.id, "seed": seed, "ttft_target_s": ctx.targets.ttft_s,
+                           "tpot_target_s": ctx.targets.tpot_s, "scenarios": rows})
+    body = [[r["scenario"], r["gpus"], f"{seconds(r['ttft_p50_s'])} / {seconds(r['ttft_p99_s'])}",
+             f"{seconds(r['tpot_p50_s'])} / {seconds(r['tpot_p99_s'])}", f"{r['throughput_tokens_per_s']:,.0f}",
+             f"{r['goodput_requests_per_s']:,.3g} ({r['goodput_fraction']:.0%})", f"{r['goodput_per_gpu']:,.3g}",
+             f"{r['usd_per_million_tokens']:,.4g}"] for r in rows]
+    table(f"{m.id} on {sysrec.id}: {len(rows):,} scenarios", list(GRID_COLUMNS), body,
+          caption=f"goodput: TTFT <= {seconds(ctx.targets.ttft_s)} and TPOT <= {seconds(ctx.targets.tpot_s)}"
+                  + (f"; plot in {plot}" if plot else ""))
