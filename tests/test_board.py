@@ -165,3 +165,14 @@ def test_critical_batch_is_where_the_board_flips(board):
         bx = board("--context", ctx)["critical_batch_with_kv"]
         assert board("--context", ctx, "--batch", bx * 0.99)["bound"] == "memory"
         assert board("--context", ctx, "--batch", bx * 1.01)["bound"] == "compute"
+
+
+def test_rubin_ultra_nvl576_is_the_lectures_five_hundred_and_something():
+    """[S 00:41:21]: Rubin's scale-up domain is 'five hundred and something' (576 dies): a preliminary row
+    whose per-package figures reproduce NVIDIA's rack totals (5 EF FP8, 4.6 PB/s HBM4e)."""
+    from roofline.catalog import get_catalog
+
+    s = get_catalog().system("nvl576")
+    assert s.id == "rubin-ultra-nvl576" and s.preliminary and s.chips * 4 == 576
+    assert s.chips * s.accelerator.peak_flops("fp8") == pytest.approx(5e18, rel=0.01)
+    assert s.hbm_bytes_per_s == pytest.approx(4.6e15, rel=0.01)
