@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import JsonOpt, ModelOpt, PriceOpt, SystemOpt, resolve_model
+from .common import JsonOpt, ModelOpt, PriceOpt, SystemOpt
 from .render import fmt, print_json, seconds, si_bytes, table
 
 Int = lambda name, help_: Annotated[int, typer.Option(name, help=help_)]  # noqa: E731
@@ -40,59 +40,39 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Step time, MFU, memory per GPU and the cost of training MODEL on D tokens with a TP/PP/DP/EP layout."""
-        from dataclasses import replace
+        from ..requests.train import TrainRequest, run_train
 
-        from ..catalog import get_catalog
-        from ..efficiency import realistic
-        from ..errors import InputError
-        from ..layout import RECOMPUTE_MODES, Layout
-        from ..memory import training_memory
-        from ..training import train_step
-
-        if system is None:
-            raise InputError("no hardware given: pass --system ID (the scale-up domain, e.g. dgx-h100)")
-        m = resolve_model(model)
-        sysrec = get_catalog().system(system)
-        if global_batch % (dp * micro_batch):
-            raise InputError(f"--global-batch {global_batch} must be a multiple of dp·micro-batch = "
-                             f"{dp * micro_batch}; change --global-batch or --micro-batch")
-        lay = Layout(tp=tp, pp=pp, dp=dp, ep=ep, micro_batch=micro_batch,
-                     micro_batches=global_batch // (dp * micro_batch), schedule=schedule,
-                     virtual_stages=virtual_stages, zero=zero, recompute=recompute,
-                     sequence_parallel=sequence_parallel)
-        # the family's cited factors; an explicit --compute-efficiency is a flat fraction of peak for every GEMM
-        eff = replace(realistic(sysrec.accelerator, dtype), overlap_dp=overlap_dp)
-        if compute_efficiency is not None:
-            eff = replace(eff, compute=compute_efficiency, gemm_half_rows=0.0)
-        r = train_step(m, sysrec, lay, seq, dtype=dtype, usd_per_gpu_hour=usd_per_gpu_hour, efficiency=eff,
-                       flash_attention=flash_attention, dropout=dropout)
-        by_mode = {mode: training_memory(m, lay.with_(recompute=mode), seq, flash_attention=flash_attention,
-                                         dropout=dropout) for mode in RECOMPUTE_MODES}
+        req = TrainRequest.of(style="cli", model=model, system=system, tp=tp, pp=pp, dp=dp, ep=ep, seq=seq,
+                              global_batch=global_batch, micro_batch=micro_batch, schedule=schedule,
+                              virtual_stages=virtual_stages, zero=zero, recompute=recompute, tokens=tokens,
+                              compute_efficiency=compute_efficiency, overlap_dp=overlap_dp, dtype=dtype,
+                              sequence_parallel=sequence_parallel, flash_attention=flash_attention, dropout=dropout,
+                              usd_per_gpu_hour=usd_per_gpu_hour)
+        d = run_train(req)
         if json:
-            d = {"model": m.id, "system": sysrec.id, "seq_len": seq, "recompute": recompute,
-                 "layout": lay.to_dict(), **r.to_dict(tokens)}
-            d["memory_by_recompute"] = {k: float(v.total) for k, v in by_mode.items()}
             return print_json(d)
-        f = lambda x: float(x)  # noqa: E731
+        mem = d["memory"]
+        b = lambda k: si_bytes(float(mem.get(k + "_bytes", mem.get(k))))  # noqa: E731
         rows = [
-            ["compute", seconds(f(r.compute_s))], ["elementwise kernels", seconds(f(r.elementwise_s))],
-            ["TP communication", seconds(f(r.tp_comm_s))],
-            ["EP all-to-all", seconds(f(r.ep_comm_s))],
-            ["pipeline bubble", f"{seconds(f(r.bubble_s))} ({r.bubble_fraction:.1%})"],
-            ["PP sends", seconds(f(r.pp_comm_s))], ["DP gradient reduction (exposed)", seconds(f(r.dp_comm_s))],
-            ["optimizer update", seconds(f(r.optimizer_s))], ["step", seconds(f(r.step_s))],
-            ["tokens/s", fmt(f(r.tokens_per_s))], ["MFU / HFU", f"{f(r.mfu):.1%} / {f(r.hfu):.1%}"],
-            ["TFLOP/s per GPU (model / hardware)", f"{f(r.model_tflops_per_gpu):.1f} / {f(r.hardware_tflops_per_gpu):.1f}"],
-            ["memory per GPU", f"{si_bytes(f(r.memory.total))} of {si_bytes(sysrec.accelerator.hbm_bytes)}"
-                               + ("" if bool(r.fits) else "  (DOES NOT FIT)")],
-            ["  weights / grads / optimizer", " / ".join(si_bytes(f(x)) for x in (r.memory.weights, r.memory.grads, r.memory.optimizer))],
-            ["  activations", si_bytes(f(r.memory.activations))],
-            [f"time to train on {tokens:.3g} tokens", seconds(f(r.time_to_train_s(tokens)))],
-            ["GPU-hours", fmt(f(r.gpu_hours(tokens)))], ["cost, USD", fmt(f(r.usd(tokens)))],
+            ["compute", seconds(d["compute_s"])], ["elementwise kernels", seconds(d["elementwise_s"])],
+            ["TP communication", seconds(d["tp_comm_s"])],
+            ["EP all-to-all", seconds(d["ep_comm_s"])],
+            ["pipeline bubble", f"{seconds(d['bubble_s'])} ({d['bubble_fraction']:.1%})"],
+            ["PP sends", seconds(d["pp_comm_s"])], ["DP gradient reduction (exposed)", seconds(d["dp_comm_s"])],
+            ["optimizer update", seconds(d["optimizer_s"])], ["step", seconds(d["step_s"])],
+            ["tokens/s", fmt(d["tokens_per_s"])], ["MFU / HFU", f"{d['mfu']:.1%} / {d['hfu']:.1%}"],
+            ["TFLOP/s per GPU (model / hardware)", f"{d['model_tflops_per_gpu']:.1f} / {d['hardware_tflops_per_gpu']:.1f}"],
+            ["layers on the busiest stage", fmt(mem["layers_per_stage"])],
+            ["memory per GPU", f"{b('total')} of {si_bytes(req._system.accelerator.hbm_bytes)}"
+                               + ("" if bool(d["fits"]) else "  (DOES NOT FIT)")],
+            ["  weights / grads / optimizer", " / ".join(b(k) for k in ("weights", "grads", "optimizer"))],
+            ["  activations", b("activations")],
+            [f"time to train on {tokens:.3g} tokens", seconds(d["time_to_train_s"])],
+            ["GPU-hours", fmt(d["gpu_hours"])], ["cost, USD", fmt(d["usd"])],
         ]
-        table(f"{m.id} on {r.gpus} x {sysrec.accelerator.id}: TP{tp} PP{pp} DP{dp} EP{ep}, {schedule}, "
+        table(f"{d['model']} on {d['gpus']} x {req._system.accelerator.id}: TP{tp} PP{pp} DP{dp} EP{ep}, {schedule}, "
               f"recompute={recompute}", ["quantity", "value"], rows)
-        mrows = [[k, si_bytes(float(v.activations)), si_bytes(float(v.total))] for k, v in by_mode.items()]
+        mrows = [[k, si_bytes(d["activations_by_recompute"][k]), si_bytes(v)] for k, v in d["memory_by_recompute"].items()]
         table(f"memory per GPU by recomputation mode ({'FlashAttention' if flash_attention else 'unfused attention'}, "
               f"{'dropout' if dropout else 'no dropout'})",
               ["recompute", "activations", "total"], mrows)
@@ -109,36 +89,27 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """How over-trained a model should be: the lecture's equal-cost chain, and the inference-aware optimum."""
-        from .. import scaling as S
+        from ..requests.train import OvertrainRequest, run_overtrain
 
-        plan = S.lifetime_plan(params, traffic, lifetime_days, k_rl=k_rl, eta_rl=eta_rl, eta_inf=eta_inf)
-        opt = None
-        if target_loss is not None:
-            opt = S.inference_aware_optimum(target_loss, float(plan.inference_tokens), rl_tokens=0.0,
-                                            eta_inf=eta_inf)
+        d = run_overtrain(OvertrainRequest.of(style="cli", params=params, traffic=traffic, lifetime_days=lifetime_days,
+                                              k_rl=k_rl, eta_rl=eta_rl, eta_inf=eta_inf, target_loss=target_loss))
         if json:
-            d = {"params": params, "traffic_tokens_per_s": traffic, "lifetime_days": lifetime_days,
-                 "k_rl": k_rl, "eta_rl": eta_rl, "eta_inf": eta_inf,
-                 **{k: float(getattr(plan, k)) for k in plan.__dataclass_fields__}}
-            if opt is not None:
-                d["optimum"] = {"target_loss": target_loss, "n_opt": opt.n_opt, "d_opt": opt.d_opt,
-                                "overtraining_opt": opt.overtraining_opt, "cost_opt_flops": opt.cost_opt,
-                                "n_chinchilla": opt.n_chinchilla, "d_chinchilla": opt.d_chinchilla,
-                                "cost_chinchilla_flops": opt.cost_chinchilla}
             return print_json(d)
+        opt = d.get("optimum")
         rows = [
-            ["inference tokens D_inf = traffic x lifetime", fmt(float(plan.inference_tokens))],
-            ["pretraining tokens D_pre (equal cost)", fmt(float(plan.pretrain_tokens))],
-            ["RL tokens D_RL (equal cost)", fmt(float(plan.rl_tokens))],
-            ["Chinchilla tokens 20N", fmt(float(plan.chinchilla_tokens))],
-            ["over-training factor D_pre / 20N", f"{float(plan.overtraining):.1f}x"],
-            ["pretraining FLOPs 6·N·D_pre", fmt(float(plan.pretrain_flops))],
+            ["inference tokens D_inf = traffic x lifetime", fmt(d["inference_tokens"])],
+            ["pretraining tokens D_pre (equal cost)", fmt(d["pretrain_tokens"])],
+            ["RL tokens D_RL (equal cost)", fmt(d["rl_tokens"])],
+            ["Chinchilla tokens 20N", fmt(d["chinchilla_tokens"])],
+            ["over-training factor D_pre / 20N", f"{d['overtraining']:.1f}x"],
+            ["pretraining FLOPs 6·N·D_pre", fmt(d["pretrain_flops"])],
         ]
         table(f"lifetime of a {params:.3g}-parameter model: {traffic:.3g} tok/s for {lifetime_days:g} days",
               ["quantity", "value"], rows)
         if opt is not None:
-            table(f"inference-aware optimum at loss {target_loss:g} with D_inf = {float(plan.inference_tokens):.3g}",
+            table(f"inference-aware optimum at loss {target_loss:g} with D_inf = {d['inference_tokens']:.3g}",
                   ["", "parameters", "tokens", "over-training", "lifetime cost (FLOP-eq.)"],
-                  [["inference-aware", fmt(opt.n_opt), fmt(opt.d_opt), f"{opt.overtraining_opt:.1f}x", fmt(opt.cost_opt)],
-                   ["pretraining-optimal", fmt(opt.n_chinchilla), fmt(opt.d_chinchilla),
-                    f"{opt.d_chinchilla / (20 * opt.n_chinchilla):.1f}x", fmt(opt.cost_chinchilla)]])
+                  [["inference-aware", fmt(opt["n_opt"]), fmt(opt["d_opt"]), f"{opt['overtraining_opt']:.1f}x",
+                    fmt(opt["cost_opt_flops"])],
+                   ["pretraining-optimal", fmt(opt["n_chinchilla"]), fmt(opt["d_chinchilla"]),
+                    f"{opt['d_chinchilla'] / (20 * opt['n_chinchilla']):.1f}x", fmt(opt["cost_chinchilla_flops"])]])

@@ -65,7 +65,7 @@ def run_train(req: TrainRequest) -> dict:
     from dataclasses import replace
 
     from ..efficiency import realistic
-    from ..layout import RECOMPUTE_MODES, stage_layers
+    from ..layout import RECOMPUTE_MODES
     from ..memory import training_memory
     from ..training import train_step
 
@@ -77,10 +77,11 @@ def run_train(req: TrainRequest) -> dict:
     r = train_step(m, sysrec, lay, req.seq, efficiency=eff, dtype=req.dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
                    flash_attention=req.flash_attention, dropout=req.dropout)
     d = {"model": m.id, "system": sysrec.id, "seq_len": req.seq, "recompute": req.recompute,
-         "layout": lay.to_dict(), "stage_layers": stage_layers(m, lay), **r.to_dict(req.tokens)}
-    d["memory_by_recompute"] = {
-        mode: float(training_memory(m, lay.with_(recompute=mode), req.seq, flash_attention=req.flash_attention,
-                                    dropout=req.dropout).total) for mode in RECOMPUTE_MODES}
+         "layout": lay.to_dict(), **r.to_dict(req.tokens)}
+    by_mode = {mode: training_memory(m, lay.with_(recompute=mode), req.seq, flash_attention=req.flash_attention,
+                                     dropout=req.dropout) for mode in RECOMPUTE_MODES}
+    d["memory_by_recompute"] = {k: float(v.total) for k, v in by_mode.items()}
+    d["activations_by_recompute"] = {k: float(v.activations) for k, v in by_mode.items()}
     return rules.finite(d, describe(req))
 
 
