@@ -13,9 +13,10 @@ from .catalog import get_catalog
 from .catalog import model as get_model
 from .catalog import system as get_system
 from .efficiency import Efficiency
-from .engine import PassResult, step
+from .engine import PassResult
 from .errors import CatalogError, DoesNotFitError, InputError, RooflineError
 from .layout import Layout
+from .requests.api import step  # engine.step with its inputs checked (ids or records; no "64", True, 2.5)
 
 StepResult = PassResult  # the former name of the engine's result
 
