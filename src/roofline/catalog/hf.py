@@ -21,7 +21,10 @@ SUPPORTED = ("llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "deep
 def load_hf_config(path: str | Path) -> Model:
     path = Path(path)
     try:
-        cfg = json.loads(path.read_text())
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CatalogError(f"{path} is not UTF-8 text (byte {exc.start}); give the path to a Hugging Face "
+                           f"config.json") from None
     except OSError as exc:
         raise CatalogError(f"cannot read {path}: {exc.strerror}; give the path to a local config.json") from None
     except json.JSONDecodeError as exc:

@@ -168,8 +168,15 @@ def read_trace(path: str | Path) -> Workload:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"trace file {str(path)!r} does not exist; give a CSV with columns {', '.join(TRACE_COLUMNS)}")
-    with path.open(newline="") as fh:
-        rows = list(csv.reader(fh))
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as fh:
+            rows = list(csv.reader(fh))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"trace file {str(path)!r} is not UTF-8 text (byte {exc.start}); give a CSV with columns "
+                         f"{', '.join(TRACE_COLUMNS)}") from None
+    except csv.Error as exc:
+        raise InputError(f"trace file {str(path)!r} is not a readable CSV ({exc}); give a CSV with columns "
+                         f"{', '.join(TRACE_COLUMNS)}") from None
     if not rows:
         raise InputError(f"{path.name}: empty file; expected a header {','.join(TRACE_COLUMNS)} and one row per request")
     header = [h.strip().lower() for h in rows[0]]
