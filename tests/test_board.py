@@ -176,3 +176,21 @@ def test_rubin_ultra_nvl576_is_the_lectures_five_hundred_and_something():
     assert s.id == "rubin-ultra-nvl576" and s.preliminary and s.chips * 4 == 576
     assert s.chips * s.accelerator.peak_flops("fp8") == pytest.approx(5e18, rel=0.01)
     assert s.hbm_bytes_per_s == pytest.approx(4.6e15, rel=0.01)
+
+
+def test_sweep_plot_draws_one_curve_and_critical_batch_per_context(monkeypatch, tmp_path, run_cli):
+    """sweep --plot with several contexts: one latency curve per context, each labelled with the critical
+    batch the engine reports for that context (its bound flip)."""
+    import roofline.plots.roofline as P
+    from roofline import get_model, get_system, step
+
+    figs = []
+    monkeypatch.setattr(P, "save", lambda fig, path: figs.append(fig) or path)
+    code, out, err = run_cli("sweep", "-m", "llama-3.1-70b", "-s", "dgx-h100", "--context", "500,1000,32000",
+                             "--plot", str(tmp_path / "s.png"))
+    assert code == 0, err
+    labels = [ln.get_label() for ln in figs[0].axes[0].get_lines() if ln.get_label().startswith("ctx")]
+    assert len(labels) == 3
+    for ctx, label in zip((500, 1000, 32000), labels):
+        crit = float(step(get_model("llama-3.1-70b"), get_system("dgx-h100"), 1, ctx).critical_batch_with_kv)
+        assert (f"critical batch {crit:,.0f}" in label) if crit != float("inf") else ("memory-bound" in label)

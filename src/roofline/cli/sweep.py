@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
         if plot:
             from ..plots.roofline import latency_and_cost_vs_batch
 
-            latency_and_cost_vs_batch(m, sysrec, chips=chips, context=float(req._contexts[0]),
+            latency_and_cost_vs_batch(m, sysrec, chips=chips, context=req._contexts,
                                       weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, path=plot,
                                       batches=req._batches)
         if json:

@@ -10,36 +10,59 @@ from . import COLORS, new_figure, save
 
 def latency_and_cost_vs_batch(model, system, *, chips=None, context=0.0, weights_dtype="bf16", kv_dtype="bf16",
                               path="latency_cost.png", batches=None, efficiency=None, usd_per_gpu_hour=None):
-    """Two panels [S 00:08:02–00:15:52]: step time vs B (compute line through the origin, weight fetch
-    constant, KV fetch linear, their max) and cost per token vs B (each divided by B: constant,
-    hyperbola, constant). Log-log; the critical batch is marked on both."""
+    """Two panels [S 00:08:02–00:15:52]: step time vs B and cost per token vs B, log-log, from roofline.step.
+
+    One context: every term (compute line through the origin, weight read, KV read, their max), the cost
+    panel dividing each by B (constant, hyperbola, constant), and the critical batch marked. Several
+    contexts: one curve per context with that context's critical batch (where the engine's bound flips)
+    marked in the same colour — the lecture's compute/memory transition moving right as context grows
+    [S 00:19:57–00:20:13]."""
     from ..efficiency import Efficiency
     from ..engine import step
 
-    lo = 1.0
-    hi = 64 * 1024.0
-    B = np.geomspace(lo, hi, 400) if batches is None or len(batches) < 8 else np.asarray(batches, float)
-    B = np.geomspace(max(B.min(), 1), max(B.max(), 16), 400)
-    r = step(model, system, B, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype, chips=chips,
-             efficiency=efficiency or Efficiency(), usd_per_gpu_hour=usd_per_gpu_hour, check_context=False)
-    n = r.chips
-    price = (usd_per_gpu_hour or system.accelerator.usd_per_hour) * n / 3600.0  # $ per second of the system
+    ctxs = np.atleast_1d(np.asarray(context, dtype=float))
+    lo, hi = 1.0, 64 * 1024.0
+    if batches is not None and len(batches) >= 2:
+        lo, hi = max(float(np.min(batches)), 1.0), max(float(np.max(batches)), 16.0)
+    B = np.geomspace(lo, hi, 400)
+    n = chips or system.chips
+    kw = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, gpus=n, efficiency=efficiency or Efficiency(),
+              usd_per_gpu_hour=usd_per_gpu_hour, check_context=False)
     fig, (ax1, ax2) = new_figure(ncols=2)
-    mem = r.weight_read_s + r.kv_read_s + r.kv_write_s
-    for ax, div, ylabel in ((ax1, 1.0, "time per step (s)"), (ax2, B / price / 1e6, "$ per million tokens")):
-        ax.loglog(B, r.compute_s / div, color=COLORS["compute"], label="compute")
-        ax.loglog(B, np.broadcast_to(r.weight_read_s, B.shape) / div, color=COLORS["weights"], label="weight read")
-        ax.loglog(B, np.maximum(r.kv_read_s, 1e-30) / div, color=COLORS["kv"], label="KV read")
-        ax.loglog(B, mem / div, color=COLORS["weights"], ls="--", label="weights + KV")
-        ax.loglog(B, r.step_s / div, color=COLORS["total"], lw=2.5, alpha=0.7, label="max (roofline)")
-        crit = float(r.critical_batch_with_kv[0]) if np.ndim(r.critical_batch_with_kv) else float(r.critical_batch_with_kv)
-        if np.isfinite(crit) and lo <= crit <= hi:
-            ax.axvline(crit, color="grey", ls=":", label=f"critical batch {crit:,.0f}")
+    if ctxs.size == 1:
+        r = step(model, system, B, float(ctxs[0]), **kw)
+        price = r.usd_per_gpu_hour * n / 3600.0  # $ per second of the system
+        mem = r.weight_read_s + r.kv_read_s + r.kv_write_s
+        crit = float(np.asarray(r.critical_batch_with_kv).ravel()[0])
+        for ax, div in ((ax1, 1.0), (ax2, B / price / 1e6)):
+            ax.loglog(B, r.compute_s / div, color=COLORS["compute"], label="compute")
+            ax.loglog(B, np.broadcast_to(r.weight_read_s, B.shape) / div, color=COLORS["weights"], label="weight read")
+            ax.loglog(B, np.maximum(r.kv_read_s, 1e-30) / div, color=COLORS["kv"], label="KV read")
+            ax.loglog(B, mem / div, color=COLORS["weights"], ls="--", label="weights + KV")
+            ax.loglog(B, r.step_s / div, color=COLORS["total"], lw=2.5, alpha=0.7, label="max (roofline)")
+            if np.isfinite(crit) and lo <= crit <= hi:
+                ax.axvline(crit, color="grey", ls=":", label=f"critical batch {crit:,.0f}")
+        title = f"ctx={ctxs[0]:,.0f}"
+    else:
+        for i, c in enumerate(ctxs):
+            r = step(model, system, B, c, **kw)
+            price = r.usd_per_gpu_hour * n / 3600.0
+            crit = float(np.asarray(r.critical_batch_with_kv).ravel()[0])
+            mark = f", critical batch {crit:,.0f}" if np.isfinite(crit) else ", memory-bound at every B"
+            for ax, div in ((ax1, 1.0), (ax2, B / price / 1e6)):
+                ax.loglog(B, r.step_s / div, color=f"C{i}", lw=2, label=f"ctx {c:,.0f}{mark}")
+                if np.isfinite(crit) and lo <= crit <= hi:
+                    ax.axvline(crit, color=f"C{i}", ls=":", lw=1)
+        title = f"{ctxs.size} contexts (dotted: each one's critical batch)"
+    for ax in (ax1, ax2):
         ax.set_xlabel("batch B (sequences)")
-        ax.set_ylabel(ylabel)
-    ax1.set_title(f"Latency vs batch: {model.id}, {n}x {system.accelerator.id}, ctx={context:,.0f}")
-    ax2.set_title("Cost per token vs batch (each term / B)")
-    ax1.legend(fontsize=8)
+    ax1.set_ylabel("time per step (s)")
+    ax2.set_ylabel("$ per million tokens")
+    ax1.set_title(f"Latency vs batch: {model.id}, {n}x {system.accelerator.id}, {title}", fontsize=9)
+    ax2.set_title("Cost per token vs batch (each term / B)", fontsize=9)
+    ax1.legend(fontsize=7)
+    if ctxs.size > 1:
+        ax2.legend(fontsize=7)
     return save(fig, path)
 
 
