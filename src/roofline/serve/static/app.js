@@ -390,11 +390,11 @@ PAGES.plan = {
     ], { title: { text: `selected: ${label(r)}` }, grid: { rows: 1, columns: 2, pattern: "independent" },
          yaxis: ax("time per decode step (s)"), yaxis2: ax("bytes per GPU"), xaxis: ax("time term"), xaxis2: ax("memory part") });
     readout([
-      ["layouts on the frontier", rows.length, String(rows.length), null],
-      ["selected tokens/s per GPU", r.tokens_per_s_per_gpu, num(r.tokens_per_s_per_gpu), "tokens_per_s_per_gpu"],
-      ["selected tokens/s per user", r.tokens_per_s_per_user, num(r.tokens_per_s_per_user), "tokens_per_s_per_user"],
-      ["selected TPOT", r.tpot_s, secs(r.tpot_s), "tpot_s"],
-      ["selected cost, USD per million tokens", r.usd_per_million_tokens, usd(r.usd_per_million_tokens), "usd_per_million_tokens"],
+      ["layouts on the frontier", p.counts.pareto, String(p.counts.pareto), "counts.pareto"],
+      ["selected tokens/s per GPU", r.tokens_per_s_per_gpu, num(r.tokens_per_s_per_gpu), `layouts.${pick}.tokens_per_s_per_gpu`],
+      ["selected tokens/s per user", r.tokens_per_s_per_user, num(r.tokens_per_s_per_user), `layouts.${pick}.tokens_per_s_per_user`],
+      ["selected TPOT", r.tpot_s, secs(r.tpot_s), `layouts.${pick}.tpot_s`],
+      ["selected cost, USD per million tokens", r.usd_per_million_tokens, usd(r.usd_per_million_tokens), `layouts.${pick}.usd_per_million_tokens`],
       ["step at mid-output context", st.step_s, secs(st.step_s), null],
       ["memory per GPU", st.memory_per_gpu_bytes, bytes(st.memory_per_gpu_bytes), null],
     ]);
@@ -529,7 +529,7 @@ PAGES.prices = {
       { type: "bar", x: lists.map((p) => p.id), y: lists.map((p) => p.output_usd_per_token * 1e6), name: "output" },
     ], { barmode: "group", title: { text: "API list prices" }, xaxis: ax("price list"), yaxis: ax("USD per million tokens", "log") });
     readout([
-      ["remat cost, USD per million tokens", t.remat_usd_per_token * 1e6, usd(t.remat_usd_per_token * 1e6), "remat_usd_per_token"],
+      ["remat cost, USD per million tokens", t.remat_usd_per_token, usd(t.remat_usd_per_token * 1e6), "remat_usd_per_token"],
       ...t.holds.map((h, i) => [`cheapest for ${secs(h.hold_s)}`, h.cheapest, h.cheapest, `holds.${i}.cheapest`]),
       ["HBM vs remat break-even hold", t.break_even_hbm_vs_remat_s, secs(t.break_even_hbm_vs_remat_s), "break_even_hbm_vs_remat_s"],
     ]);
@@ -565,8 +565,8 @@ PAGES.validate = {
     const med = (a) => { const s = [...a].sort((p, q) => p - q); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
     readout([
       ["rows shown", rows.length, String(rows.length), null],
-      ...val.summary.filter((s) => v.metric === "all" || s.metric === v.metric).map((s) => [`median |error|, ${s.metric}`, s.median_abs_error,
-        (100 * s.median_abs_error).toFixed(1) + " %", `summary.${s.metric}.median_abs_error`]),
+      ...val.summary.filter((s) => s.group === v.metric || s.group === "all").map((s) => [`median |error|, ${s.group} (${s.count} rows)`, s.median_abs,
+        (100 * s.median_abs).toFixed(1) + " %", `summary.${s.group}.median_abs`]),
       ["median |error| of the rows shown (page)", med(rows.map((m) => Math.abs(m.error))), (100 * med(rows.map((m) => Math.abs(m.error)))).toFixed(1) + " %", null],
     ]);
     return { op: "validate", body: {} };
