@@ -39,6 +39,17 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         all_layouts: Annotated[bool, typer.Option("--all", help="List every feasible layout, not just the frontier.")] = False,
         realistic: Annotated[bool, typer.Option("--realistic", help="Step times from the cited efficiency model of the accelerator's family (roofline.efficiency) instead of the pure roofline.")] = False,
+        simulate: Annotated[Optional[int], typer.Option("--simulate", help="Simulate the K best layouts under the workload below and re-rank them by goodput (docs/simulator.md).")] = None,
+        rate: Annotated[float, typer.Option("--rate", help="With --simulate: mean arrival rate, requests/s.")] = 10.0,
+        requests: Annotated[int, typer.Option("--requests", "-n", help="With --simulate: requests to simulate.")] = 2000,
+        arrivals: Annotated[str, typer.Option("--arrivals", help="With --simulate: poisson or gamma.")] = "poisson",
+        cv: Annotated[float, typer.Option("--cv", help="With --simulate: coefficient of variation of gamma gaps.")] = 2.0,
+        lengths: Annotated[str, typer.Option("--lengths", help="With --simulate: fixed (--prompt/--output) or lognormal (their medians).")] = "fixed",
+        sigma: Annotated[float, typer.Option("--sigma", help="With --simulate: log-sd of lognormal lengths.")] = 1.0,
+        trace: Annotated[Optional[str], typer.Option("--trace", help="With --simulate: CSV trace instead of generated requests.")] = None,
+        seed: Annotated[int, typer.Option("--seed", help="With --simulate: seed of the run.")] = 0,
+        workers: Annotated[Optional[int], typer.Option("--workers", help="With --simulate: processes on a local Dask cluster.")] = None,
+        scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="With --simulate: tcp://HOST:PORT of a Dask scheduler.")] = None,
         json: JsonOpt = False,
     ) -> None:
         """Best layouts of MODEL on 1+ domains of SYSTEM: Pareto frontier of tokens/s per GPU vs per user."""
@@ -51,6 +62,11 @@ def register(app: typer.Typer) -> None:
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
                              all=all_layouts, realistic=realistic)
         d = run_plan(req)
+        if simulate is not None:
+            from ._plan_simulate import simulated
+            return simulated(req, d, simulate, dict(rate=rate, requests=requests, arrivals=arrivals, cv=cv,
+                                                    lengths=lengths, sigma=sigma, trace=trace, seed=seed,
+                                                    workers=workers, scheduler=scheduler), json)
         if json:
             return print_json(d)
         m, sysrec, rows, counts = req._model, req._system, d["layouts"], d["counts"]

@@ -86,6 +86,7 @@ class GridContext:
     targets: Targets = Targets()
     seed: int = 0
     trace: object = None
+    realistic: bool = False  # step times from the accelerator family's cited factors (efficiency.realistic)
 
 
 # ---- parsing ----------------------------------------------------------------------------------------
@@ -229,6 +230,8 @@ def deployment_for(ctx: GridContext, sc: Scenario):
     lay = parse_layout(sc.layout)
     kw = dict(efficiency=ctx.efficiency, weights_dtype=sc.weights_dtype, kv_dtype=sc.kv_dtype,
               usd_per_gpu_hour=ctx.usd_per_gpu_hour)
+    if ctx.realistic:
+        kw["realistic"] = True
     if lay is None:
         return roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw)
     return layout_deployment(ctx.model, ctx.system, *lay, **kw)
