@@ -16,8 +16,9 @@ src/roofline/kernels_data/:
     NOTICE            the Apache-2.0 attribution carried with the derived data
 
 Decisions (documented in docs/kernels.md):
-- one version per (system, operation, engine): the newest version directory that holds the table (by
-  PEP 440 ordering); other versions are listed in index.json but not carried (package size);
+- one version per (system, operation, engine, keys): the newest version directory (PEP 440 ordering) whose
+  table measured that key group (dtype, head size, MoE shape, …): a newer, partial collection does not hide
+  an older, complete one; each table names its own version;
 - one kernel per (table, dtype): the kernel_source with the most rows (the engine's default kernel for that
   dtype; the others are named in index.json), so a grid cell is one kernel's measurement;
 - duplicate rows in one cell (e.g. MLA heads measured under several tp sizes with the same per-GPU heads)
@@ -143,83 +144,90 @@ def derive(wheel: Path) -> dict:
                                    if n.startswith(prefix) and n.endswith(f"/{stem}.parquet")}, key=_version_key)
                 if not versions:
                     continue
-                ver = versions[-1]
-                vdir = f"{prefix}{ver}/"
-                cmeta = yaml.safe_load(zf.read(vdir + "collection_meta.yaml")) if vdir + "collection_meta.yaml" in names else {}
-                status = ((cmeta.get("tables") or {}).get(stem) or {}).get("status", "unknown")
-                runtime = cmeta.get("runtime") or {}
-                t = pq.read_table(io.BytesIO(zf.read(f"{vdir}{stem}.parquet"))).to_pydict()
-                n_read = len(t["latency"])
-                rows = [dict(zip(t, vals)) for vals in zip(*t.values())]
-                dropped = defaultdict(int)
-                kept = []
-                for r in rows:
-                    if any(r.get(c) != v for c, v in fixed.items()):
-                        dropped["other window/beam"] += 1
+                seen = set()  # key groups already taken from a newer version
+                for ver in reversed(versions):
+                    vdir = f"{prefix}{ver}/"
+                    cmeta = yaml.safe_load(zf.read(vdir + "collection_meta.yaml")) if vdir + "collection_meta.yaml" in names else {}
+                    status = ((cmeta.get("tables") or {}).get(stem) or {}).get("status", "unknown")
+                    runtime = cmeta.get("runtime") or {}
+                    t = pq.read_table(io.BytesIO(zf.read(f"{vdir}{stem}.parquet"))).to_pydict()
+                    n_read = len(t["latency"])
+                    if any(c not in t for c in keys + axes):  # an older schema: not comparable, skipped
+                        print(f"skip {vdir}{stem}: columns {sorted(set(keys + axes) - set(t))} missing", file=sys.stderr)
                         continue
-                    if kind == "custom_allreduce" and "eager" in str(r.get("kernel_source", "")).lower():
-                        dropped["eager variant (graph kept)"] += 1
-                        continue
-                    if kind == "moe" and r["distribution"] not in MOE_DISTRIBUTIONS:
-                        dropped["other routing distribution"] += 1
-                        continue
-                    if kind == "moe" and "nongated" in str(r.get("kernel_source", "")):
-                        dropped["non-gated MoE kernel"] += 1
-                        continue
-                    lat = r["latency"]
-                    if not (lat is not None and np.isfinite(lat) and lat > 0):
-                        dropped["latency missing or <= 0"] += 1
-                        continue
-                    if kind == "gemm":
-                        peak = peaks.get(_key_value("gemm_dtype", r["gemm_dtype"]))
-                        if peak and 2.0 * r["m"] * r["n"] * r["k"] / (lat * 1e-3) > peak:
-                            dropped["faster than the dense datasheet peak"] += 1
+                    rows = [dict(zip(t, vals)) for vals in zip(*t.values())]
+                    dropped = defaultdict(int)
+                    kept = []
+                    for r in rows:
+                        if any(r.get(c) != v for c, v in fixed.items()):
+                            dropped["other window/beam"] += 1
                             continue
-                    kept.append(r)
-                engine = "nccl" if fw == "nccl" else fw
-                src_id = len(index["sources"])
-                index["sources"].append({
-                    "id": src_id, "accelerator": acc, "aic_system": sysdir, "kind": kind, "engine": engine,
-                    "framework": runtime.get("framework", fw), "framework_version": str(ver),
-                    "all_versions": versions, "collection_status": status,
-                    "file": f"{vdir[len('aiconfigurator_core/'):]}{stem}.parquet",
-                    "device": rows[0].get("device", "") if rows else "", "rows_in_file": n_read,
-                    "rows_kept": len(kept), "dropped": dict(dropped)})
-                groups = defaultdict(list)
-                for r in kept:
-                    groups[tuple(_key_value(c, r[c]) for c in keys)].append(r)
-                for gkey, grows in sorted(groups.items(), key=lambda kv: str(kv[0])):
-                    sources = defaultdict(int)
-                    for r in grows:
-                        sources[r.get("kernel_source", "")] += 1
-                    primary = max(sorted(sources), key=lambda s: sources[s]) if one_kernel else None
-                    if primary is not None:
-                        grows = [r for r in grows if r.get("kernel_source", "") == primary]
-                    ax_vals = [np.array(sorted({r[a] for r in grows}), dtype=float) for a in axes]
-                    cells = defaultdict(list)
-                    for r in grows:
-                        cells[tuple(int(np.searchsorted(v, r[a])) for v, a in zip(ax_vals, axes))].append(r)
-                    grid = np.full(tuple(len(v) for v in ax_vals), np.nan)
-                    for idx, cr in cells.items():
-                        grid[idx] = np.median([c["latency"] for c in cr]) * 1e-3
-                    tid = len(index["tables"])
-                    for i, v in enumerate(ax_vals):
-                        arrays[f"{tid}/a{i}"] = v
-                    code = np.zeros(grid.shape, dtype=np.uint16)
-                    ok = np.isfinite(grid)
-                    code[ok] = 1 + np.rint((np.log(grid[ok].astype(float)) - LN_T0) / LN_STEP).astype(np.uint16)
-                    arrays[f"{tid}/q"] = code
-                    singles = [cr[0] for cr in cells.values() if len(cr) == 1]
-                    checks = [[*(float(r[a]) for a in axes), float(r["latency"]) * 1e-3]
-                              for r in rng.sample(singles, min(CHECK_ROWS, len(singles)))]
-                    index["tables"].append({
-                        "id": tid, "source": src_id, "accelerator": acc, "kind": kind, "engine": engine,
-                        "keys": dict(zip(keys, [k if isinstance(k, str) else int(k) for k in gkey])),
-                        "axes": list(axes), "shape": list(grid.shape),
-                        "kernel_source": primary, "other_kernel_sources": sorted(s for s in sources if s != primary),
-                        "rows_used": len(grows), "cells_measured": int(np.isfinite(grid).sum()),
-                        "check_rows": checks,
-                    })
+                        if kind == "custom_allreduce" and "eager" in str(r.get("kernel_source", "")).lower():
+                            dropped["eager variant (graph kept)"] += 1
+                            continue
+                        if kind == "moe" and r["distribution"] not in MOE_DISTRIBUTIONS:
+                            dropped["other routing distribution"] += 1
+                            continue
+                        if kind == "moe" and "nongated" in str(r.get("kernel_source", "")):
+                            dropped["non-gated MoE kernel"] += 1
+                            continue
+                        lat = r["latency"]
+                        if not (lat is not None and np.isfinite(lat) and lat > 0):
+                            dropped["latency missing or <= 0"] += 1
+                            continue
+                        if kind == "gemm":
+                            peak = peaks.get(_key_value("gemm_dtype", r["gemm_dtype"]))
+                            if peak and 2.0 * r["m"] * r["n"] * r["k"] / (lat * 1e-3) > peak:
+                                dropped["faster than the dense datasheet peak"] += 1
+                                continue
+                        kept.append(r)
+                    engine = "nccl" if fw == "nccl" else fw
+                    src_id = len(index["sources"])
+                    index["sources"].append({
+                        "id": src_id, "accelerator": acc, "aic_system": sysdir, "kind": kind, "engine": engine,
+                        "framework": runtime.get("framework", fw), "framework_version": str(ver),
+                        "all_versions": versions, "collection_status": status,
+                        "file": f"{vdir[len('aiconfigurator_core/'):]}{stem}.parquet",
+                        "device": rows[0].get("device", "") if rows else "", "rows_in_file": n_read,
+                        "rows_kept": len(kept), "dropped": dict(dropped)})
+                    groups = defaultdict(list)
+                    for r in kept:
+                        groups[tuple(_key_value(c, r[c]) for c in keys)].append(r)
+                    for gkey, grows in sorted(groups.items(), key=lambda kv: str(kv[0])):
+                        if gkey in seen:
+                            continue
+                        seen.add(gkey)
+                        sources = defaultdict(int)
+                        for r in grows:
+                            sources[r.get("kernel_source", "")] += 1
+                        primary = max(sorted(sources), key=lambda s: sources[s]) if one_kernel else None
+                        if primary is not None:
+                            grows = [r for r in grows if r.get("kernel_source", "") == primary]
+                        ax_vals = [np.array(sorted({r[a] for r in grows}), dtype=float) for a in axes]
+                        cells = defaultdict(list)
+                        for r in grows:
+                            cells[tuple(int(np.searchsorted(v, r[a])) for v, a in zip(ax_vals, axes))].append(r)
+                        grid = np.full(tuple(len(v) for v in ax_vals), np.nan)
+                        for idx, cr in cells.items():
+                            grid[idx] = np.median([c["latency"] for c in cr]) * 1e-3
+                        tid = len(index["tables"])
+                        for i, v in enumerate(ax_vals):
+                            arrays[f"{tid}/a{i}"] = v
+                        code = np.zeros(grid.shape, dtype=np.uint16)
+                        ok = np.isfinite(grid)
+                        code[ok] = 1 + np.rint((np.log(grid[ok].astype(float)) - LN_T0) / LN_STEP).astype(np.uint16)
+                        arrays[f"{tid}/q"] = code
+                        singles = [cr[0] for cr in cells.values() if len(cr) == 1]
+                        checks = [[*(float(r[a]) for a in axes), float(r["latency"]) * 1e-3]
+                                  for r in rng.sample(singles, min(CHECK_ROWS, len(singles)))]
+                        index["tables"].append({
+                            "id": tid, "source": src_id, "accelerator": acc, "kind": kind, "engine": engine,
+                            "keys": dict(zip(keys, [k if isinstance(k, str) else int(k) for k in gkey])),
+                            "axes": list(axes), "shape": list(grid.shape),
+                            "kernel_source": primary, "other_kernel_sources": sorted(s for s in sources if s != primary),
+                            "rows_used": len(grows), "cells_measured": int(np.isfinite(grid).sum()),
+                            "check_rows": checks,
+                        })
         np.savez_compressed(OUT / f"{acc}.npz", **arrays)
         print(f"{acc}: {sum(1 for t in index['tables'] if t['accelerator'] == acc)} tables, "
               f"{(OUT / f'{acc}.npz').stat().st_size / 1e6:.2f} MB", file=sys.stderr)

@@ -23,7 +23,7 @@ Extrapolation: below an axis's smallest measured value the time is held at that 
 get faster than its smallest measured launch); above the largest, ln t continues the edge segment's
 log-log slope, clipped to [0, p], where p is the axis's work exponent (1 for m, n, k, batch, heads,
 tokens, bytes, KV length; 2 for a context-attention sequence, whose causal FLOPs grow as s²). Every such
-point is flagged; callers widen intervals with `extrapolation_distance`.
+point is flagged, and its distance outside the range (KernelTime.distance) lets callers widen intervals.
 
 Ignores: kernels the tables do not hold (elementwise, norms, sampling), CUDA-graph vs eager launch gaps
 beyond what each table's harness measured, clocks of a different SKU of the same chip, and overlap
@@ -54,12 +54,14 @@ _WORK_EXPONENT = {"m": 1, "n": 1, "k": 1, "batch_size": 1, "isl": 2, "step": 1, 
 
 
 class KernelTime(NamedTuple):
-    """One lookup: seconds, covered mask, extrapolated mask, and the table's source id ('' if none)."""
+    """One lookup: seconds, covered mask, extrapolated mask, the table's source id ('' if none), and the
+    extrapolation distance Σ_axes |ln(x / x clamped to the table's range)| (0 inside the range)."""
 
     seconds: np.ndarray
     covered: np.ndarray
     extrapolated: np.ndarray
     source: str
+    distance: np.ndarray
 
 
 @lru_cache(maxsize=1)
@@ -140,14 +142,16 @@ def _multilinear(tid: int, acc: str, x: np.ndarray):
 
 def _interp(tid: int, acc: str, x: np.ndarray):
     """_multilinear plus the continuation above each axis's largest value (module docstring)
-    → (ln t, ok, extrapolated)."""
+    → (ln t, ok, extrapolated, distance)."""
     axes, _ = _grid(tid, acc)
     names = index()["tables"][tid]["axes"]
     lx = np.log(x)
     out, ok, gap = _multilinear(tid, acc, x)
     extra = gap.copy()
+    dist = np.zeros(len(x))
     for j, ax in enumerate(axes):
         extra |= (lx[:, j] < ax[0] - 1e-9) | (lx[:, j] > ax[-1] + 1e-9)
+        dist += np.abs(lx[:, j] - np.clip(lx[:, j], ax[0], ax[-1]))
     clamped = np.exp(np.column_stack([np.clip(lx[:, j], ax[0], ax[-1]) for j, ax in enumerate(axes)]))
     for j, ax in enumerate(axes):
         over = lx[:, j] > ax[-1] + 1e-9
@@ -161,7 +165,7 @@ def _interp(tid: int, acc: str, x: np.ndarray):
         slope = (_multilinear(tid, acc, edge)[0] - _multilinear(tid, acc, prev)[0]) / (ax[-1] - ax[-2])
         slope = np.where(np.isfinite(slope), np.clip(slope, 0.0, p), p)
         out[over] = out[over] + slope * (lx[over, j] - ax[-1])
-    return out, ok, extra
+    return out, ok, extra, dist
 
 
 def _pick(acc: str, kind: str, engine: str | None, keys: dict) -> dict | None:
@@ -184,13 +188,13 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords) -> KernelTime:
     t = _pick(acc, kind, engine, keys)
     if t is None:
         nan = np.full(shape, np.nan)
-        return KernelTime(nan, np.zeros(shape, bool), np.zeros(shape, bool), "")
+        return KernelTime(nan, np.zeros(shape, bool), np.zeros(shape, bool), "", nan)
     if np.any(arrs[0] <= 0) or any(np.any(a <= 0) for a in arrs):
         raise InputError(f"{kind} lookup needs positive sizes, got a value <= 0; pass sizes >= 1")
     x = np.stack([a.ravel() for a in arrs], axis=1)
-    ln_t, ok, extra = _interp(t["id"], acc, x)
+    ln_t, ok, extra, dist = _interp(t["id"], acc, x)
     sec = np.where(ok, np.exp(ln_t), np.nan).reshape(shape)
-    return KernelTime(sec, ok.reshape(shape), (extra & ok).reshape(shape), source_id(t))
+    return KernelTime(sec, ok.reshape(shape), (extra & ok).reshape(shape), source_id(t), dist.reshape(shape))
 
 
 def _dt(dtype: str) -> str:
@@ -267,7 +271,8 @@ def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine:
         raise InputError(f"unknown tier {tier!r}: expected one of {', '.join(TIERS)}")
     nb, g = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n_gpus, float))
     if tier == "scale-out":
-        r = KernelTime(np.full(nb.shape, np.nan), np.zeros(nb.shape, bool), np.zeros(nb.shape, bool), "")
+        nan = np.full(nb.shape, np.nan)
+        r = KernelTime(nan, np.zeros(nb.shape, bool), np.zeros(nb.shape, bool), "", nan)
     else:
         r = None
         if kind == "all_reduce" and engine in ENGINES:
@@ -277,31 +282,22 @@ def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine:
             r = _lookup(acc, "nccl", "nccl", {"op_name": _NCCL_OP[kind], "nccl_dtype": "fp16"},
                         np.maximum(g, 2), np.maximum(nb, 1))
     one = g <= 1
-    return KernelTime(np.where(one, 0.0, r.seconds), r.covered | one, r.extrapolated & ~one, r.source)
-
-
-def extrapolation_distance(acc, kind: str, engine, keys: dict, *coords) -> np.ndarray:
-    """How far outside the table each point lies: Σ over axes of |ln(x/clamped x)| (0 inside the range);
-    callers widen intervals by it."""
-    t = _pick(accelerator_id(acc), kind, engine, keys)
-    arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
-    if t is None:
-        return np.full(arrs[0].shape, np.nan)
-    axes, _ = _grid(t["id"], accelerator_id(acc))
-    return sum(np.abs(np.log(a) - np.clip(np.log(a), ax[0], ax[-1])) for a, ax in zip(arrs, axes))
+    return KernelTime(np.where(one, 0.0, r.seconds), r.covered | one, r.extrapolated & ~one, r.source,
+                      np.where(one, 0.0, r.distance))
 
 
 def coverage() -> list[dict]:
-    """One row per (accelerator, kind, engine): framework version, dtypes and other keys, tables, cells."""
+    """One row per (accelerator, kind, engine): framework and versions, dtypes, tables and measured cells."""
     rows = {}
     for t in index()["tables"]:
         s = index()["sources"][t["source"]]
         key = (t["accelerator"], t["kind"], t["engine"])
         r = rows.setdefault(key, {"accelerator": t["accelerator"], "kind": t["kind"], "engine": t["engine"],
-                                  "framework": s["framework"], "framework_version": s["framework_version"],
-                                  "aic_system": s["aic_system"], "dtypes": set(), "tables": 0,
-                                  "cells_measured": 0, "rows_in_file": s["rows_in_file"]})
+                                  "framework": s["framework"], "framework_versions": set(),
+                                  "aic_system": s["aic_system"], "dtypes": set(), "tables": 0, "cells_measured": 0})
+        r["framework_versions"].add(s["framework_version"])
         r["dtypes"] |= {str(v) for k, v in t["keys"].items() if k.endswith("dtype")}
         r["tables"] += 1
         r["cells_measured"] += t["cells_measured"]
-    return [dict(r, dtypes=sorted(r["dtypes"])) for r in rows.values()]
+    return [dict(r, dtypes=sorted(r["dtypes"]), framework_versions=sorted(r["framework_versions"]))
+            for r in rows.values()]

@@ -1,0 +1,199 @@
+"""The terms of one pass from measured kernel tables (roofline.kernels), for the engine's realistic mode.
+
+For one replica's pass (B sequences, L new tokens each — L = 1 in decode — on `context` cached tokens,
+layout tp/ep/pp/dp with moe_tp, all pp micro-batches in flight) this module lists the kernels one GPU
+runs per layer and asks the tables for each (b = B/pp sequences per micro-batch, T = b·L/dp rows):
+
+    GEMMs      attention projections  QKV [T × (N/tp + 2·max(K/tp, 1))·H ← D], O [T × D ← N·H/tp]
+               (MLA: fused q_a+kv_a [T × (q_rank + kv_rank + rope) ← D], q_b, kv_b, O; DeepSeek-V2 §2.1)
+               dense MLP              gate+up [T × 2F/tp ← D] (F/tp when not gated), down [T × D ← F/tp]
+               MoE layer              router [T × E ← D]; routed experts: the MoE table at T·moe_tp/tp
+                                      tokens per EP rank (kernels.moe_s), else per-expert GEMMs of
+                                      T_e·k/E rows on the E/ep experts of a GPU (flagged extrapolated);
+                                      shared experts as a dense MLP of their total width over moe_tp
+               LM head                [b/dp × V/tp ← D] once per pass (prefill: the last token only)
+    attention  context (prefill: b/dp sequences of L tokens) or generation (decode: b/dp sequences over
+               context + 1 cached tokens; local layers over min(context + 1, window)); MLA tables for
+               MLA models; heads N/tp and KV heads max(K/tp, 1) per GPU
+    TP comm    (layers + dense-MLP layers) all-reduces over tp and one per MoE layer over moe_tp, of
+               T·D·bytes(activation) each (Megatron-LM: two per layer), from the engine's own custom
+               all-reduce table (else NCCL) on the scale-up tier
+
+Each term is a loop total (pp stages × layers/pp each) on one GPU, with masks: covered where every
+kernel of the term was found in a table, extrapolated where any lookup left its table's range or was
+composed from dense GEMMs. `apply` puts the covered terms into an engine result in place of the factor
+model's (elementwise kernels, weight/KV streaming inside the GEMMs' own measurement, EP all-to-all,
+pipeline p2p and fixed overheads stay the factor model's), with the engine's composition:
+
+    step = [kernels + comm  or  max(kernels, comm) when overlapped] + t_pp + overhead,
+    kernels = gemm + attention + elementwise,  comm = tp + ep
+
+Ignores: the pass's own KV writes inside attention (added from the factor model's kv_write term),
+chunked prefill over a cached prefix (context > 0 in prefill: the context kernel is looked up at L and
+flagged), MLA's absorbed BMMs in decode (kv_b counted as a GEMM in both phases), bias and norm kernels
+(elementwise term), the tables' GPU clocks vs the catalog SKU's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import kernels as K
+from . import model as M
+
+
+@dataclass(frozen=True)
+class TableTerms:
+    """Loop totals (s) on one GPU from measured kernels, with coverage masks and the tables used."""
+
+    gemm_s: np.ndarray
+    attention_s: np.ndarray
+    tp_comm_s: np.ndarray
+    gemm_covered: np.ndarray
+    attention_covered: np.ndarray
+    tp_covered: np.ndarray
+    gemm_extrapolated: np.ndarray
+    attention_extrapolated: np.ndarray
+    tp_extrapolated: np.ndarray
+    distance: np.ndarray  # largest extrapolation distance of any lookup (ln units; 0 inside every table)
+    sources: dict  # term name -> tuple of table source ids
+    engine: str
+
+
+class _Acc:
+    """Sums lookups of one term: time, all-covered mask, any-extrapolated mask, max distance, sources."""
+
+    def __init__(self, shape):
+        self.t = np.zeros(shape)
+        self.cov = np.ones(shape, bool)
+        self.ext = np.zeros(shape, bool)
+        self.dist = np.zeros(shape)
+        self.src = set()
+
+    def add(self, r: K.KernelTime, times=1.0, extrapolated=False):
+        self.t = self.t + np.nan_to_num(r.seconds) * times
+        self.cov = self.cov & r.covered
+        self.ext = self.ext | r.extrapolated | (extrapolated & r.covered)
+        self.dist = np.maximum(self.dist, np.nan_to_num(r.distance))
+        if r.source:
+            self.src.add(r.source)
+
+
+def _gemm_dtype(weights_dtype: str) -> str:
+    return "bf16" if weights_dtype.lower() in ("bf16", "fp16") else weights_dtype.lower()
+
+
+def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode", prompt=1, tp=1, ep=1, pp=1,
+                dp=1, moe_tp=None, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
+                activation_dtype: str = "bf16", engine: str = "trtllm", moe_imbalance: float = 1.0) -> TableTerms:
+    """Measured-kernel GEMM, attention and TP all-reduce terms of one pass (module docstring)."""
+    from .units import dtype_bytes
+
+    m, acc = model, K.accelerator_id(system)
+    chips = int(getattr(system, "chips", 8))
+    B = np.asarray(batch, dtype=float)
+    ctx = np.asarray(context, dtype=float)
+    L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
+    moe_tp = tp if moe_tp is None else moe_tp
+    b = B / pp
+    T = b * L / dp  # GEMM rows per micro-batch on one GPU
+    seqs = np.maximum(b / dp, 1.0)
+    shape = np.broadcast_shapes(T.shape, ctx.shape)
+    T = np.broadcast_to(T, shape)
+    wd, D, H = _gemm_dtype(weights_dtype), m.d_model, m.head_dim
+    g, a, c = _Acc(shape), _Acc(shape), _Acc(shape)
+
+    def gemm(rows, n, k, times):
+        g.add(K.gemm_s(acc, wd, rows, max(n, 1), max(k, 1), engine=engine), times)
+
+    heads = m.heads / tp
+    kvg = max(m.kv_heads / tp, 1.0)
+    if m.mla:
+        ml = m.mla
+        rope, nope, v = ml.qk_rope_head_dim, ml.qk_nope_head_dim, ml.v_head_dim
+        if ml.q_lora_rank:
+            gemm(T, ml.q_lora_rank + ml.kv_lora_rank + rope, D, m.layers)
+            gemm(T, m.heads * (nope + rope) / tp, ml.q_lora_rank, m.layers)
+        else:
+            gemm(T, ml.kv_lora_rank + rope, D, m.layers)
+            gemm(T, m.heads * (nope + rope) / tp, D, m.layers)
+        gemm(T, m.heads * (nope + v) / tp, ml.kv_lora_rank, m.layers)
+        gemm(T, D, m.heads * v / tp, m.layers)
+    else:
+        gemm(T, (heads + 2 * kvg) * H, D, m.layers)
+        gemm(T, D, heads * H, m.layers)
+    if m.dense_mlp_layers and m.d_ff:
+        gemm(T, (2 if m.gated_mlp else 1) * m.d_ff / tp, D, m.dense_mlp_layers)
+        gemm(T, D, m.d_ff / tp, m.dense_mlp_layers)
+    if m.moe and m.moe_layers:
+        e = m.moe
+        gemm(T, e.experts, D, m.moe_layers)  # router
+        shared = e.d_ff_shared or e.shared * e.d_ff_expert
+        if shared:
+            gemm(T, (2 if m.gated_mlp else 1) * shared / moe_tp, D, m.moe_layers)
+            gemm(T, D, shared / moe_tp, m.moe_layers)
+        per_rank = T * moe_tp / tp  # tokens each EP rank brings to the layer (the tables' num_tokens)
+        r = K.moe_s(acc, wd, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts, tp=moe_tp,
+                    ep=ep, engine=engine)
+        if not r.covered.any() and wd == "fp8":
+            r = K.moe_s(acc, "fp8_block", per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active,
+                        experts=e.experts, tp=moe_tp, ep=ep, engine=engine)
+        if r.covered.any():
+            g.add(r, m.moe_layers)
+        else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches
+            Te = per_rank * ep
+            rows = np.maximum(Te * e.active * moe_imbalance / e.experts, 1.0)
+            touched = M.expected_distinct_experts(e.experts, e.active, Te) / ep
+            ff = e.d_ff_expert / moe_tp
+            for n_, k_ in (((2 if m.gated_mlp else 1) * ff, D), (D, ff)):
+                g.add(K.gemm_s(acc, wd, rows, n_, k_, engine=engine), m.moe_layers * touched, extrapolated=True)
+    gemm(seqs, m.vocab / tp, D, 1)  # one position per sequence (prefill: the last one's logits only)
+
+    # attention kernels, per layer
+    local = m.local_layers if m.sliding_window else 0
+    for n_layers, window in ((m.layers - local, 0), (local, m.sliding_window)):
+        if not n_layers:
+            continue
+        length = L if phase == "prefill" else (ctx + 1 if not window else np.minimum(ctx + 1, window))
+        r = K.attention_s(acc, phase, seqs, np.broadcast_to(length, shape), heads, kvg, H, mla=bool(m.mla),
+                          kv_dtype=kv_dtype, engine=engine)
+        a.add(r, n_layers, extrapolated=bool(phase == "prefill" and np.any(ctx > 0)))
+
+    # TP all-reduces on the scale-up tier (beyond one domain: not covered)
+    act_bytes = T * D * dtype_bytes(activation_dtype)
+    for n_ar, group in ((m.layers + m.dense_mlp_layers, tp), (m.moe_layers, moe_tp)):
+        if n_ar and group > 1:
+            tier = "scale-up" if group <= chips else "scale-out"
+            c.add(K.collective_s(acc, "all_reduce", act_bytes, group, tier, engine=engine), n_ar)
+    return TableTerms(
+        gemm_s=np.where(g.cov, g.t, np.nan), attention_s=np.where(a.cov, a.t, np.nan),
+        tp_comm_s=np.where(c.cov, c.t, np.nan), gemm_covered=g.cov, attention_covered=a.cov, tp_covered=c.cov,
+        gemm_extrapolated=g.ext, attention_extrapolated=a.ext, tp_extrapolated=c.ext,
+        distance=np.maximum(np.maximum(g.dist, a.dist), c.dist),
+        sources={"gemm": tuple(sorted(g.src)), "attention": tuple(sorted(a.src)), "tp_comm": tuple(sorted(c.src))},
+        engine=engine)
+
+
+def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 1.0, 1.0)):
+    """`result` (an engine PassResult or anything with its time fields) with the covered table terms in place
+    of the factor model's, recomposed as the engine composes a pass (module docstring). `scale` multiplies
+    the (gemm, attention, tp) table terms (interval corners). Returns (step_s, used) where `used` maps
+    each term to its mask of points that came from tables."""
+    kvw = getattr(result, "kv_write_s", 0.0)
+    gemm = np.where(terms.gemm_covered, terms.gemm_s * scale[0] + kvw, result.gemm_s)
+    attn = np.where(terms.attention_covered, terms.attention_s * scale[1], result.attention_s)
+    tp = np.where(terms.tp_covered, terms.tp_comm_s * scale[2], result.tp_comm_s)
+    kernels = gemm + attn + result.elementwise_s
+    comm = tp + result.ep_comm_s
+    busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
+    step = busy + result.pp_comm_s + result.overhead_s
+    return step, {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered}
+
+
+def engine_spread(model, system, batch, context, **kw) -> dict:
+    """table_terms for every engine that has tables ({engine: TableTerms}); the spread across engines is
+    the interval of a measured-kernel term."""
+    return {e: table_terms(model, system, batch, context, engine=e, **kw) for e in K.ENGINES}
+
