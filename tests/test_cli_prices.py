@@ -116,7 +116,7 @@ def test_bad_tier_row(run_cli, tmp_path):
 
 def test_bad_hold_and_unknown_id(run_cli):
     code, _, err = run_cli("tiers", "--hold", "-3")
-    assert code == 1 and "--hold must be > 0 seconds, got -3" in err
+    assert code == 1 and "--hold must be > 0 and <= 3.2e+09 and finite, got -3" in err
     code, _, err = run_cli("prices", "show", "gemini-9")
     assert code == 1 and "unknown price list 'gemini-9'" in err
     code, _, err = run_cli("prices", "show", "zzzz")

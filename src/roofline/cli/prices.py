@@ -95,32 +95,21 @@ def register(app: typer.Typer) -> None:
         """Run every inference each price list supports: KV bytes or active params from a context tier,
         decode memory-boundness from output/input, batch ratio from a fast mode, hold prices and tiers
         from cache prices, what the hit discount affords. Each row states its assumptions and range."""
-        from .. import pricing
-        from ..catalog import get_catalog
-        from ..tiers import remat_cost_on
+        from ..requests.prices import PricesRequest, run_prices
 
-        rows = _select_prices(ids)
-        accs = _select_accelerators(accelerator)
-        tiers = _select_tiers(tier)
-        remat = remat_cost_on(get_catalog().accelerator(remat_accelerator), active_params=remat_active_params)
-        ap = tuple(active_params) if active_params else pricing.ACTIVE_PARAMS_RANGE
-        results = {p.id: pricing.infer_all(p, accs, tiers, kv_bytes=kv_bytes, remat_usd=remat, active_params=ap)
-                   for p in rows}
-        if plot:
-            from ..plots.pricing import plot_cost_vs_context
-
-            tiered = [p for p in rows if p.context_tiers] or rows
-            plot_cost_vs_context(plot, tiered[0], get_catalog().accelerator(remat_accelerator),
-                                 active_params=remat_active_params, kv_bytes=None)
+        req = PricesRequest.of(style="cli", ids=ids, accelerator=accelerator, active_params=active_params,
+                               kv_bytes=kv_bytes, remat_accelerator=remat_accelerator,
+                               remat_active_params=remat_active_params, tier=tier, plot=plot)
+        d = run_prices(req)
         if json:
-            return print_json({"remat_usd_per_token": remat, "kv_bytes_per_token": kv_bytes,
-                               "accelerators": [a.id for a in accs], "tiers": [t.id for t in tiers],
-                               "inferences": {k: [i.to_dict() for i in v] for k, v in results.items()},
-                               **({"plot": plot} if plot else {})})
+            return print_json(d)
+        remat = d["remat_usd_per_token"]
+        results = d["inferences"]
         for pid, infs in results.items():
             table(f"{pid}: what the prices imply", ["quantity", "value", "range", "unit", "formula", "assumptions"],
-                  [[i.quantity, i.value, f"{fmt(i.low)} - {fmt(i.high)}" if i.low != i.high else "-", i.unit, i.formula,
-                    "; ".join(f"{k}: {fmt(v) if not isinstance(v, str) else v}" for k, v in i.assumptions.items())]
+                  [[i["quantity"], i["value"], f"{fmt(i['low'])} - {fmt(i['high'])}" if i["low"] != i["high"] else "-",
+                    i["unit"], i["formula"],
+                    "; ".join(f"{k}: {fmt(v) if not isinstance(v, str) else v}" for k, v in i["assumptions"].items())]
                    for i in infs])
         print(f"remat cost: ${remat * 1e6:.4g}/MTok ({remat_active_params:.3g} active params, fp8, {remat_accelerator}); "
               f"KV for cache inferences: {kv_bytes:g} B/token")
@@ -145,73 +134,44 @@ def register(app: typer.Typer) -> None:
               [[r["layout"], r["kind"], r["kv_bytes"], r["ratio"]] for r in rows])
 
     @app.command("tiers")
-    def tiers_cmd(kv_bytes: KvOpt = 2048.0,
+    def tiers_cmd(kv_bytes: Annotated[Optional[float], typer.Option("--kv-bytes", help="KV bytes per token of the served model (default: the lecture's 2,048; not with --model).")] = None,
                   model: Annotated[Optional[str], typer.Option("--model", "-m", help="Take KV bytes/token (with --kv-dtype) and active params from this model instead of --kv-bytes/--remat-active-params.")] = None,
                   kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV-cache format with --model.")] = "bf16",
                   hold: Annotated[Optional[list[float]], typer.Option("--hold", help="Hold time(s) in seconds to price (repeatable; default 0.02, 300, 3600).")] = None,
                   tier: TierIdsOpt = None, remat_accelerator: RematAccOpt = "h100-sxm",
-                  remat_active_params: RematParamsOpt = 1e11,
+                  remat_active_params: Annotated[Optional[float], typer.Option("--remat-active-params", help="Active parameters of the served model for the remat cost (default 1e11; not with --model).")] = None,
                   usd_per_gpu_hour: Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="GPU rental for remat (default: the catalog's).")] = None,
                   plot: PlotOpt = None, json: JsonOpt = False) -> None:
         """Memory tiers vs rematerialisation for one cached token: retrieve and hold costs, the cheapest
         option for each hold time, break-even hold times and the drain-time rule (lecture §5.4)."""
-        import numpy as np
+        from ..requests.prices import TiersRequest, run_tiers
 
-        from .. import model as M
-        from .. import tiers as T
-        from ..catalog import get_catalog
-        from ..catalog import model as load_model
-        from ..errors import InputError
-
-        tl = _select_tiers(tier)
-        holds = np.array(hold if hold else [0.02, 300.0, 3600.0], dtype=float)
-        if np.any(~np.isfinite(holds) | (holds <= 0)):
-            raise InputError(f"--hold must be > 0 seconds, got {holds[~np.isfinite(holds) | (holds <= 0)][0]:g}")
-        mrec = load_model(model) if model else None
-        kv = M.kv_bytes_per_token(mrec, kv_dtype) if mrec else kv_bytes
-        if mrec:  # the model's own active parameters set its remat cost
-            remat_active_params = M.params_active(mrec)
-        acc = get_catalog().accelerator(remat_accelerator)
-        remat = T.remat_cost_on(acc, active_params=remat_active_params, usd_per_gpu_hour=usd_per_gpu_hour)
-        opts = T.options(kv, tl, remat)
-        bands = T.bands(opts)
-        costs = opts.cost(holds)
-        best = T.cheapest(opts, holds)
-        rule = T.tier_for_hold(holds, tl)
-        hbm = [t for t in tl if t.medium == "hbm"]
-        t_be = (float(T.break_even_s(0.0, T.hold_cost_usd_per_s(kv, hbm[0]), remat, 0.0)) if hbm else None)
-        if plot:
-            from ..plots.pricing import plot_cached_token_cost
-            from ..catalog.prices import price_lists
-
-            plot_cached_token_cost(plot, opts, list(price_lists().values()))
+        req = TiersRequest.of(style="cli", kv_bytes=kv_bytes, model=model, kv_dtype=kv_dtype, hold=hold, tier=tier,
+                              remat_accelerator=remat_accelerator, remat_active_params=remat_active_params,
+                              usd_per_gpu_hour=usd_per_gpu_hour, plot=plot)
+        d = run_tiers(req)
         if json:
-            return print_json({
-                "kv_bytes_per_token": kv, "remat_usd_per_token": remat,
-                "tiers": [{"id": t.id, "medium": t.medium, "capacity_bytes": t.capacity_bytes,
-                           "bytes_per_s": t.bytes_per_s, "drain_time_s": t.drain_time_s,
-                           "usd_per_gb_month": t.usd_per_gb_month, "retrieve_usd_per_token": float(opts.retrieve_usd[i]),
-                           "hold_usd_per_token_s": float(opts.hold_usd_per_s[i]), "source": t.source,
-                           "cost_source": t.cost_source} for i, t in enumerate(tl)],
-                "bands": [{"option": n, "from_s": a, "to_s": b} for n, a, b in bands],
-                "holds": [{"hold_s": float(h), "tier": tl[int(r)].id, "tier_drain_time_s": tl[int(r)].drain_time_s,
-                           "cheapest": opts.names[int(b)], "cost_usd_per_token": float(costs[int(b), k])}
-                          for k, (h, b, r) in enumerate(zip(holds, best, rule))],
-                "break_even_hbm_vs_remat_s": t_be, **({"plot": plot} if plot else {})})
+            return print_json(d)
+        kv, remat, acc = d["kv_bytes_per_token"], d["remat_usd_per_token"], req._acc
         m = 1e6
         table(f"Memory tiers for one token of {si_bytes(kv)} KV (costs in $ per million tokens)",
               ["id", "medium", "capacity", "GB/s", "drain", "$/GB-month", "retrieve $/MTok", "hold $/MTok/hour"],
-              [[t.id, t.medium, si_bytes(t.capacity_bytes), t.bytes_per_s / 1e9, seconds(t.drain_time_s),
-                t.usd_per_gb_month, opts.retrieve_usd[i] * m, opts.hold_usd_per_s[i] * m * 3600] for i, t in enumerate(tl)],
-              caption=f"remat (prefill on {acc.id}, {remat_active_params:.3g} active params, fp8): ${remat * m:.4g}/MTok, no hold cost")
+              [[t["id"], t["medium"], si_bytes(t["capacity_bytes"]), t["bytes_per_s"] / 1e9, seconds(t["drain_time_s"]),
+                t["usd_per_gb_month"], t["retrieve_usd_per_token"] * m, t["hold_usd_per_token_s"] * m * 3600]
+               for t in d["tiers"]],
+              caption=f"remat (prefill on {acc.id}, {d['remat_active_params']:.3g} active params, fp8): "
+                      f"${remat * m:.4g}/MTok, no hold cost")
         table("Cheapest option by hold time (lower envelope of retrieve + T x hold)", ["option", "from", "to"],
-              [[n, seconds(a) if a else "0", seconds(b) if np.isfinite(b) else "inf"] for n, a, b in bands])
+              [[b["option"], seconds(b["from_s"]) if b["from_s"] else "0",
+                seconds(b["to_s"]) if b["to_s"] is not None else "inf"] for b in d["bands"]])
+        drain = {t["id"]: t["drain_time_s"] for t in d["tiers"]}
         table("Priced hold times", ["hold", "tier", "its drain time", "cheapest incl. remat", "$/MTok"],
-              [[seconds(float(h)), tl[int(r)].id, seconds(tl[int(r)].drain_time_s), opts.names[int(b)],
-                costs[int(b), k] * m] for k, (h, b, r) in enumerate(zip(holds, best, rule))],
+              [[seconds(h["hold_s"]), h["tier"], seconds(drain[h["tier"]]), h["cheapest"], h["cost_usd_per_token"] * m]
+               for h in d["holds"]],
               caption="tier = argmin over tiers of $/byte-s x (hold + drain time), the exact drain-time rule "
                       "(roofline.tiers.tier_for_hold); remat wins only when a token's KV costs more to keep than to rebuild")
-        if t_be is not None:
-            print(f"HBM ({hbm[0].id}) vs remat break-even hold: {seconds(t_be)}")
+        hbm = [t for t in d["tiers"] if t["medium"] == "hbm"]
+        if d["break_even_hbm_vs_remat_s"] is not None:
+            print(f"HBM ({hbm[0]['id']}) vs remat break-even hold: {seconds(d['break_even_hbm_vs_remat_s'])}")
         if plot:
             print(f"wrote {plot}")
