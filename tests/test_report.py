@@ -34,11 +34,14 @@ def test_golden_table_marks_inferences_apart_from_the_lecture(tmp_path):
 
     chapters = ("ch01_batch", "ch02_moe", "ch03_pipeline", "ch04_overtraining", "ch05_prices")
     items = [w for n in chapters for w in importlib.import_module(f"roofline.report.chapters.{n}").chapter(tmp_path).items]
-    kinds = {w.id: w.provenance for w in items if w.id.startswith("T")}
+    kinds = {}
+    for w in items:
+        if w.ok is not None:  # the items checked against a stated value
+            kinds.setdefault(w.id, set()).add(w.provenance)
     for tid in ("T10", "T11", "T19", "T32", "T42", "T03", "T14"):
-        assert kinds[tid] == INFERENCE, tid
-    for tid in ("T01", "T04", "T09", "T16", "T34", "T39"):
-        assert kinds[tid] == LECTURE, tid
+        assert kinds[tid] == {INFERENCE}, tid
+    for tid in ("T01", "T04", "T09", "T16", "T34"):
+        assert kinds[tid] == {LECTURE}, tid
     assert Worked("T10", "", "", {}, 1.0, expected=1.0, rel_tol=0).provenance == INFERENCE
     assert Worked("x", "", "", {}, 1.0, expected=None).provenance == "library"
     assert Worked("x", "", "", {}, 1.0, expected=2.0, source="§3.2 [I]").provenance == INFERENCE

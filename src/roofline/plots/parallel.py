@@ -42,7 +42,7 @@ def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: fl
 
     import matplotlib.pyplot as plt
 
-    fig, axes = new_figure(ncols=2, width=5.6)
+    fig, axes = new_figure(nrows=2, width=11.0, height=4.8)  # the map gets the full width: labels stay legible
     ax, ax2 = np.asarray(axes).ravel()[:2]
     place = place_experts(experts, gpus_per_rack * racks)
     cols = 9 if gpus_per_rack % 9 == 0 else 8
@@ -56,13 +56,17 @@ def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: fl
             ax.add_patch(plt.Rectangle((x, y), 0.9, 0.9, facecolor=f"C{r}" if used else "white",
                                        alpha=0.35 if used else 1.0, hatch=None if used else "//", edgecolor="k", lw=0.4))
             if used and per <= 8:
-                ax.text(x + 0.45, y + 0.45, f"{gid * per}-{gid * per + per - 1}", ha="center", va="center", fontsize=4)
+                label = (f"{gid * per}\n{gid * per + 1}" if per == 2 else
+                         f"{gid * per}" if per == 1 else f"{gid * per}–\n{gid * per + per - 1}")
+                ax.text(x + 0.45, y + 0.45, label, ha="center", va="center", fontsize=7, linespacing=0.9)
+        ax.text(r * (cols + 1) + cols / 2 - 0.05, 1.15, f"rack {r + 1} ({gpus_per_rack} GPUs)", ha="center",
+                va="bottom", fontsize=9)
     ax.set_xlim(-0.5, racks * (cols + 1))
     ax.set_ylim(-(gpus_per_rack // cols) - 0.5, 1.5)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"{experts} experts on {racks} x {gpus_per_rack} GPUs: EP {place.ep}, {per} per GPU, "
-                 f"{place.idle_gpus} idle", fontsize=9)
+    ax.set_title(f"{experts} experts on {racks} x {gpus_per_rack} GPUs: EP {place.ep}, {per} experts per GPU "
+                 f"(ids in each cell), {place.idle_gpus} GPUs idle (hatched)", fontsize=10)
     n = np.arange(1, 9)
     off = fraction_off_domain(n)
     ax2.bar(n, 1 - off, color=COLORS["weights"], label="stays on rack (scale-up)")
