@@ -77,8 +77,12 @@ def plot_cached_token_cost(path, opts, price_lists=(), hold_range=(1e-3, 1e8)):
                 ls="--" if opts.media[i] == "remat" else ("-", "-.", ":")[min(n_same, 2)])
     env = np.min(cost, axis=0)
     ax.plot(T, np.where(env > 0, env, np.nan), color="#000000", lw=3, alpha=0.25, label="cheapest")
-    for name, a, b in bands(opts)[1:]:
-        ax.axvline(a, color="#7f7f7f", ls=":", lw=0.8)
+    for k, (name, a, b) in enumerate(bands(opts)[1:]):
+        # dotted verticals: the break-even holds where the cheapest option changes (tiers.bands)
+        ax.axvline(a, color="#7f7f7f", ls=":", lw=0.8,
+                   label="break-even hold: cheapest option changes (to the name at the top)" if k == 0 else None)
+        ax.text(a, 1.0, f" {name} from {a:.3g} s", transform=ax.get_xaxis_transform(), rotation=90, fontsize=6,
+                va="top", ha="right", color="#555555")
     marks = []
     for p in price_lists:
         for w in p.cache_writes:
@@ -99,6 +103,7 @@ def plot_cached_token_cost(path, opts, price_lists=(), hold_range=(1e-3, 1e8)):
     ax.set_yscale("log")
     ax.set_xlabel("hold time T (s)")
     ax.set_ylabel("\\$ per MTok: retrieve + T x hold (prices: write premium)")
-    ax.set_title("Where to keep a cached token: memory tiers vs rematerialisation")
+    ax.set_title("Where to keep a cached token: memory tiers vs rematerialisation\n(solid/dash-dot/dotted lines: "
+                 "1st/2nd/3rd catalog tier of one medium; dashed: remat)", fontsize=9)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     return save(fig, path)
