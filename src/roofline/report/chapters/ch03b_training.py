@@ -19,18 +19,19 @@ def _gpt_1t():
 
 def chapter(fig_dir: Path) -> Chapter:
     from ... import training as T
-    from ... import training_memory as TM
+    from ... import memory as TM
+    from ...layout import Layout
     from ...catalog import get_catalog
     from ...plots import training as P
 
     cat = get_catalog()
     gpt = _gpt_1t()
     dgx_a100 = cat.system("dgx-a100")
-    lay = TM.TrainLayout(tp=8, pp=64, dp=6, micro_batch=1, micro_batches=512, schedule="interleaved",
+    lay = Layout(tp=8, pp=64, dp=6, micro_batch=1, micro_batches=512, schedule="interleaved", recompute="full",
                          virtual_stages=2, zero=0)
-    r = T.train_step(gpt, dgx_a100, lay, 2048, recompute="full", causal=False, dtype="fp16", dropout=True,
+    r = T.train_step(gpt, dgx_a100, lay, 2048, causal=False, dtype="fp16", dropout=True,
                      flash_attention=False)
-    llama_lay = TM.TrainLayout(tp=8, pp=16, dp=128, micro_batch=1, micro_batches=16, schedule="interleaved",
+    llama_lay = Layout(tp=8, pp=16, dp=128, micro_batch=1, micro_batches=16, schedule="interleaved",
                                virtual_stages=2, zero=2)
     ll = T.train_step(cat.model("llama-3.1-405b"), cat.system("dgx-h100"), llama_lay, 8192)
     s, h, a = 2048, 25600, 160

@@ -11,7 +11,8 @@ from .. import Chapter, Worked
 
 def chapter(fig_dir: Path) -> Chapter:
     from ... import reversible as R
-    from ... import training_memory as TM
+    from ... import memory as TM
+    from ...layout import Layout
     from ...catalog import get_catalog
 
     sq = lambda v: v**2  # noqa: E731
@@ -25,10 +26,10 @@ def chapter(fig_dir: Path) -> Chapter:
     rev = R.backward_reversible(*R.stack_forward(x, y, blocks), blocks, gx, gy)
     err = float(np.max(np.abs(ref.grad_x - rev.grad_x)))
     m = get_catalog().model("llama-3.1-405b")
-    lay = TM.TrainLayout(tp=8, pp=16, dp=128, micro_batches=16, zero=2)
-    full = float(TM.activation_bytes_per_gpu(m, lay, 8192, "full", flash_attention=True, dropout=False))
-    none = float(TM.activation_bytes_per_gpu(m, lay, 8192, "none", flash_attention=True, dropout=False))
-    revb = float(TM.activation_bytes_per_gpu(m, lay, 8192, "reversible", flash_attention=True, dropout=False))
+    lay = Layout(tp=8, pp=16, dp=128, micro_batches=16, zero=2)
+    full = float(TM.activation_bytes_per_gpu(m, lay.with_(recompute="full"), 8192, flash_attention=True, dropout=False))
+    none = float(TM.activation_bytes_per_gpu(m, lay.with_(recompute="none"), 8192, flash_attention=True, dropout=False))
+    revb = float(TM.activation_bytes_per_gpu(m, lay.with_(recompute="reversible"), 8192, flash_attention=True, dropout=False))
     from ...training import training_flops_per_token
 
     mf, hw = training_flops_per_token(m, 8192, "reversible")
