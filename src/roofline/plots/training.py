@@ -9,22 +9,37 @@ from . import COLORS, new_figure, save
 
 
 def memory_by_recompute(model, layout, seq_len, path, **kw):
-    """Stacked bars per GPU: weights, gradients, optimizer, activations for each recompute mode."""
+    """Memory per GPU for each recompute mode: stacked bars (left, the total) and every part on its own
+    log-scale bar with its value (right), so gradients and optimizer states of a few GB stay visible next to
+    hundreds of GB of activations."""
     from ..layout import RECOMPUTE_MODES
     from ..memory import training_memory
 
-    fig, ax = new_figure()
+    fig, (ax, ax2) = new_figure(ncols=2, width=6.0)
     mems = [training_memory(model, layout.with_(recompute=mode), seq_len, **kw) for mode in RECOMPUTE_MODES]
     parts = [("weights", "weights", COLORS["weights"]), ("grads", "gradients", COLORS["other"]),
              ("optimizer", "optimizer (fp32 Adam)", COLORS["network"]), ("activations", "activations", COLORS["compute"])]
     bottom = np.zeros(len(mems))
-    for attr, label, color in parts:
+    x = np.arange(len(mems))
+    width = 0.8 / len(parts)
+    for k, (attr, label, color) in enumerate(parts):
         vals = np.array([float(getattr(m, attr)) for m in mems]) / 1e9
         ax.bar(RECOMPUTE_MODES, vals, bottom=bottom, label=label, color=color)
         bottom += vals
-    ax.set_ylabel("GB per GPU")
-    ax.set_title(f"{model.id}: TP{layout.tp} PP{layout.pp} DP{layout.dp} ZeRO-{layout.zero}, s={int(seq_len)}")
+        bars = ax2.bar(x + (k - (len(parts) - 1) / 2) * width, vals, width, label=label, color=color)
+        for b, v in zip(bars, vals):
+            ax2.text(b.get_x() + b.get_width() / 2, v, f"{v:.3g}", ha="center", va="bottom", fontsize=6, rotation=90)
+    for i, t in enumerate(bottom):
+        ax.text(i, t, f"{t:.1f}", ha="center", va="bottom", fontsize=8)
+    ax.set_ylabel("GB per GPU (stacked)")
+    ax.set_title(f"{model.id}: TP{layout.tp} PP{layout.pp} DP{layout.dp} ZeRO-{layout.zero}, s={int(seq_len)}", fontsize=9)
     ax.legend(fontsize=8)
+    ax2.set_yscale("log")
+    ax2.set_xticks(x)
+    ax2.set_xticklabels(RECOMPUTE_MODES)
+    ax2.set_ylabel("GB per GPU (log scale)")
+    ax2.set_title("every part, log scale", fontsize=9)
+    ax2.set_ylim(top=ax2.get_ylim()[1] * 4)
     return save(fig, path)
 
 
