@@ -76,7 +76,9 @@ def chapter(fig_dir: Path) -> Chapter:
     ]
     figs = []
     train_timeline(tr, fig_dir / "sim_train_timeline.png", first=25)
-    figs.append(Figure("fig/sim_train_timeline.png", "Train departures every 20 ms: every wait + pass <= 40 ms."))
+    figs.append(Figure("fig/sim_train_timeline.png", f"Train departures every 20 ms. Left: a window, the first 25 of "
+                                                      f"{wl.n:,} requests; right: the whole run, every request's wait + "
+                                                      f"pass, all within 40 ms (T05)."))
     fast_slow([("slow B=2.5·B*", trade["slow_speed_tokens_per_s"], trade["slow_usd_per_million_tokens"]),
                ("fast B=B*/6", trade["fast_speed_tokens_per_s"], trade["fast_usd_per_million_tokens"]),
                ("fast + speculation", fast_spec.speed_tokens_per_s_per_request, fast_spec.usd_per_million_tokens)],
