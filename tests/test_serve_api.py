@@ -158,3 +158,9 @@ def test_serve_binds_localhost_by_default_and_importing_roofline_loads_no_web_st
 def test_serve_refuses_a_bad_port_with_one_line(run_cli):
     code, out, err = run_cli("serve", "--port", "70000")
     assert code == 1 and err.strip().count("\n") == 0 and "--port must be between 1 and 65535" in err
+
+
+@pytest.mark.parametrize("field", ["csv", "plot", "json", "trace"])
+def test_fields_naming_server_files_are_refused(client, field):
+    r = client.post("/api/sweep", json={"model": "llama-3-70b", "system": "dgx-h100", field: "/tmp/x.csv"})
+    assert r.status_code == 422 and r.json()["field"] == field and "not taken over HTTP" in r.json()["detail"]

@@ -29,6 +29,10 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
 #: operations whose answer depends on no input: computed once per server process
 CONSTANT = frozenset({"validate", "catalog/accelerators", "catalog/systems", "catalog/models", "prices/show"})
 
+#: request fields that name files on the server, or how the terminal prints: never taken over HTTP
+SERVER_ONLY = frozenset({"csv", "parquet", "plot", "trace", "dataset", "write_docs", "catalog", "json", "as_json",
+                         "rows", "chunk_points"})
+
 #: operations whose request model in roofline.requests is known to carry the CLI's fields one to one
 REQUEST_LAYER = ("step", "sweep", "board", "plan", "simulate", "train", "overtrain", "tiers")
 
@@ -77,7 +81,7 @@ def available() -> dict[str, Operation]:
         if found is not None:
             model, fn = found
             ops[name] = Operation(name, path, model, _validator(model, layer=True), _via_requests(fn), "requests",
-                                  list(model.model_fields))
+                                  [f for f in model.model_fields if f not in SERVER_ONLY])
         elif bridge.command(path) is not None:
             model = bridge.request_model(name, path)
             ops[name] = Operation(name, path, model, _validator(model, layer=False), _via_cli(path), "cli",
@@ -91,6 +95,10 @@ def _validator(model, layer: bool):
 
         from ..errors import RooflineError
 
+        local = sorted(SERVER_ONLY & set(body))
+        if local:
+            raise Refused(f"field {local[0]!r} is not taken over HTTP (it names a file on the server or a terminal "
+                          f"format); drop it, the answer is always JSON (use the CLI for files)", local[0])
         try:
             if layer:
                 return model.model_validate(body, context={"style": "python"})
@@ -161,8 +169,13 @@ def _via_requests(fn):
 
 
 def dumps(obj) -> str:
-    """Compact JSON with the CLI's conventions (inf/nan -> null, NumPy scalars as numbers)."""
-    return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False)
+    """Compact JSON with the CLI's conventions (inf/nan -> null, NumPy scalars as numbers). Plain Python
+    values (what the run functions return, e.g. a sweep's rows via .tolist()) go straight to the C encoder;
+    anything else (NumPy scalars, non-finite floats) is cleaned first, as the CLI's print_json does."""
+    try:
+        return json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_clean(obj), separators=(",", ":"), allow_nan=False)
 
 
 def _clean(obj):

@@ -123,7 +123,8 @@ function draw(id, traces, layout) {
                                            legend: { orientation: "h", y: -0.22 } }, layout), CONFIG);
   el.dataset.points = String(traces.reduce((n, t) => n + ((t.x || t.z || []).length || 0), 0));
 }
-const ax = (title, type) => Object.assign({ title: { text: title }, zeroline: false }, type ? { type } : {});
+// SI exponent letters on every axis (G = 1e9, not Plotly's default "B" for billion, which reads as bytes)
+const ax = (title, type) => Object.assign({ title: { text: title }, zeroline: false, exponentformat: "SI", automargin: true }, type ? { type } : {});
 // rows: [label, value, formatted, key] -> the readout table; data-key/data-value hold the raw API number
 function readout(rows) {
   const body = document.querySelector("#readout tbody");
@@ -321,7 +322,7 @@ PAGES.pipeline = {
       { type: "bar", x, y: ok.map(([, a]) => a.weights_per_gpu_bytes), name: "weights per GPU" },
       { type: "bar", x, y: ok.map(([, a]) => a.kv_per_gpu_bytes), name: "KV cache per GPU" },
     ], { barmode: "stack", title: { text: `memory per GPU as stages grow (batch = ${per} × PP)` },
-         xaxis: Object.assign(ax("pipeline stages PP"), { type: "category" }), yaxis: ax("bytes per GPU") });
+         xaxis: Object.assign(ax("pipeline stages PP"), { type: "category" }), yaxis: ax("memory per GPU (bytes)") });
     draw("p-hop", [
       { x, y: ok.map(([, a]) => a.pp_comm_s), name: "PP sends per step", mode: "lines+markers" },
       { x, y: ok.map(([, a]) => a.step_s), name: "whole step", mode: "lines+markers", line: { dash: "dash" } },
@@ -387,8 +388,8 @@ PAGES.plan = {
       { type: "bar", x: terms.map((k) => k.replace(/_s$/, "").replace(/_/g, " ")), y: terms.map((k) => st[k]), name: "time terms", xaxis: "x", yaxis: "y" },
       { type: "bar", x: ["weights", "KV", "activations"], y: [st.weights_per_gpu_bytes, st.kv_per_gpu_bytes, st.activations_per_gpu_bytes],
         name: "memory per GPU", xaxis: "x2", yaxis: "y2", marker: { color: "#d9480f" } },
-    ], { title: { text: `selected: ${label(r)}` }, grid: { rows: 1, columns: 2, pattern: "independent" },
-         yaxis: ax("time per decode step (s)"), yaxis2: ax("bytes per GPU"), xaxis: ax("time term"), xaxis2: ax("memory part") });
+    ], { title: { text: `selected: ${label(r)}` }, grid: { rows: 1, columns: 2, pattern: "independent" }, showlegend: false,
+         yaxis: ax("time per decode step (s)"), yaxis2: ax("memory per GPU (bytes)"), xaxis: ax("time term"), xaxis2: ax("memory part") });
     readout([
       ["layouts on the frontier", p.counts.pareto, String(p.counts.pareto), "counts.pareto"],
       ["selected tokens/s per GPU", r.tokens_per_s_per_gpu, num(r.tokens_per_s_per_gpu), `layouts.${pick}.tokens_per_s_per_gpu`],
@@ -481,8 +482,8 @@ PAGES.train = {
       { type: "bar", x: terms.map((k) => k.replace(/_s$/, "").replace(/_/g, " ")), y: terms.map((k) => t[k]), name: "step terms" },
       { type: "bar", x: Object.keys(t.memory_by_recompute), y: Object.values(t.memory_by_recompute), name: "memory per GPU",
         xaxis: "x2", yaxis: "y2", marker: { color: "#d9480f" } },
-    ], { title: { text: `training step: TP${v.tp} PP${v.pp} DP${v.dp}, ${t.gpus} GPUs` }, grid: { rows: 1, columns: 2, pattern: "independent" },
-         xaxis: ax("term"), yaxis: ax("time per step (s)"), xaxis2: ax("recomputation mode"), yaxis2: ax("bytes per GPU") });
+    ], { title: { text: `training step: TP${v.tp} PP${v.pp} DP${v.dp}, ${t.gpus} GPUs` }, grid: { rows: 1, columns: 2, pattern: "independent" }, showlegend: false,
+         xaxis: ax("term"), yaxis: ax("time per step (s)"), xaxis2: ax("recomputation mode"), yaxis2: ax("memory per GPU (bytes)") });
     draw("p-over", [{ x: days, y: ots.map((o) => o.overtraining), mode: "lines+markers", name: "D_pre / 20N" }],
          { title: { text: `over-training of ${v.model} (${num(model.params_active)} active) at ${num(traffic)} tokens/s` },
            xaxis: ax("serving lifetime (days)", "log"), yaxis: ax("over-training factor D_pre / 20N (×)", "log") });
