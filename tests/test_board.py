@@ -194,3 +194,20 @@ def test_sweep_plot_draws_one_curve_and_critical_batch_per_context(monkeypatch, 
     for ctx, label in zip((500, 1000, 32000), labels):
         crit = float(step(get_model("llama-3.1-70b"), get_system("dgx-h100"), 1, ctx).critical_batch_with_kv)
         assert (f"critical batch {crit:,.0f}" in label) if crit != float("inf") else ("memory-bound" in label)
+
+
+def test_pipeline_hop_is_the_figure_step_pp_charges(run_cli):
+    """One hop figure everywhere: board.pipeline_hop_s (catalog α + one micro-batch's activations over β) times
+    P boundaries equals the pipeline communication `step --pp` prints for a rack per stage."""
+    from roofline import get_model, get_system
+    from roofline.board import pipeline_hop_s
+
+    code, out, err = run_cli("step", "-m", "lecture-frontier-moe", "-s", "gb200-nvl72", "--tp", "8", "--dp", "8",
+                             "--ep", "64", "--pp", "4", "--domains", "4", "-b", "8192", "-c", "100000",
+                             "--weights-dtype", "fp8", "--kv-dtype", "fp8", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    m, s = get_model("lecture-frontier-moe"), get_system("gb200-nvl72")
+    hop = float(pipeline_hop_s(s, 8192 / 4, m.d_model, 64))
+    assert d["pp_comm_s"] == pytest.approx(4 * hop, rel=1e-9)
+    assert s.scale_out_latency_s < hop < 1e-4  # microseconds, not the lecture's milliseconds
