@@ -14,7 +14,10 @@ N_eq with L(N_eq, 1) = L(N, E), so the quality multiplier N_eq/N follows in clos
     log N_eq = (log L(N, E) − b·log Ê(1) − d) / (a + c·log Ê(1))
 
 Coefficients: Clark et al. 2022 Table 3, the fits of eq. 1 for each routing method (S-BASE, RL-R, HASH),
-models trained on 130B tokens (values as transcribed from the paper's Table 3). c > 0 means the gain from
+models trained on 130B tokens. Provenance caveat: the values were taken from a public research note that
+transcribes Table 3 (found with the project's code search; the PDF itself was not reachable here); they
+reproduce the paper's own worked example (a 5M model with 128 experts ≈ a dense 55M: 52M here) and the
+lecture's 64 × 370M ≈ 1.3B (1.37B), which is the check that they were transcribed right. c > 0 means the gain from
 experts shrinks as N grows: routing stops helping at N ≈ 937B for S-BASE (their N_cutoff).
 
 Ignores: training tokens (fixed at 130B in the fit; compute-optimal MoE laws such as Krajewski et al. 2024
