@@ -3,12 +3,15 @@ per worker, and the simulator's memory at 10^6 requests — all measured in this
 
 Grid: llama-3-70b on a DGX H100, rates 10/20/30/40 requests/s × layouts pool/TP4 DP2 × policies
 continuous/chunked, N requests each (lognormal 1,024/256). 1 worker = in this process; 2 workers = a
-LocalCluster of 2 processes (started once, outside the timing; its start-up time is printed apart).
-Median of R runs each. Run: .venv/bin/python benchmarks/simulate_grid.py [N] [R]
+LocalCluster of 2 processes (started once, outside the timing; its start-up time is printed apart), both
+warmed up on a small grid first. Median of R runs each; CPU seconds per scenario are measured inside the
+tasks (process_time of the process running them), so they show the executor's own cost even when other
+work on the machine takes the cores. Run: .venv/bin/python benchmarks/simulate_grid.py [N] [R]
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -34,6 +37,27 @@ def _noop(i):
     return i
 
 
+def _timed(ctx, sc):
+    """run_scenario plus the CPU seconds its process spent on it (all its threads)."""
+    from roofline.simulate.grid import run_scenario
+
+    c = time.process_time()
+    row = run_scenario(ctx, sc)
+    return row, time.process_time() - c
+
+
+def _run(ctx, grid, **kw):
+    from roofline.executors import run_tasks
+
+    c = time.process_time()
+    t = time.perf_counter()
+    out = run_tasks(_timed, [(ctx, g) for g in grid], [g.label for g in grid], **kw)
+    wall = time.perf_counter() - t
+    client_cpu = time.process_time() - c
+    rows, cpu = zip(*out)
+    return list(rows), wall, sum(cpu), client_cpu
+
+
 def _rss_mb():
     import psutil
 
@@ -41,31 +65,25 @@ def _rss_mb():
 
 
 def main(n: int = 20_000, repeats: int = 3) -> None:
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     from roofline.catalog import get_catalog
-    from roofline.executors import run_tasks
-    from roofline.simulate.grid import GridContext, parse_grid, run_grid
+    from roofline.executors import local_cluster, run_tasks
+    from roofline.simulate.grid import GridContext, parse_grid
 
     cat = get_catalog()
     ctx = GridContext(cat.model("llama-3-70b"), cat.system("dgx-h100"))
     grid = parse_grid("rate=10,20,30,40;layout=pool,TP4 DP2;policy=continuous,chunked", {"requests": n})
-    t1 = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        rows1 = run_grid(ctx, grid, workers=1)
-        t1.append(time.perf_counter() - t)
+    warm = parse_grid("rate=10,20;layout=pool,TP4 DP2", {"requests": 200})  # imports, catalog, caches
+    _run(ctx, warm, workers=1)
+    r1 = [_run(ctx, grid, workers=1) for _ in range(repeats)]
     t = time.perf_counter()
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                           worker_dashboard_address=None, silence_logs=50)
+    cluster = local_cluster(2)  # what `--workers 2` starts
     client = Client(cluster)
     start_s = time.perf_counter() - t
     addr = cluster.scheduler_address
-    t2 = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        rows2 = run_grid(ctx, grid, scheduler=addr)
-        t2.append(time.perf_counter() - t)
+    _run(ctx, warm, scheduler=addr)
+    r2 = [_run(ctx, grid, scheduler=addr) for _ in range(repeats)]
     rss = client.run(_rss_mb)
     k = 200
     t = time.perf_counter()
@@ -73,13 +91,19 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
     overhead_s = (time.perf_counter() - t) / k
     client.close()
     cluster.close()
+    t1, t2 = [r[1] for r in r1], [r[1] for r in r2]
     m1, m2 = statistics.median(t1), statistics.median(t2)
+    cpu1 = statistics.median(r[2] for r in r1) / len(grid)
+    cpu2 = statistics.median(r[2] for r in r2) / len(grid)
+    client2 = statistics.median(r[3] for r in r2)
     print(f"16-scenario grid, {n:,} requests each ({16 * n:,} in all), median of {repeats} runs")
-    print(f"{'executor':<34}{'wall s':>10}{'requests/s':>14}")
-    print(f"{'1 worker (in process)':<34}{m1:>10.2f}{16 * n / m1:>14,.0f}")
-    print(f"{'2 workers (LocalCluster)':<34}{m2:>10.2f}{16 * n / m2:>14,.0f}")
+    print(f"{'executor':<34}{'wall s':>10}{'requests/s':>14}{'CPU s/scenario':>16}")
+    print(f"{'1 worker (in process)':<34}{m1:>10.2f}{16 * n / m1:>14,.0f}{cpu1:>16.3f}")
+    print(f"{'2 workers (LocalCluster)':<34}{m2:>10.2f}{16 * n / m2:>14,.0f}{cpu2:>16.3f}")
     print(f"speed-up 1 -> 2 workers: {m1 / m2:.2f}x (runs: 1 worker {', '.join(f'{x:.2f}' for x in t1)}; "
-          f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {rows1 == rows2}")
+          f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {r1[0][0] == r2[0][0]}")
+    print(f"CPU per scenario in a worker / in process: {cpu2 / cpu1:.2f}; client-side CPU with 2 workers "
+          f"{client2:.2f} s per grid; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"LocalCluster start-up (2 processes): {start_s:.2f} s, not in the timings above")
     print(f"per-task overhead on the 2-worker cluster: {overhead_s * 1e3:.2f} ms ({k} no-op tasks)")
     print("memory per worker after the grid (RSS): " + ", ".join(f"{v:,.0f} MB" for v in rss.values()))
