@@ -24,6 +24,10 @@ get faster than its smallest measured launch); above the largest, ln t continues
 log-log slope, clipped to [0, p], where p is the axis's work exponent (1 for m, n, k, batch, heads,
 tokens, bytes, KV length; 2 for a context-attention sequence, whose causal FLOPs grow as s²). Every such
 point is flagged, and its distance outside the range (KernelTime.distance) lets callers widen intervals.
+Attention grids were not measured at every large batch × long sequence (the collection harness's token
+budget): where the surrounding cells are missing, the same sequences are looked up at half the batch
+(repeatedly) and the time scaled by the batch ratio — attention kernels treat sequences independently, so
+time is linear in batch once the GPU is full — flagged, with ln(ratio) added to the distance.
 
 Ignores: kernels the tables do not hold (elementwise, norms, sampling), CUDA-graph vs eager launch gaps
 beyond what each table's harness measured, clocks of a different SKU of the same chip, and overlap
@@ -45,6 +49,8 @@ ENGINES = ("trtllm", "sglang", "vllm")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 TIERS = ("scale-up", "scale-out")
 _DTYPE_ALIAS = {"fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16"}
+# kinds whose first axis is a batch of independent sequences: time ∝ batch where the grid has no cell
+_BATCH_LINEAR = ("context_attention", "generation_attention", "mla_context", "mla_generation")
 _NCCL_OP = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scatter": "reduce_scatter",
             "all_to_all": "alltoall"}
 # work exponent of each axis: the largest log-log slope an extrapolation may continue with
@@ -193,6 +199,16 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords) -> KernelTime:
         raise InputError(f"{kind} lookup needs positive sizes, got a value <= 0; pass sizes >= 1")
     x = np.stack([a.ravel() for a in arrs], axis=1)
     ln_t, ok, extra, dist = _interp(t["id"], acc, x)
+    if kind in _BATCH_LINEAR:  # grid cells not measured at large batch (the harness's token budget):
+        for _ in range(12):    # the same sequences at half the batch, twice the time, until measured
+            miss = ~ok & (x[:, 0] > 1)
+            if not miss.any():
+                break
+            x[miss, 0] = np.maximum(np.floor(x[miss, 0] / 2), 1)
+            l2, ok2, _, d2 = _interp(t["id"], acc, x[miss])
+            ratio = arrs[0].ravel()[miss] / x[miss, 0]
+            ln_t[miss] = l2 + np.log(ratio)
+            ok[miss], extra[miss], dist[miss] = ok2, True, d2 + np.log(ratio)
     sec = np.where(ok, np.exp(ln_t), np.nan).reshape(shape)
     return KernelTime(sec, ok.reshape(shape), (extra & ok).reshape(shape), source_id(t), dist.reshape(shape))
 

@@ -1,0 +1,78 @@
+"""roofline.kernel_pass: pass terms from measured kernels, cross-checked against physical bounds."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from roofline import model as M
+from roofline.catalog import get_catalog
+from roofline.kernel_pass import apply, engine_spread, table_terms
+
+
+@pytest.fixture(scope="module")
+def cat():
+    return get_catalog()
+
+
+def test_llama3_70b_dgx_h100_names_its_tables_and_respects_the_hbm_bound(cat):
+    """Each GPU must at least stream its weight shard from HBM (bytes / peak bandwidth) and do its FLOPs at
+    peak: the measured GEMM term of a decode pass lies above both bounds (a second derivation)."""
+    m, s = cat.model("llama-3-70b"), cat.system("dgx-h100")
+    B = np.array([1.0, 16.0, 256.0])
+    t = table_terms(m, s, B, 2048, phase="decode", tp=8, weights_dtype="fp8", kv_dtype="fp8", engine="trtllm")
+    assert t.gemm_covered.all() and t.attention_covered.all() and t.tp_covered.all()
+    assert any("h100_sxm/gemm trtllm" in x for x in t.sources["gemm"])
+    assert any("generation_attention" in x for x in t.sources["attention"])
+    assert any("custom_allreduce trtllm" in x for x in t.sources["tp_comm"])
+    acc = s.accelerator
+    weights_per_gpu = M.params_total(m) * 1.0 / 8  # fp8
+    assert np.all(t.gemm_s >= weights_per_gpu / acc.hbm_bytes_per_s)
+    flops = B * M.matmul_flops_per_token(m) / 8
+    assert np.all(t.gemm_s >= flops / acc.peak_flops("fp8"))
+    assert np.all(np.diff(t.gemm_s) > 0) and np.all(np.diff(t.attention_s) > 0)
+
+
+def test_deepseek_v3_hgx_h200_moe_and_mla_from_tables(cat):
+    m, s = cat.model("deepseek-v3"), cat.system("hgx-h200")
+    t = table_terms(m, s, np.array([8.0, 128.0]), 4096, phase="decode", tp=8, weights_dtype="fp8",
+                    kv_dtype="bf16", engine="sglang")
+    assert t.gemm_covered.all() and t.attention_covered.all()
+    assert any("/moe sglang" in x for x in t.sources["gemm"])
+    assert any("mla_generation" in x for x in t.sources["attention"])
+
+
+def test_uncovered_accelerator_falls_back(cat):
+    m, s = cat.model("llama-3-70b"), cat.system("dgx-h100")
+    from dataclasses import replace
+
+    mi = replace(s, accelerator=cat.accelerator("mi300x"))
+    t = table_terms(m, mi, 8.0, 1024, phase="decode", tp=8, engine="trtllm")
+    assert not t.gemm_covered and not t.attention_covered and np.isnan(t.gemm_s)
+
+
+def test_apply_replaces_only_covered_terms():
+    res = SimpleNamespace(gemm_s=np.array([1.0, 1.0]), attention_s=np.array([0.5, 0.5]),
+                          tp_comm_s=np.array([0.2, 0.2]), ep_comm_s=np.zeros(2), pp_comm_s=np.zeros(2),
+                          elementwise_s=np.array([0.1, 0.1]), overhead_s=np.array([0.01, 0.01]),
+                          kv_write_s=np.zeros(2))
+    from roofline.kernel_pass import TableTerms
+
+    cov = np.array([True, False])
+    t = TableTerms(np.array([2.0, np.nan]), np.array([0.25, np.nan]), np.array([0.1, np.nan]), cov, cov, cov,
+                   ~cov, ~cov, ~cov, np.zeros(2), {}, "trtllm")
+    step, used = apply(res, t)
+    assert step == pytest.approx([2.0 + 0.25 + 0.1 + 0.1 + 0.01, 1.0 + 0.5 + 0.1 + 0.2 + 0.01])
+    step_o, _ = apply(res, t, overlap_comm=True)
+    assert step_o == pytest.approx([2.0 + 0.25 + 0.1 + 0.01, 1.0 + 0.5 + 0.1 + 0.01])
+    assert used["gemm"].tolist() == [True, False]
+
+
+def test_engines_differ_but_agree_within_a_factor_of_two(cat):
+    """The spread across engines is the interval of a measured term: same kernel class, same shape."""
+    m, s = cat.model("llama-3-8b"), cat.system("dgx-h100")
+    sp = engine_spread(m, s, 32.0, 1024, phase="decode", tp=1, weights_dtype="bf16")
+    g = np.array([float(t.gemm_s) for t in sp.values() if t.gemm_covered])
+    assert len(g) == 3 and g.max() / g.min() < 2.0

@@ -1,0 +1,160 @@
+"""roofline.kernels: lookups against the measured rows the derivation kept (index.json check_rows, raw rows of
+aiconfigurator-core 0.12.0), interpolation bounds, extrapolation flags, coverage and provenance."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from roofline import kernels as K
+from roofline.errors import InputError
+
+QUANT = 2e-4  # the uint16 log code rounds to 0.0125 %; 0.02 % is the tolerance at a measured row
+
+
+def _coords(t, row):
+    return [np.array([v]) for v in row[:-1]]
+
+
+def test_every_table_reproduces_its_raw_check_rows():
+    """At a measured grid point the lookup is that row's latency (ms in the wheel, s here), covered and
+    not extrapolated — for every one of the ~2,400 tables, through the same path the public functions use."""
+    n = 0
+    for t in K.index()["tables"]:
+        for row in t["check_rows"]:
+            r = K._lookup(t["accelerator"], t["kind"], t["engine"], t["keys"], *_coords(t, row))
+            assert r.covered[0] and not r.extrapolated[0], (t["id"], row)
+            assert r.seconds[0] == pytest.approx(row[-1], rel=QUANT), (t["id"], t["kind"], row)
+            n += 1
+    assert n > 5000
+
+
+def _table(acc, kind, engine, **keys):
+    return next(t for t in K.index()["tables"] if t["accelerator"] == acc and t["kind"] == kind
+                and t["engine"] == engine and all(t["keys"][k] == v for k, v in keys.items()))
+
+
+def test_public_functions_hit_check_rows():
+    t = _table("h100-sxm", "gemm", "trtllm", gemm_dtype="fp8")
+    m, n, k, sec = t["check_rows"][0]
+    assert K.gemm_s("h100-sxm", "fp8", m, n, k, engine="trtllm").seconds == pytest.approx(sec, rel=QUANT)
+    t = _table("h200", "generation_attention", "trtllm", kv_cache_dtype="bf16", head_dim=128)
+    b, s, h, kv, sec = t["check_rows"][0]
+    r = K.attention_s("h200", "decode", b, s, h, kv, 128, engine="trtllm")
+    assert r.seconds == pytest.approx(sec, rel=QUANT) and r.covered and "generation_attention" in r.source
+    t = _table("h100-sxm", "custom_allreduce", "vllm")
+    g, nbytes, sec = t["check_rows"][0]
+    r = K.collective_s("h100-sxm", "all_reduce", nbytes, g, engine="vllm")
+    assert r.seconds == pytest.approx(sec, rel=QUANT) and "custom_allreduce vllm" in r.source
+    t = _table("h200", "moe", "sglang", moe_dtype="fp8_block", hidden_size=7168, num_experts=256,
+               distribution="balanced")
+    tok, mtp, mep, sec = t["check_rows"][0]
+    r = K.moe_s("h200", "fp8_block", tok, hidden=7168, inter=t["keys"]["inter_size"], topk=t["keys"]["topk"],
+                experts=256, tp=mtp, ep=mep, engine="sglang")
+    assert r.seconds == pytest.approx(sec, rel=QUANT)
+
+
+def test_between_grid_points_bounded_by_the_surrounding_measurements():
+    """Log-log multilinear: at any interior point the time lies between the smallest and largest of the 2^d
+    measured corners; along m alone it is monotone between two measured neighbours."""
+    rng = np.random.default_rng(0)
+    t = _table("h100-sxm", "gemm", "trtllm", gemm_dtype="bf16")
+    axes, ln_t = K._grid(t["id"], "h100-sxm")
+    for _ in range(200):
+        i = [rng.integers(0, len(a) - 1) for a in axes]
+        corners = ln_t[i[0]:i[0] + 2, i[1]:i[1] + 2, i[2]:i[2] + 2]
+        if not np.all(np.isfinite(corners)):
+            continue
+        x = [np.exp(a[j] + rng.random() * (a[j + 1] - a[j])) for a, j in zip(axes, i)]
+        r = K.gemm_s("h100-sxm", "bf16", *x, engine="trtllm")
+        assert np.exp(corners.min()) * (1 - 1e-9) <= r.seconds <= np.exp(corners.max()) * (1 + 1e-9)
+        assert r.covered and not r.extrapolated
+    m_axis = np.exp(axes[0])
+    lo, hi = m_axis[20], m_axis[21]
+    ms = np.linspace(lo, hi, 9)
+    s = K.gemm_s("h100-sxm", "bf16", ms, 8192, 8192, engine="trtllm").seconds
+    d = np.diff(s)
+    assert np.all(d >= -1e-15) or np.all(d <= 1e-15)
+
+
+def test_extrapolation_flags_and_bounds():
+    """Above the largest m: flagged, at least the edge time and at most edge·(m/m_max) (work exponent 1);
+    below the smallest: the edge time (latency floor), flagged; distance is ln of the overshoot."""
+    t = _table("h100-sxm", "gemm", "trtllm", gemm_dtype="fp8")
+    axes, _ = K._grid(t["id"], "h100-sxm")
+    m_max = float(np.exp(axes[0][-1]))
+    edge = K.gemm_s("h100-sxm", "fp8", m_max, 8192, 8192, engine="trtllm")
+    far = K.gemm_s("h100-sxm", "fp8", 4 * m_max, 8192, 8192, engine="trtllm")
+    assert not edge.extrapolated and far.extrapolated and far.covered
+    assert edge.seconds <= far.seconds <= 4 * edge.seconds * (1 + 1e-9)
+    assert far.distance == pytest.approx(np.log(4))
+    k_min = float(np.exp(axes[2][0]))
+    small = K.gemm_s("h100-sxm", "fp8", 64, 8192, k_min / 2, engine="trtllm")
+    at = K.gemm_s("h100-sxm", "fp8", 64, 8192, k_min, engine="trtllm")
+    assert small.extrapolated and small.seconds == pytest.approx(at.seconds)
+
+
+def test_attention_beyond_the_measured_batch_scales_with_batch():
+    r = K.context_attention_s("h100-sxm", np.array([8, 800]), 2048, 32, 32, 128, kv_dtype="fp8", engine="trtllm")
+    assert r.covered.all() and r.extrapolated[1] and not r.extrapolated[0]
+    assert r.seconds[1] > r.seconds[0]
+
+
+def test_vectorised_broadcast():
+    m = np.geomspace(1, 20000, 50)[:, None]
+    r = K.gemm_s("h200", "bf16", m, np.array([1024, 8192, 28672])[None, :], 8192)
+    assert r.seconds.shape == (50, 3) and r.covered.all()
+    assert np.all(np.diff(r.seconds, axis=1) > 0)  # wider outputs take longer at every m
+
+
+def test_not_covered_returns_nan_and_no_source():
+    r = K.gemm_s("mi300x", "bf16", 64, 4096, 4096)
+    assert not r.covered and np.isnan(r.seconds) and r.source == ""
+    r = K.moe_s("h100-sxm", "bf16", 64, hidden=1234, inter=567, topk=3, experts=7)
+    assert not r.covered
+    r = K.collective_s("h100-sxm", "all_gather", 1e6, 16, tier="scale-out")
+    assert not r.covered
+
+
+def test_collective_one_gpu_is_free_and_engine_all_reduce_preferred():
+    r = K.collective_s("h100-sxm", "all_reduce", np.array([1e6, 1e6]), np.array([1, 8]), engine="trtllm")
+    assert r.seconds[0] == 0 and r.covered.all() and "custom_allreduce trtllm" in r.source
+    assert "nccl" in K.collective_s("h100-sxm", "all_to_all", 1e6, 8).source
+
+
+def test_bad_input_one_line():
+    with pytest.raises(InputError, match="unknown engine 'tgi'"):
+        K.gemm_s("h100-sxm", "bf16", 1, 1, 1, engine="tgi")
+    with pytest.raises(InputError, match="unknown collective"):
+        K.collective_s("h100-sxm", "broadcast", 1, 2)
+    with pytest.raises(InputError, match="positive sizes"):
+        K.gemm_s("h100-sxm", "bf16", 0, 1, 1)
+
+
+def test_provenance_travels_with_the_tables():
+    ix = K.index()
+    assert ix["source"]["package"] == "aiconfigurator-core" and ix["source"]["version"] == "0.12.0"
+    assert ix["source"]["license"] == "Apache-2.0" and len(ix["source"]["sha256"]) == 64
+    for s in ix["sources"]:
+        assert s["framework_version"] and s["file"].endswith(".parquet")
+    from importlib import resources
+
+    notice = (resources.files("roofline") / "kernels_data" / "NOTICE").read_text()
+    assert "Apache License, Version 2.0" in notice and "NVIDIA" in notice
+
+
+def test_cli_catalog_kernels_json_and_bad_engine():
+    out = subprocess.run([sys.executable, "-m", "roofline", "catalog", "kernels", "-a", "h100-sxm", "--kind", "gemm",
+                          "--json"], capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    assert doc["source"]["version"] == "0.12.0"
+    assert {r["engine"] for r in doc["coverage"]} == {"trtllm", "sglang", "vllm"}
+    assert all("bf16" in r["dtypes"] and r["cells_measured"] > 10000 for r in doc["coverage"])
+    bad = subprocess.run([sys.executable, "-m", "roofline", "catalog", "kernels", "--engine", "tgi"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1
+    assert bad.stderr.strip() == "error: --engine 'tgi' has no measured kernel tables; expected one of nccl, sglang, trtllm, vllm"
