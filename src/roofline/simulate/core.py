@@ -32,6 +32,13 @@ from .steptable import Deployment, StepTable
 from .workload import Workload
 
 
+# The admission stack (most recent last, for LIFO preemption) is pruned of finished requests when it grows
+# past this many entries (then past twice what is left): memory, not results (tests/test_simulate_memory.py).
+PRUNE_STACK_AT = 4096
+# Initial segment capacity per request (plus 1,024); the columns double when full.
+SEGMENTS_PER_REQUEST = 2
+
+
 @dataclass(frozen=True)
 class Trace:
     """What a run returns. Per request (arrays of length n, seconds): arrival_s, admit_s (first
@@ -152,7 +159,7 @@ class Simulation:
         # segments: preallocated NumPy columns (it0, start, k, t0, slope, batch, tokens) written through
         # memoryviews at index ns; `grow` doubles them when full (a run of n requests makes ~1.5 n; pages
         # never written are never touched, so the spare capacity costs address space, not memory)
-        seg = _Segments(2 * n + 1024)
+        seg = _Segments(SEGMENTS_PER_REQUEST * n + 1024)
         mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.views
         ns, seg_cap = 0, seg.capacity
         report_every, next_report, reported = 4096, 4096, 0
@@ -160,7 +167,7 @@ class Simulation:
         heappush, heappop, ceil, sqrt = heapq.heappush, heapq.heappop, math.ceil, math.sqrt
         bucket_get, t_pass, t_decode = buckets.get, tab.t, tab.decode_segment
         push_stack = stack.append
-        prune_at = 4096  # finished ids are dropped from `stack` when it grows past this (kept <= 2x live)
+        prune_at = PRUNE_STACK_AT  # finished ids are dropped from `stack` when it grows past this
 
         while done < n:
             if nd == 0 and not pf and pad == 0 and not requeue:
@@ -381,7 +388,7 @@ class Simulation:
                 # finished ids only matter to the preemption scan, which skips them: dropping them keeps
                 # the order of the others, so the scan picks the same victim (memory, not results)
                 stack[:] = [x for x in stack if state[x] != 3]
-                prune_at = max(4096, 2 * len(stack))
+                prune_at = max(PRUNE_STACK_AT, 2 * len(stack))
             if progress is not None and it >= next_report:
                 progress(done - reported)
                 reported, next_report = done, it + report_every
