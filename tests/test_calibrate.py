@@ -127,12 +127,14 @@ def test_cli_calibrate_bad_batches(capsys, tmp_path):
 def test_measured_gemm_curve_replaces_the_saturating_form():
     """A family with a measured curve interpolates it (log rows); the corners scale it."""
     from roofline.calibrate.decode import ShapeCalibration, shape_family
-    from roofline.efficiency import GENERIC, gemm_efficiency
+    from roofline.efficiency import families, family_efficiency, gemm_efficiency
 
-    fam = shape_family(GENERIC, ShapeCalibration(gemm_curve=((1.0, 0.1), (16.0, 0.5)), kv_bandwidth=(0.6, 0.5, 0.7)))
-    assert gemm_efficiency(1, fam, "fp32") == pytest.approx(0.1 * fam.gemm.value)
-    assert gemm_efficiency(4, fam, "fp32") == pytest.approx(0.3 * fam.gemm.value)  # halfway in log(rows)
-    assert gemm_efficiency(64, fam, "fp32") == pytest.approx(0.5 * fam.gemm.value)  # held beyond the last point
+    fam = shape_family(families()["generic"], ShapeCalibration(gemm_curve=((1.0, 0.1), (16.0, 0.5)),
+                                                               kv_bandwidth=(0.6, 0.5, 0.7)))
+    eff = family_efficiency(fam, "fp32")
+    assert gemm_efficiency(1, eff) == pytest.approx(0.1 * fam.gemm.value)
+    assert gemm_efficiency(4, eff) == pytest.approx(0.3 * fam.gemm.value)  # halfway in log(rows)
+    assert gemm_efficiency(64, eff) == pytest.approx(0.5 * fam.gemm.value)  # held beyond the last point
     assert fam.kv_bandwidth.value == 0.6 and fam.kv_bandwidth.low == 0.5
 
 

@@ -6,11 +6,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
-from roofline.efficiency import (FAMILIES, WHICH, Factor, efficiency_for, factor_table, family_for,
-                                 gemm_efficiency, kv_read_multiplier, predict_pass)
+from roofline.efficiency import (WHICH, Efficiency, Factor, factor_table, families, family_efficiency, family_for,
+                                 gemm_efficiency, kv_read_multiplier, realistic)
+from roofline.engine import step
 from roofline.errors import InputError
 from roofline.hardware import single_accelerator_system
-from roofline.roofline import step
+from roofline.layout import Layout
+
+FAMILIES = families()
+
+
+def predict_pass(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, fam=None, which="mid",
+                 weights_dtype="bf16", kv_per_query_head=False, overlap_comm=False, **kw):
+    """The realistic pass: the engine with a family's factors under layout (tp, ep, pp, dp)."""
+    eff = family_efficiency(fam or family_for(s.accelerator), weights_dtype, which, overlap_comm=overlap_comm,
+                            kv_read_multiplier=kv_read_multiplier(m, kv_per_query_head, which))
+    return step(m, s, batch, context, layout=Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains), efficiency=eff,
+                weights_dtype=weights_dtype, check=False, check_context=False, **kw)
+
+
+def ideal(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, **kw):
+    """The pure roofline of the same layout."""
+    return step(m, s, batch, context, layout=Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains), check=False,
+                check_context=False, **kw)
 
 
 def test_every_factor_has_a_source_and_a_spread():
@@ -40,26 +58,53 @@ def test_kernel_figures_are_inside_the_nvidia_spreads():
 
 def test_gemm_curve_saturates_and_halves():
     fam = FAMILIES["nvidia"]
-    half = fam.gemm_half_tokens.value
-    assert gemm_efficiency(half, fam) == pytest.approx(fam.gemm.value / 2)
-    assert gemm_efficiency(1e9, fam) == pytest.approx(fam.gemm.value, rel=1e-6)
-    assert gemm_efficiency(1e9, fam, "fp8") == pytest.approx(fam.gemm_low_precision.value, rel=1e-6)
+    half = fam.gemm_half_rows.value
+    eff16, eff8 = family_efficiency(fam, "bf16"), family_efficiency(fam, "fp8")
+    assert gemm_efficiency(half, eff16) == pytest.approx(fam.gemm.value / 2)
+    assert gemm_efficiency(1e9, eff16) == pytest.approx(fam.gemm.value, rel=1e-6)
+    assert gemm_efficiency(1e9, eff8) == pytest.approx(fam.gemm_low_precision.value, rel=1e-6)
+    assert gemm_efficiency(7, Efficiency()) == 1.0  # the pure roofline: flat
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.floats(1, 1e6), st.floats(1, 1e6))
 def test_gemm_efficiency_non_decreasing(a, b):
-    fam = FAMILIES["amd"]
+    eff = family_efficiency(FAMILIES["amd"])
     lo, hi = sorted((a, b))
-    assert gemm_efficiency(lo, fam) <= gemm_efficiency(hi, fam) + 1e-15
+    assert gemm_efficiency(lo, eff) <= gemm_efficiency(hi, eff) + 1e-15
 
 
 def test_family_by_vendor_and_generic_fallback():
     cat = get_catalog()
     assert family_for(cat.accelerator("h100-sxm")).family == "nvidia"
     assert family_for(cat.accelerator("mi300x")).family == "amd"
-    eff = efficiency_for(cat.accelerator("h100-sxm"), 4096)
-    assert 0.5 < eff.compute <= 0.82 and eff.memory == FAMILIES["nvidia"].weight_bandwidth.value
+    eff = realistic(cat.accelerator("h100-sxm"))
+    assert eff.compute == FAMILIES["nvidia"].gemm.value and eff.memory == FAMILIES["nvidia"].weight_bandwidth.value
+    # an array of formats (the planner's grid) picks the factors per element
+    both = realistic(cat.accelerator("h100-sxm"), np.array(["fp8", "bf16"]))
+    assert list(both.memory) == [FAMILIES["nvidia"].weight_bandwidth_low_precision.value,
+                                 FAMILIES["nvidia"].weight_bandwidth.value]
+
+
+def test_efficiency_factors_are_catalog_data_a_user_file_overrides(tmp_path):
+    """catalog/data/efficiency.yaml is loaded like the other catalogs; a --catalog file replaces a family
+    by id, and the realistic model then uses the file's value."""
+    import yaml
+
+    from roofline.catalog import add_catalog_file, reset_user_files
+
+    row = {"id": "nvidia", "date": "2026-11", "factors": {n: [v, lo, hi, src] for n, v, lo, hi, src in
+                                                         factor_table(FAMILIES["nvidia"])}}
+    row["factors"]["gemm"] = [0.5, 0.4, 0.6, "a user's own measurement"]
+    path = tmp_path / "eff.yaml"
+    path.write_text(yaml.safe_dump({"efficiency": [row]}))
+    try:
+        add_catalog_file(path)
+        assert families()["nvidia"].gemm.value == 0.5
+        assert realistic(get_catalog().accelerator("h100-sxm")).compute == 0.5
+    finally:
+        reset_user_files()
+    assert families()["nvidia"].gemm.value == FAMILIES["nvidia"].gemm.value
 
 
 def test_factor_rejects_bad_spread_and_which():
@@ -77,7 +122,7 @@ def _llama70b_h100(n=1):
 def test_predicted_pass_is_slower_than_the_pure_roofline():
     m, s = _llama70b_h100(2)
     for phase, prompt in (("decode", 1), ("prefill", 2048)):
-        pure = step(m, s, 8, 1024, phase=phase, prompt=prompt, chips=2, check_context=False).step_s
+        pure = step(m, s, 8, 1024, phase=phase, prompt=prompt, gpus=2, check_context=False).step_s
         pred = predict_pass(m, s, 8, 1024, phase=phase, prompt=prompt, tp=2)
         assert float(pred.step_s) > float(pure)
 
@@ -93,7 +138,7 @@ def test_decode_batch1_cross_check_weight_read():
     m, s = _llama70b_h100(1)
     fam = FAMILIES["nvidia"]
     pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8")
-    w = step(m, s, 1, 0, weights_dtype="fp8", chips=1, check_context=False).weight_read_s
+    w = step(m, s, 1, 0, weights_dtype="fp8", gpus=1, check_context=False).weight_read_s
     expect = (w / fam.weight_bandwidth_low_precision.value + m.layers * fam.layer_overhead_s.value
               + fam.pass_overhead_s.value)
     assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
@@ -108,8 +153,7 @@ def test_kv_per_query_head_multiplies_only_the_kv_read():
     assert kv_read_multiplier(m, False) == 1
     shared = predict_pass(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8")
     per_head = predict_pass(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8", kv_per_query_head=True)
-    from roofline.parallel_step import parallel_step
-    kv = parallel_step(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8", check=False).kv_read_s
+    kv = ideal(m, s, 64, 4096, tp=2, kv_dtype="fp8", weights_dtype="fp8").kv_read_s
     eta = FAMILIES["nvidia"].kv_bandwidth.value
     assert float(per_head.memory_s - shared.memory_s) == pytest.approx(float(7 * kv / eta), rel=1e-9)
     from roofline.validate import load_dataset
@@ -135,25 +179,26 @@ def test_attention_runs_at_the_activation_dtype_peak():
     assert float(a - b) == pytest.approx(float(expect), rel=1e-9) and expect > 0
 
 
-def test_attention_share_is_split_over_pipeline_stages():
-    """compute = (ideal − A)/η_gemm + A/η_attn with A = B·L·attn/(tp·dp·pp)/peak the attention part of
-    the ideal per-loop compute (T_½ = 0 so η_gemm is flat): at PP 1 and PP 4, decode and prefill."""
+def test_compute_terms_by_hand_at_pipeline_stages():
+    """The engine's realistic compute per loop, by hand: pp·f·[T_g·2·N_matmul/tp/(P·η_gemm) + T_g·attn/tp/(P·η_attn)]
+    with f = ceil(L/pp)/L, T_g = B·len/pp tokens per micro-batch, η_gemm flat (T_½ = 0); at PP 1 and PP 4,
+    decode and prefill."""
     from dataclasses import replace
 
     from roofline import model as M
-    from roofline.parallel_step import parallel_step
 
     m, s = _llama70b_h100(8)
-    fam = replace(FAMILIES["nvidia"], gemm_half_tokens=Factor(0.0, 0.0, 0.0, "test"))
+    fam = replace(FAMILIES["nvidia"], gemm_half_rows=Factor(0.0, 0.0, 0.0, "test"))
     eg, ea, peak = fam.gemm.value, fam.attention_compute.value, s.accelerator.peak_flops("bf16")
     for pp, tp in ((1, 8), (4, 2)):
+        f = np.ceil(m.layers / pp) / m.layers
         for phase, L in (("decode", 1), ("prefill", 2048)):
-            ideal = float(parallel_step(m, s, 64, 4096, tp=tp, pp=pp, phase=phase, prompt=L, check=False).compute_s)
             attn = (M.prefill_attention_flops_per_token(m, L, 4096) if phase == "prefill"
                     else M.attention_flops_per_token(m, 4097))
-            A = 64 * L * float(attn) / (tp * pp) / peak
+            Tg = 64 / pp * L
+            expect = pp * f * (Tg * M.matmul_flops_per_token(m) / tp / (peak * eg) + Tg * float(attn) / tp / (peak * ea))
             got = float(predict_pass(m, s, 64, 4096, tp=tp, pp=pp, phase=phase, prompt=L, fam=fam).compute_s)
-            assert got == pytest.approx((ideal - A) / eg + A / ea, rel=1e-9), (pp, phase)
+            assert got == pytest.approx(expect, rel=1e-9), (pp, phase)
 
 
 def test_predict_pass_broadcasts_over_context():
@@ -163,15 +208,16 @@ def test_predict_pass_broadcasts_over_context():
     assert t.shape == (3,) and np.all(np.diff(t) > 0)
 
 
-def test_communication_is_the_parallel_steps():
-    """predict_pass reuses parallel_step's TP all-reduces on tiers carrying the family's η and α."""
-    from roofline.efficiency import family_tiers
-    from roofline.parallel_step import parallel_step
-
+def test_communication_is_one_network_model():
+    """The realistic pass's collectives are the pure pass's on tiers carrying the family's η and α: the
+    pure roofline with only the network factors set gives the same communication."""
     m, s = _llama70b_h100(4)
     fam = FAMILIES["nvidia"]
     pred = predict_pass(m, s, 64, 1024, tp=4)
-    ref = parallel_step(m, s, 64, 1024, tp=4, tiers=family_tiers(s, fam, "mid"), check=False)
+    net = Efficiency(scale_up=fam.scale_up_bandwidth.value, scale_out=fam.scale_out_bandwidth.value,
+                     scale_up_latency_s=fam.scale_up_step_latency_s.value,
+                     scale_out_latency_s=fam.scale_out_step_latency_s.value)
+    ref = ideal(m, s, 64, 1024, tp=4, efficiency=net)
     assert float(pred.comm_s) == pytest.approx(float(ref.tp_comm_s + ref.ep_comm_s + ref.pp_comm_s))
     assert float(pred.comm_s) > 0
     # perfect overlap never exceeds the added form
@@ -209,15 +255,8 @@ def test_low_precision_weights_stream_at_their_own_factor():
     fam = FAMILIES["nvidia"]
     for dt in ("fp8", "int8"):
         lp = predict_pass(m, s, 1, 0, weights_dtype=dt, kv_dtype="bf16")
-        w = step(m, s, 1, 0, weights_dtype=dt, chips=1, check_context=False).weight_read_s
+        w = step(m, s, 1, 0, weights_dtype=dt, gpus=1, check_context=False).weight_read_s
         assert float(lp.gemm_s) == pytest.approx(float(w) / fam.weight_bandwidth_low_precision.value, rel=0.01)
     hp = predict_pass(m, s, 1, 0, weights_dtype="bf16")
-    w16 = step(m, s, 1, 0, weights_dtype="bf16", chips=1, check_context=False).weight_read_s
+    w16 = step(m, s, 1, 0, weights_dtype="bf16", gpus=1, check_context=False).weight_read_s
     assert float(hp.gemm_s) == pytest.approx(float(w16) / fam.weight_bandwidth.value, rel=0.01)
-    # an array of formats (the planner's grid) picks the factor per element
-    from roofline.efficiency import refine
-    from roofline.parallel_step import parallel_step
-    r = parallel_step(m, s, 1, 0, weights_dtype="fp8", check=False)
-    both = refine(m, s.accelerator, r, "decode", 1, 0, 1.0, 1, 1, 1, np.array(["fp8", "bf16"]), "bf16", fam)
-    assert both.gemm_s[0] / both.gemm_s[1] == pytest.approx(fam.weight_bandwidth.value
-                                                             / fam.weight_bandwidth_low_precision.value, rel=1e-9)

@@ -1,16 +1,19 @@
-"""Parallel layouts: lecture goldens T16–T26 (§2–§3), hand-checked memory per GPU, step time with
-communication (cross-checked against roofline.step), Hypothesis properties, validity messages."""
+"""Parallel layouts: lecture goldens T16–T26 (§2–§3), hand-checked memory per GPU, the engine's step under a
+layout (cross-checked against the perfect-sharding step), Hypothesis properties, validity messages."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from roofline import parallel as P
+from dataclasses import replace
+
+from roofline import layout as P
+from roofline import lecture as LEC
+from roofline import memory as MEM
 from roofline.catalog import get_catalog
+from roofline.engine import step
 from roofline.errors import InputError
 from roofline.network import Tier
-from roofline.parallel_step import parallel_step
-from roofline.roofline import step
 
 CAT = get_catalog()
 LLAMA = CAT.model("llama-3-70b")
@@ -19,9 +22,22 @@ H100 = CAT.system("dgx-h100")
 NVL72 = CAT.system("gb200-nvl72")
 
 
+def parallel_step(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, tiers=None, check=True, **kw):
+    """The engine's pass of one replica of layout (tp, ep, pp, dp); `tiers` replaces the system's links."""
+    if tiers is not None:
+        up, out = tiers
+        s = replace(s, scale_up_bytes_per_s=up.bytes_per_s, scale_up_latency_s=up.latency_s,
+                    scale_out_bytes_per_s=out.bytes_per_s, scale_out_latency_s=out.latency_s)
+    return step(m, s, batch, context, layout=P.Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains), check=check, **kw)
+
+
+def memory_per_gpu(m, tp=1, ep=1, pp=1, dp=1, batch=1, context=0, **kw):
+    return MEM.memory_per_gpu(m, P.Layout(tp=tp, ep=ep, pp=pp, dp=dp), batch, context, **kw)
+
+
 # ---- spec §9 goldens ---------------------------------------------------------------------------
 def test_t16_sparsity_quality_equivalence():
-    assert P.sparsity_quality_equivalence(1.3e9, 3.7e8) == pytest.approx(3.51, rel=1e-2)
+    assert LEC.sparsity_quality_equivalence(1.3e9, 3.7e8) == pytest.approx(3.51, rel=1e-2)
 
 
 def test_t17_experts_per_gpu():
@@ -30,18 +46,18 @@ def test_t17_experts_per_gpu():
 
 
 def test_t18_t19_t20_stage_boundary():
-    assert P.stage_boundary_ratio(8, 1, 8) == 2.0
-    assert P.stage_boundary_ratio(3, 1, 8) == 0.75
-    assert P.stage_boundary_ratio(3, 2, 8) == 1.5
+    assert LEC.stage_boundary_ratio(8, 1, 8) == 2.0
+    assert LEC.stage_boundary_ratio(3, 1, 8) == 0.75
+    assert LEC.stage_boundary_ratio(3, 2, 8) == 1.5
     # T20: the threshold is 2kL >= 8 when BW_up/BW_out = 8
-    assert P.stage_boundary_ratio(4, 1, 8) == 1.0 and P.stage_boundary_ratio(1, 3, 8) < 1.0
+    assert LEC.stage_boundary_ratio(4, 1, 8) == 1.0 and LEC.stage_boundary_ratio(1, 3, 8) < 1.0
 
 
 def test_t21_two_rack_ep_slowdown():
     from roofline.network import all_to_all_two_tier_s, fraction_off_domain
 
     assert fraction_off_domain(2) == 0.5
-    assert P.two_domain_ep_slowdown(2, 8) == 4.0
+    assert LEC.ep_slowdown_over_domains(2, 8) == 4.0
     # cross-check with the two-tier all-to-all at many GPUs per rack (own share → 0)
     one = all_to_all_two_tier_s(1e9, 1, 4096, 8.0, 1.0, 0.0, 0.0).time_s
     two = all_to_all_two_tier_s(1e9, 2, 4096, 8.0, 1.0, 0.0, 0.0).time_s
@@ -53,7 +69,7 @@ def test_t22_hopper_x8_memory():
 
 
 def test_t23_memory_per_gpu_with_pp():
-    w, kv, tot = P.lecture_memory_per_gpu(1e12, 64, 2400, 1e5, 2048, np.array([1, 2, 4, 8]))
+    w, kv, tot = LEC.memory_per_gpu(1e12, 2400, 1e5, 2048, 64, np.array([1, 2, 4, 8]))
     assert w / 1e9 == pytest.approx([15.625, 7.8125, 3.90625, 1.953125], rel=1e-6)
     assert kv / 1e9 == pytest.approx([7.68] * 4, rel=1e-6)
     assert tot / 1e9 == pytest.approx([23.305, 15.4925, 11.58625, 9.633125], rel=1e-6)
@@ -62,9 +78,9 @@ def test_t23_memory_per_gpu_with_pp():
 def test_t23_layout_memory_agrees_with_lecture_form():
     """Cross-check: the layout memory (attention-DP 64 = the lecture's E, B = P·b) has the same KV term."""
     P_ = np.array([1, 2, 4, 8])
-    mem = P.memory_per_gpu(DSV3, 1, 64, P_, 64, P_ * 2400, 1e5, bytes_per_weight=1.0, bytes_per_kv=1.0)
+    mem = memory_per_gpu(DSV3, 1, 64, P_, 64, P_ * 2400, 1e5, bytes_per_weight=1.0, bytes_per_kv=1.0)
     kv_seq = 1e5 * 35136.0  # MLA: (512 + 64) · 61 layers · 1 B per token
-    _, kv_lecture, _ = P.lecture_memory_per_gpu(0.0, 64, 2400, 1e5, 35136.0, P_)
+    _, kv_lecture, _ = LEC.memory_per_gpu(0.0, 2400, 1e5, 35136.0, 64, P_)
     f = np.ceil(61 / P_) / 61  # 61 layers split unevenly: the biggest stage holds ceil(61/P)
     assert kv_seq * 2400 / 64 == pytest.approx(kv_lecture)  # P cancels in the lecture's form
     assert mem.kv_bytes == pytest.approx(kv_lecture * f * P_)  # = lecture's when 61/P is whole (P = 1)
@@ -72,11 +88,11 @@ def test_t23_layout_memory_agrees_with_lecture_form():
 
 
 def test_t24_micro_batches():
-    assert P.micro_batches(4) == 4 and 4 * 2400 == P.micro_batches(4) * 2400
+    assert LEC.micro_batches(4) == 4 and 4 * 2400 == LEC.micro_batches(4) * 2400
 
 
 def test_t25_decode_latency_with_hops():
-    assert P.decode_token_latency(0.020, 4, 0.0025) == pytest.approx(0.030)
+    assert LEC.token_latency_with_hops(0.020, 4, 0.0025) == pytest.approx(0.030)
 
 
 def test_t25_through_the_step_model():
@@ -88,8 +104,8 @@ def test_t25_through_the_step_model():
 
 def test_t26_weight_fetch():
     # spec §9 prints 1.74 ms (rounded); T12 gives the same quotient as 1.736e-3 at 1e-3
-    assert P.weight_fetch_s(1e12, 72, 8e12) == pytest.approx(1.736e-3, rel=1e-3)
-    assert P.weight_fetch_s(1e12, 8, 3.35e12) == pytest.approx(37.3e-3, rel=1e-3)
+    assert LEC.weight_fetch_s(1e12, 72, 8e12) == pytest.approx(1.736e-3, rel=1e-3)
+    assert LEC.weight_fetch_s(1e12, 8, 3.35e12) == pytest.approx(37.3e-3, rel=1e-3)
 
 
 # ---- hand-checked memory per GPU ------------------------------------------------------------------
@@ -104,7 +120,7 @@ def test_memory_llama3_70b_tp8_dgx_h100():
     activations: 16 tokens · (3·8192 + 2·28672) · 2 B / 8 = 327,680 B.
     total 23,007,463,424 B (of 80 GB).
     """
-    m = P.memory_per_gpu(LLAMA, 8, 1, 1, 1, 16, 8192)
+    m = memory_per_gpu(LLAMA, 8, 1, 1, 1, 16, 8192)
     assert m.weights_bytes == 17_638_426_624
     assert m.kv_bytes == 5_368_709_120
     assert m.activations_bytes == 327_680
@@ -127,7 +143,7 @@ def test_memory_deepseek_v3_ep64_gb200():
     activations: 32 tokens · (3·7168 + 2·max(18432, 8·2048)) · 2 B = 3,735,552 B.
     total 31,944,054,272 B (of 186 GB).
     """
-    m = P.memory_per_gpu(DSV3, 1, 64, 1, 64, 2048, 4096, bytes_per_weight=1.0, bytes_per_kv=1.0)
+    m = memory_per_gpu(DSV3, 1, 64, 1, 64, 2048, 4096, bytes_per_weight=1.0, bytes_per_kv=1.0)
     assert m.weights_bytes == 27_334_972_928
     assert m.kv_bytes == 4_605_345_792
     assert m.activations_bytes == 3_735_552
@@ -186,8 +202,8 @@ def test_weights_per_gpu_never_grow_with_parallelism(tp, pp, grow, batch, ctx):
             base, more = dict(base, ep=tp * 8, dp=8), dict(base, ep=tp * 16, dp=16)
         else:
             more[grow] *= 2
-        w0 = P.memory_per_gpu(m, batch=batch, context=ctx, **base).weights_bytes
-        w1 = P.memory_per_gpu(m, batch=batch, context=ctx, **more).weights_bytes
+        w0 = memory_per_gpu(m, batch=batch, context=ctx, **base).weights_bytes
+        w1 = memory_per_gpu(m, batch=batch, context=ctx, **more).weights_bytes
         assert w1 <= w0
 
 
@@ -196,8 +212,8 @@ def test_weights_per_gpu_never_grow_with_parallelism(tp, pp, grow, batch, ctx):
 def test_kv_per_gpu_unchanged_by_pp_at_micro_batches_equal_stages(b, ctx, pp):
     """§3.5: B = pp·b; KV per GPU stays b·ctx·kv/E when L/pp is whole (uneven splits round the stage up)."""
     m = LLAMA  # 80 layers: pp in {1, 2, 4, 8, 16} divides evenly
-    kv1 = P.memory_per_gpu(m, 1, 1, 1, 8, b, ctx).kv_bytes
-    kvp = P.memory_per_gpu(m, 1, 1, pp, 8, pp * b, ctx).kv_bytes
+    kv1 = memory_per_gpu(m, 1, 1, 1, 8, b, ctx).kv_bytes
+    kvp = memory_per_gpu(m, 1, 1, pp, 8, pp * b, ctx).kv_bytes
     assert kvp == pytest.approx(kv1, rel=1e-12)
 
 
@@ -225,23 +241,23 @@ def test_step_never_falls_when_a_tier_gets_slower(slower, which, lat, layout, ba
     (LLAMA, H100, P.Layout(tp=16), 2, "TP 16 exceeds the 8 GPUs"),
     (LLAMA, H100, P.Layout(ep=8, tp=8), 1, "needs a mixture-of-experts model"),
     (DSV3, NVL72, P.Layout(tp=1, ep=72, dp=72), 1, "use EP 64 (4 experts per GPU, 8 of 72 GPUs idle)"),
-    (DSV3, NVL72, P.Layout(tp=1, ep=32, dp=64), 1, "EP 32 must be 1 or TP x DP = 64"),
+    (DSV3, NVL72, P.Layout(tp=1, ep=48, dp=64), 1, "EP 48 must divide DP (64) or equal TP x DP = 64"),
     (DSV3, NVL72, P.Layout(tp=1, ep=128, dp=128), 1, "use --domains 2"),
     (LLAMA, H100, P.Layout(pp=81), 11, "PP 81 exceeds llama-3-70b's 80 layers"),
 ])
 def test_validity_messages(model, system, layout, domains, phrase):
     with pytest.raises(InputError) as e:
-        P.validate(model, system, layout, domains)
+        P.validate(model, system, replace(layout, domains=domains))
     assert phrase in str(e.value)
 
 
 def test_valid_mask_agrees_with_validate():
-    tps, eps, pps, dps = np.meshgrid([1, 2, 3, 4, 8], [1, 8, 16, 64], [1, 2, 4], [1, 2, 8, 16], indexing="ij")
+    tps, eps, pps, dps = np.meshgrid([1, 2, 3, 4, 8], [1, 2, 8, 16, 64], [1, 2, 4], [1, 2, 8, 16], indexing="ij")
     mask = P.valid_mask(DSV3, 72, tps, eps, pps, dps)
     for idx in np.ndindex(mask.shape):
-        lay = P.Layout(int(tps[idx]), int(eps[idx]), int(pps[idx]), int(dps[idx]))
+        lay = P.Layout(int(tps[idx]), int(eps[idx]), int(pps[idx]), int(dps[idx]), domains=16)
         try:
-            P.validate(DSV3, NVL72, lay, domains=16)
+            P.validate(DSV3, NVL72, lay)
             ok = True
         except InputError:
             ok = False

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from roofline.catalog import get_catalog
-from roofline.parallel_step import parallel_step
+from helpers import layout_step as parallel_step
 from roofline.planner import Targets, Workload, pareto_mask, plan
 
 CAT = get_catalog()
@@ -37,8 +37,9 @@ def test_llama_on_one_dgx_h100():
     assert per_user == sorted(per_user, reverse=True) and per_gpu == sorted(per_gpu)
 
 
-def test_frontier_points_match_parallel_step():
-    """Cross-check: each frontier point's TPOT equals a direct parallel_step call with its layout."""
+def test_frontier_points_match_the_engine_step():
+    """Cross-check: each frontier point's TPOT equals a direct engine.step call with its layout (the
+    planner's array path and the scalar path agree)."""
     p = plan(LLAMA, H100, [1], Workload(1024, 512))
     for r in p.rows()[::5]:
         d = parallel_step(LLAMA, H100, r["batch"], 1024 + 256, tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"],
@@ -46,13 +47,12 @@ def test_frontier_points_match_parallel_step():
         assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
 
 
-def test_realistic_frontier_matches_predict_pass_and_is_slower():
-    """--realistic: each frontier point's TPOT and TTFT equal efficiency.predict_pass with its layout (the
-    array path and the scalar path agree); the best tokens/s per GPU is below the pure roofline's; the
-    explicit efficiency arguments are refused alongside it."""
-    from roofline.efficiency import predict_pass
+def test_realistic_frontier_matches_the_engine_and_is_slower():
+    """--realistic: each frontier point's TPOT and TTFT equal engine.step with the family's factors under
+    its layout (the array path and the scalar path agree); the best tokens/s per GPU is below the pure
+    roofline's; the explicit efficiency arguments are refused alongside it."""
+    from roofline.efficiency import Efficiency
     from roofline.errors import InputError
-    from roofline.roofline import Efficiency
 
     p = plan(LLAMA, H100, [1], Workload(1024, 512), realistic=True)
     rows = p.rows()
@@ -60,8 +60,8 @@ def test_realistic_frontier_matches_predict_pass_and_is_slower():
     for r in rows[::4]:
         kw = dict(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], weights_dtype=r["weights_dtype"],
                   kv_dtype=r["kv_dtype"])
-        d = predict_pass(LLAMA, H100, r["batch"], 1024 + 256, **kw)
-        f = predict_pass(LLAMA, H100, r["dp"] * r["pp"], 0, phase="prefill", prompt=1024, **kw)
+        d = parallel_step(LLAMA, H100, r["batch"], 1024 + 256, realistic=True, **kw)
+        f = parallel_step(LLAMA, H100, r["dp"] * r["pp"], 0, phase="prefill", prompt=1024, realistic=True, **kw)
         assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
         assert r["ttft_s"] == pytest.approx(float(f.step_s), rel=1e-12)
     assert p.best()["tokens_per_s_per_gpu"] < plan(LLAMA, H100, [1], Workload(1024, 512)).best()["tokens_per_s_per_gpu"]

@@ -10,7 +10,8 @@ from roofline import lecture as L
 from roofline import model as M
 from roofline.catalog import accelerator, get_catalog, model, system
 from roofline.errors import DoesNotFitError, InputError
-from roofline.roofline import Efficiency, step
+from roofline.efficiency import Efficiency
+from roofline.engine import step
 
 IDEAL = dict(attention_flops=False, distinct_experts=False, kv_writes=False)
 
@@ -63,8 +64,8 @@ def test_lecture_frontier_on_nvl72_matches_T12():
 def test_prefill_is_compute_bound_and_decode_memory_bound():
     """[S 01:44:34] prefill compute-bound, decode memory-bound (Llama 3 70B, 8×H100, B=8)."""
     m, s = model("llama-3-70b"), system("dgx-h100")
-    assert step(m, s, 8, 2048, phase="decode").bound == "memory"
-    assert step(m, s, 8, 0, phase="prefill", prompt=2048).bound == "compute"
+    assert step(m, s, 8, 2048, phase="decode").bound_name == "memory"
+    assert step(m, s, 8, 0, phase="prefill", prompt=2048).bound_name == "compute"
 
 
 def test_T38_through_step():
@@ -78,7 +79,7 @@ def test_T38_through_step():
 
 def test_cost_and_mfu_definitions():
     m, s = model("llama-3-8b"), system("dgx-h100")
-    r = step(m, s, 32, 1024, chips=1, usd_per_gpu_hour=3.6)
+    r = step(m, s, 32, 1024, gpus=1, usd_per_gpu_hour=3.6)
     assert r.usd_per_million_tokens == pytest.approx(float(r.step_s) * 3.6 / 3600 / 32 * 1e6)
     assert r.mfu == pytest.approx(32 * M.matmul_flops_per_token(m) / (float(r.step_s) * 989.5e12))
     assert r.tokens_per_s_per_sequence == pytest.approx(1 / float(r.step_s))
@@ -150,5 +151,5 @@ def test_cost_per_token_non_increasing_up_to_critical_batch(mid, sid, b1, b2, ct
 def test_memory_per_gpu_non_increasing_in_parallel_degree(mid, n1, n2, b, ctx):
     m, s = model(mid), system("dgx-h100")
     lo, hi = sorted((n1, n2))
-    mem = lambda n: float(step(m, s, b, ctx, chips=n, check_context=False).memory_per_gpu_bytes)  # noqa: E731
+    mem = lambda n: float(step(m, s, b, ctx, gpus=n, check_context=False).memory_per_gpu_bytes)  # noqa: E731
     assert mem(hi) <= mem(lo)

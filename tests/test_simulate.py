@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
 from roofline.errors import InputError
-from roofline.roofline import step
+from roofline.engine import step
 from roofline.simulate import (ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment,
                                simulate)
 from roofline.simulate.metrics import littles_law, summarize
@@ -172,19 +172,20 @@ def test_arrival_processes_have_their_rates_and_burstiness(tmp_path):
     assert np.array_equal(back.output_tokens, wl.output_tokens)
 
 
-def test_realistic_deployment_steps_are_predict_pass():
-    """roofline_deployment(realistic=True): the step model is efficiency.predict_pass for the chips as one
+def test_realistic_deployment_steps_are_the_engines():
+    """roofline_deployment(realistic=True): the step model is the engine's realistic pass for the chips as one
     TP group (decode = a pass of one token per sequence), slower than the pure roofline; invalid TP or
     explicit efficiencies are refused."""
-    from roofline.efficiency import predict_pass
-    from roofline.roofline import Efficiency
+    from helpers import layout_step
+
+    from roofline.efficiency import Efficiency
 
     cat = get_catalog()
     m, s = cat.model("llama-3-70b"), cat.system("dgx-h100")
     real = roofline_deployment(m, s, realistic=True, weights_dtype="fp8", kv_dtype="fp8")
     pure = roofline_deployment(m, s, weights_dtype="fp8", kv_dtype="fp8")
     t = float(np.asarray(real.step(64, 64, 2048)))
-    assert t == pytest.approx(float(predict_pass(m, s, 64, 2048, tp=8, weights_dtype="fp8", kv_dtype="fp8").step_s))
+    assert t == pytest.approx(float(layout_step(m, s, 64, 2048, tp=8, realistic=True, weights_dtype="fp8", kv_dtype="fp8").step_s))
     assert t > float(np.asarray(pure.step(64, 64, 2048)))
     assert real.kv_capacity_tokens == pure.kv_capacity_tokens
     with pytest.raises(InputError, match="TP 3 does not divide"):

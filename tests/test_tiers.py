@@ -81,7 +81,7 @@ def test_remat_roofline_cross_check():
     for a dense model: 2·N FLOPs per token at peak."""
     from roofline import model as M
     from roofline.hardware import single_accelerator_system
-    from roofline.roofline import step
+    from roofline.engine import step
 
     cat = get_catalog()
     m, acc = cat.model("llama-3-8b"), cat.accelerator("h100-sxm")

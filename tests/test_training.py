@@ -11,8 +11,11 @@ from roofline.catalog import get_catalog
 from roofline.errors import InputError
 from roofline.hardware import System
 from roofline.model import Model
+from dataclasses import replace
+
 from roofline import training as T
-from roofline.training_memory import TrainLayout
+from roofline.efficiency import realistic
+from roofline.layout import Layout
 
 RUNS = yaml.safe_load((Path(__file__).parent / "data" / "training_runs.yaml").read_text())
 A100 = get_catalog().accelerator("a100-80gb")
@@ -21,6 +24,19 @@ DGX_A100 = get_catalog().system("dgx-a100")
 # Jean Zay A100 nodes used for BLOOM: 4 x Omni-Path 100 Gb/s per 8-GPU node (BLOOM paper §3.4.1).
 JEAN_ZAY = System(id="jean-zay", name="Jean Zay A100", accelerator=A100, chips=8, scale_up_bytes_per_s=300e9,
                   scale_out_bytes_per_s=6.25e9, scale_up_latency_s=2e-6, scale_out_latency_s=5e-6, source="", date="")
+
+
+def TrainLayout(**kw):
+    """A training Layout; Megatron's sequence parallelism on unless the run says otherwise."""
+    kw.setdefault("sequence_parallel", True)
+    return Layout(**kw)
+
+
+def TE(acc=A100, dtype="bf16", **kw):
+    """The family's factors with explicit overrides; an explicit compute fraction is flat (no GEMM curve)."""
+    if "compute" in kw:
+        kw.setdefault("gemm_half_rows", 0.0)
+    return replace(realistic(acc, dtype), **kw)
 
 
 def gpt(layers, d, heads, vocab, **kw):
@@ -34,16 +50,15 @@ BLOOM = gpt(70, 14336, 112, 250680, attention_bias=True, rotary=False)  # ALiBi
 
 def megatron_1t(recompute="full", **eff):
     lay = TrainLayout(tp=8, pp=64, dp=6, micro_batch=1, micro_batches=512, schedule="interleaved",
-                      virtual_stages=2, zero=0)
-    return T.train_step(GPT_1T, DGX_A100, lay, 2048, recompute=recompute, causal=False, dtype="fp16",
-                        efficiency=T.TrainEfficiency(**eff), dropout=True, flash_attention=False,
-                        sequence_parallel=False)  # Megatron 2021: before sequence parallelism
+                      virtual_stages=2, zero=0, recompute=recompute, sequence_parallel=False)  # Megatron 2021: no SP
+    return T.train_step(GPT_1T, DGX_A100, lay, 2048, causal=False, dtype="fp16", efficiency=TE(dtype="fp16", **eff),
+                        dropout=True, flash_attention=False)
 
 
 def bloom(**eff):
-    lay = TrainLayout(tp=4, pp=12, dp=8, micro_batch=2, micro_batches=128, zero=1)
-    return T.train_step(BLOOM, JEAN_ZAY, lay, 2048, recompute="full", causal=False, flash_attention=False,
-                        efficiency=T.TrainEfficiency(**eff), sequence_parallel=False)  # Megatron-DeepSpeed 2022
+    lay = TrainLayout(tp=4, pp=12, dp=8, micro_batch=2, micro_batches=128, zero=1, recompute="full",
+                      sequence_parallel=False)  # Megatron-DeepSpeed 2022
+    return T.train_step(BLOOM, JEAN_ZAY, lay, 2048, causal=False, flash_attention=False, efficiency=TE(**eff))
 
 
 # ---- closed forms --------------------------------------------------------------------------------
@@ -65,16 +80,17 @@ def test_bubble_monotone(P, m, v):
 
 
 def test_step_hand_calculation_single_gpu():
-    """One GPU, no parallelism: step = tokens·FLOPs/(peak·η) + optimizer update, by hand."""
+    """One GPU, no parallelism: step = tokens·(GEMM FLOPs/(peak·η) + attention FLOPs/(peak·η_attn)) + optimizer
+    update, by hand (η_attn: the family's attention-kernel factor, as in inference)."""
     m = gpt(4, 1024, 16, 1000)
     lay = TrainLayout(micro_batches=4, micro_batch=2, zero=0)
-    r = T.train_step(m, DGX_A100, lay, 512, efficiency=T.TrainEfficiency(compute=0.5))
+    r = T.train_step(m, DGX_A100, lay, 512, efficiency=TE(compute=0.5))
     from roofline.model import matmul_flops_per_token, params_total
     n_mm = matmul_flops_per_token(m) / 2
     # causal mean context (s+1)/2; attention forward 4·h·ctx per layer
     attn = 4 * 1024 * (513 / 2) * 4
-    flops = 8 * 512 * (6 * n_mm + 3 * attn)
-    assert float(r.compute_s) == pytest.approx(flops / (312e12 * 0.5))
+    eta_attn = realistic(A100).attention
+    assert float(r.compute_s) == pytest.approx(8 * 512 * (6 * n_mm / 0.5 + 3 * attn / eta_attn) / 312e12)
     assert float(r.optimizer_s) == pytest.approx(params_total(m) * 28 / 2.039e12)
     # elementwise kernels per token per layer (model.elementwise_bytes_per_token): 2 norms 4d + 2 residual adds
     # 6d + rotary on q, k 2·(16+16)·64 + GeLU read/write 2·4d, in 2-byte elements; forward + 2x backward
@@ -85,14 +101,14 @@ def test_step_hand_calculation_single_gpu():
     assert float(r.tokens_per_s) == pytest.approx(8 * 512 / float(r.step_s))
     # unfused attention with dropout (Megatron 2021, BLOOM): softmax 4 B + dropout 5 B per score, 16 heads
     # x 512 scores per row, plus 2·d bytes of dropout masks per layer, forward + 2x backward
-    old = T.train_step(m, DGX_A100, lay, 512, efficiency=T.TrainEfficiency(compute=0.5),
+    old = T.train_step(m, DGX_A100, lay, 512, efficiency=TE(compute=0.5),
                        flash_attention=False, dropout=True)
     extra = 4 * (16 * 512 * 9.0 + 2 * 1024)
     assert float(old.elementwise_s - r.elementwise_s) == pytest.approx(8 * 512 * extra * 3 / (2.039e12 * 0.85))
     # selective recomputation re-runs the attention core, so the score traffic gets a fourth pass (the
     # layer-output masks do not); the recomputed forward adds no other elementwise traffic
-    eff = T.TrainEfficiency(compute=0.5)
-    sel = [T.train_step(m, DGX_A100, lay, 512, efficiency=eff, recompute="selective", **kw)
+    eff = TE(compute=0.5)
+    sel = [T.train_step(m, DGX_A100, lay.with_(recompute="selective"), 512, efficiency=eff, **kw)
            for kw in ({}, dict(flash_attention=False, dropout=True))]
     extra_sel = 4 * (16 * 512 * 9.0 * 4 + 2 * 1024 * 3)
     assert float(sel[1].elementwise_s - sel[0].elementwise_s) == pytest.approx(8 * 512 * extra_sel / (2.039e12 * 0.85))
@@ -100,31 +116,33 @@ def test_step_hand_calculation_single_gpu():
 
 def test_fp8_gemms_with_bf16_attention_hand_calculation():
     """dtype sets the GEMMs' peak, the attention core runs at attention_dtype's (bf16 by default):
-    on an H100 with fp8, t = tokens·(6N/P_fp8 + 3·attn/P_bf16)/η; selective recompute adds one attn."""
+    on an H100 with fp8, t = tokens·(6N/(P_fp8·η) + 3·attn/(P_bf16·η_attn)); selective recompute adds one attn."""
     m = gpt(4, 1024, 16, 1000)
     h100 = get_catalog().system("dgx-h100")
     acc = h100.accelerator
     lay = TrainLayout(micro_batches=4, micro_batch=2, zero=0)
-    eff = T.TrainEfficiency(compute=0.5)
+    eff = TE(compute=0.5)
     from roofline.model import matmul_flops_per_token
     attn = 4 * 1024 * (513 / 2) * 4
     gemm = matmul_flops_per_token(m) * 3
     for rc, k in (("none", 3), ("selective", 4)):
-        r = T.train_step(m, h100, lay, 512, efficiency=eff, dtype="fp8", recompute=rc)
-        expect = 8 * 512 * (gemm / acc.peak_flops("fp8") + k * attn / acc.peak_flops("bf16")) / 0.5
+        r = T.train_step(m, h100, lay.with_(recompute=rc), 512, efficiency=eff, dtype="fp8")
+        expect = 8 * 512 * (gemm / (acc.peak_flops("fp8") * 0.5) + k * attn / (acc.peak_flops("bf16") * eff.attention))
         assert float(r.compute_s) == pytest.approx(expect)
     same = T.train_step(m, h100, lay, 512, efficiency=eff, dtype="fp8", attention_dtype="fp8")
-    assert float(same.compute_s) == pytest.approx(8 * 512 * (gemm + 3 * attn) / (acc.peak_flops("fp8") * 0.5))
+    assert float(same.compute_s) == pytest.approx(8 * 512 * (gemm / 0.5 + 3 * attn / eff.attention)
+                                                  / acc.peak_flops("fp8"))
 
 
 def test_tp_comm_hand_calculation():
     m = gpt(4, 1024, 16, 1000)
     lay = TrainLayout(tp=8, micro_batches=2, micro_batch=1, zero=0)
-    eff = T.TrainEfficiency(compute=0.5, scale_up=1.0)
+    eff = TE(compute=0.5, scale_up=1.0, scale_up_latency_s=2e-6)
     r = T.train_step(m, DGX_A100, lay, 1024, efficiency=eff)
-    one = 2 * 7 / 8 * (1024 * 1024 * 2) / 300e9 + 2 * 7 * 2e-6  # ring all-reduce of b·s·h·2 bytes
+    msg = 1024 * 1024 * 2  # b·s·h·2 bytes; the faster of a ring and a one-shot all-reduce (network.py)
+    one = min(2 * 7 / 8 * msg / 300e9 + 2 * 7 * 2e-6, 7 * msg / 300e9 + 2 * 2e-6)
     assert float(r.tp_comm_s) == pytest.approx(2 * 4 * 4 * one)  # m · layers · 4 all-reduces
-    full = T.train_step(m, DGX_A100, lay, 1024, efficiency=eff, recompute="full")
+    full = T.train_step(m, DGX_A100, lay.with_(recompute="full"), 1024, efficiency=eff)
     assert float(full.tp_comm_s) == pytest.approx(2 * 4 * 6 * one)
 
 
@@ -187,6 +205,6 @@ def test_bad_inputs():
     with pytest.raises(InputError, match="TP 16 exceeds the 8 GPUs of one dgx-a100 scale-up domain"):
         T.train_step(m, DGX_A100, TrainLayout(tp=16), 512)
     with pytest.raises(InputError, match="compute efficiency must be a fraction"):
-        T.train_step(m, DGX_A100, TrainLayout(), 512, efficiency=T.TrainEfficiency(compute=1.5))
+        TE(compute=1.5)
     with pytest.raises(InputError, match="overlap_dp must be a fraction"):
-        T.train_step(m, DGX_A100, TrainLayout(), 512, efficiency=T.TrainEfficiency(overlap_dp=2))
+        TE(overlap_dp=2)

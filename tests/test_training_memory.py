@@ -7,8 +7,16 @@ from hypothesis import assume, given, settings, strategies as st
 
 from roofline.errors import InputError
 from roofline.model import Model
-from roofline import training_memory as TM
-from roofline.training_memory import TrainLayout
+from roofline import memory as TM
+from roofline import training as TR
+from roofline.catalog import get_catalog
+from roofline.layout import RECOMPUTE_MODES, Layout, validate
+
+
+def TrainLayout(**kw):
+    """A training Layout; Megatron's sequence parallelism on unless the test says otherwise."""
+    kw.setdefault("sequence_parallel", True)
+    return Layout(**kw)
 
 # GPT shape of Korthikanti et al. 2022 / Narayanan et al. 2021: MHA, GeLU MLP with d_ff = 4h, tied
 # embeddings. 1T row of Narayanan Table 1: 128 layers, h = 25,600, 160 heads, vocab 51,200.
@@ -43,16 +51,16 @@ def test_korthikanti_tp_and_sp_forms(t):
     nosp = TrainLayout(tp=t, sequence_parallel=False, **common)
     per = s * b * h
     # eq. (5): TP + SP, no recomputation, whole model on one stage
-    assert TM.activation_bytes_per_gpu(GPT_1T, sp, s, "none") == pytest.approx(L * per * (34 + 5 * a * s / h) / t)
+    assert TM.activation_bytes_per_gpu(GPT_1T, sp.with_(recompute="none"), s) == pytest.approx(L * per * (34 + 5 * a * s / h) / t)
     # eq. (4): TP without SP
-    assert TM.activation_bytes_per_gpu(GPT_1T, nosp, s, "none") == pytest.approx(
+    assert TM.activation_bytes_per_gpu(GPT_1T, nosp.with_(recompute="none"), s) == pytest.approx(
         L * per * (10 + 24 / t + 5 * a * s / (h * t)))
     # selective: 34·sbh/t stored per layer, plus the attention core of the one layer being recomputed
-    assert TM.activation_bytes_per_gpu(GPT_1T, sp, s, "selective") == pytest.approx(
+    assert TM.activation_bytes_per_gpu(GPT_1T, sp.with_(recompute="selective"), s) == pytest.approx(
         L * per * 34 / t + 5 * a * s * s * b / t)
     # full: 2·sbh/t per layer kept, plus one layer rebuilt
     layer = per * (34 + 5 * a * s / h) / t
-    assert TM.activation_bytes_per_gpu(GPT_1T, sp, s, "full") == pytest.approx(L * 2 * per / t + layer - 2 * per / t)
+    assert TM.activation_bytes_per_gpu(GPT_1T, sp.with_(recompute="full"), s) == pytest.approx(L * 2 * per / t + layer - 2 * per / t)
 
 
 def test_pipeline_in_flight_hand_counts():
@@ -69,7 +77,7 @@ def test_megatron_1t_hand_calculation():
     """Per-GPU states for the 1T layout (TP 8, PP 64, DP 6, ZeRO-1 off → stage 0), by hand."""
     lay = TrainLayout(tp=8, pp=64, dp=6, micro_batch=1, micro_batches=512, schedule="interleaved",
                       virtual_stages=2, zero=0)
-    mem = TM.training_memory(GPT_1T, lay, 2048, "full")
+    mem = TM.training_memory(GPT_1T, lay.with_(recompute="full"), 2048)
     from roofline.model import params_total
     psi = params_total(GPT_1T) / (8 * 64)
     assert float(mem.weights + mem.grads + mem.optimizer) == pytest.approx(16 * psi)
@@ -92,21 +100,23 @@ def test_flash_attention_removes_quadratic_term():
 def test_recompute_extra_flops():
     from roofline.model import matmul_flops_per_token
     n2 = matmul_flops_per_token(GPT_1T)
-    assert TM.recompute_extra_flops_per_token(GPT_1T, 2048, "none") == 0
-    full = TM.recompute_extra_flops_per_token(GPT_1T, 2048, "full")
-    assert full == TM.recompute_extra_flops_per_token(GPT_1T, 2048, "reversible")
+    assert TR.recompute_extra_flops_per_token(GPT_1T, 2048, "none") == 0
+    full = TR.recompute_extra_flops_per_token(GPT_1T, 2048, "full")
+    assert full == TR.recompute_extra_flops_per_token(GPT_1T, 2048, "reversible")
     assert full > n2  # one forward: 2N + attention
     # non-causal attention per token per layer: 4·s·h (Narayanan eq. (3) counts 2·2·s·h forward)
-    assert TM.forward_attention_flops_per_token(GPT_1T, 2048, causal=False) == pytest.approx(4 * 2048 * 25600 * 128)
+    assert TR.forward_attention_flops_per_token(GPT_1T, 2048, causal=False) == pytest.approx(4 * 2048 * 25600 * 128)
 
 
 def test_bad_layouts():
+    a100 = get_catalog().system("dgx-a100")
     with pytest.raises(InputError, match="exceeds gpt-1t.s 128 layers"):
-        TM.training_memory(GPT_1T, TrainLayout(pp=256), 2048)
-    with pytest.raises(InputError, match="ep \\(3\\) must divide dp"):
-        TrainLayout(dp=4, ep=3)
+        validate(GPT_1T, a100, TrainLayout(pp=256), training=True)
+    moe = get_catalog().model("mixtral-8x7b")
+    with pytest.raises(InputError, match="EP 2 must divide DP 3"):
+        validate(moe, a100, TrainLayout(dp=3, ep=2), training=True)
     with pytest.raises(InputError, match="recompute must be one of"):
-        TM.training_memory(GPT_1T, TrainLayout(), 2048, "some")
+        TrainLayout(recompute="some")
     with pytest.raises(InputError, match="zero stage"):
         TrainLayout(zero=4)
 
@@ -123,12 +133,12 @@ def test_memory_never_grows(tp, pp, dp, mb, m, seq, sched, sp, flash):
     def total(mode="none", zero=1, **over):
         args = dict(tp=tp, pp=pp, dp=dp, micro_batches=m, zero=zero, **kw)
         args.update(over)
-        return float(TM.training_memory(SMALL, TrainLayout(**args), seq, mode, flash_attention=flash).total)
+        return float(TM.training_memory(SMALL, TrainLayout(recompute=mode, **args), seq, flash_attention=flash).total)
     # more recomputation
     vals = [total(mode) for mode in MODES_ORDERED]
     assert vals[0] >= vals[1] - 1e-6 and vals[1] >= vals[2] - 1e-6
     # higher ZeRO stage
-    for mode in TM.RECOMPUTE_MODES:
+    for mode in RECOMPUTE_MODES:
         z = [total(mode, zero=k) for k in range(4)]
         assert all(z[i] >= z[i + 1] - 1e-6 for i in range(3))
     # larger TP, DP (same micro-batch count per pipeline), PP (same global batch)
@@ -140,11 +150,11 @@ def test_memory_never_grows(tp, pp, dp, mb, m, seq, sched, sp, flash):
 
 def test_reversible_beats_full_with_enough_layers_per_stage():
     lay = TrainLayout(tp=8, pp=16, dp=1, micro_batches=64, zero=1)
-    rev = TM.activation_bytes_per_gpu(GPT_1T, lay, 2048, "reversible")
-    full = TM.activation_bytes_per_gpu(GPT_1T, lay, 2048, "full")
-    none = TM.activation_bytes_per_gpu(GPT_1T, lay, 2048, "none")
+    rev = TM.activation_bytes_per_gpu(GPT_1T, lay.with_(recompute="reversible"), 2048)
+    full = TM.activation_bytes_per_gpu(GPT_1T, lay.with_(recompute="full"), 2048)
+    none = TM.activation_bytes_per_gpu(GPT_1T, lay.with_(recompute="none"), 2048)
     assert rev < full < none
     # independent of depth: doubling layers per stage leaves reversible memory unchanged
     deep = Model(**{**GPT_1T.__dict__, "layers": 256})
-    assert TM.activation_bytes_per_gpu(deep, lay, 2048, "reversible") == pytest.approx(rev)
-    assert TM.activation_bytes_per_gpu(deep, lay, 2048, "none") == pytest.approx(2 * none)
+    assert TM.activation_bytes_per_gpu(deep, lay.with_(recompute="reversible"), 2048) == pytest.approx(rev)
+    assert TM.activation_bytes_per_gpu(deep, lay.with_(recompute="none"), 2048) == pytest.approx(2 * none)

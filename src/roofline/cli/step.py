@@ -34,6 +34,8 @@ def register(app: typer.Typer) -> None:
         domains: Annotated[Optional[int], typer.Option("--domains", help="Scale-up domains available to the replica.")] = None,
         realistic: Annotated[bool, typer.Option("--realistic", help="Also predict with the cited efficiency model of the accelerator's family (roofline.efficiency), with the interval over its factors' spread.")] = False,
         decode_attention: Annotated[str, typer.Option("--decode-attention", help="With --realistic: shared (KV head read once per GQA group) or per-query-head (older kernels).")] = "shared",
+        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`).")] = "factor",
+        engine: Annotated[str, typer.Option("--engine", help="With --kernels tables: whose measured kernels, trtllm, sglang or vllm.")] = "trtllm",
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""
@@ -44,7 +46,7 @@ def register(app: typer.Typer) -> None:
                              kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                              compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency, tp=tp,
                              ep=ep, pp=pp, dp=dp, domains=domains, realistic=realistic,
-                             decode_attention=decode_attention)
+                             decode_attention=decode_attention, kernels=kernels, engine=engine)
         d = run_step(req)
         if json:
             return print_json(d)
@@ -67,11 +69,11 @@ def register(app: typer.Typer) -> None:
             ["params total / active", f"{d['params_total'] / 1e9:.2f} B / {d['params_active'] / 1e9:.2f} B"],
             ["KV bytes per token", fmt(d["kv_bytes_per_token"])],
             ["memory per GPU", f"{si_bytes(d['memory_per_gpu_bytes'])} of {si_bytes(sysrec.accelerator.hbm_bytes)}"],
-            ["critical batch B* (KV ignored)", fmt(d["critical_batch"])],
+            ["critical batch (compute = memory) at context 0", fmt(d["critical_batch"])],
             ["critical batch at this context", fmt(d["critical_batch_with_kv"])],
-            ["latency floor W_total/BW", seconds(d["latency_floor_s"])],
+            ["latency floor (its batch-1 step)", seconds(d["latency_floor_s"])],
         ] + _realistic_rows(d.get("realistic"))
-        table(f"{d['model']} on {d['chips']} x {sysrec.accelerator.id}, {req.phase}, B={req.batch}, "
+        table(f"{d['model']} on {d['gpus']} x {sysrec.accelerator.id}, {req.phase}, B={req.batch}, "
               f"context={req.context}", ["quantity", "value"], rows)
 
 
@@ -84,7 +86,16 @@ def _realistic_rows(real) -> list:
                                                                  ("compute_s", "memory_s", "comm_s", "overhead_s"))],
             ["  kernels: GEMMs + attention + elementwise",
              " + ".join(seconds(real[k]) for k in ("gemm_s", "attention_s", "elementwise_s"))],
-            ["  tokens/s (replica)", fmt(real["tokens_per_s"])]]
+            ["  tokens/s (replica)", fmt(real["tokens_per_s"])]] + _kernel_rows(real.get("kernels") or {})
+
+
+def _kernel_rows(k: dict) -> list:
+    if k.get("mode") != "tables":
+        return []
+    terms = k["terms"]
+    used = [n + (" (extrapolated)" if v["extrapolated"] else "") for n, v in terms.items() if v["from_tables"]]
+    return [[f"  measured kernels ({k['engine']}, {k['package']})", ", ".join(used) or "none covered"],
+            ["  factor model for", ", ".join(k["factor_terms"])]]
 
 
 def _parallel_table(d: dict, req) -> None:
