@@ -164,3 +164,17 @@ def test_import_roofline_and_a_single_simulation_do_not_import_dask():
             "print('DASK' if any(m.split('.')[0] in ('dask', 'distributed') for m in sys.modules) else 'CLEAN')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().endswith("CLEAN"), out.stderr[-500:]
+
+
+def test_realistic_grid_is_slower_than_the_pure_roofline(run_cli):
+    """--realistic takes pass times from the family's cited factors: every scenario's TPOT p50 is longer."""
+    args = ("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "-n", "150", "--grid", "rate=4;layout=pool,TP4 DP2",
+            "--json")
+    code, pure, err = run_cli(*args)
+    assert code == 0, err
+    code, real, err = run_cli(*args, "--realistic")
+    assert code == 0, err
+    for p, r in zip(json.loads(pure)["scenarios"], json.loads(real)["scenarios"]):
+        assert r["tpot_p50_s"] > 1.2 * p["tpot_p50_s"], (p["scenario"], p["tpot_p50_s"], r["tpot_p50_s"])
+    code, out, err = run_cli(*args, "--realistic", "--compute-efficiency", "0.5")
+    assert code == 1 and "--realistic uses the efficiency model's own factors" in err

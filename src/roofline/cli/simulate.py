@@ -67,7 +67,7 @@ def register(app: typer.Typer) -> None:
                                 efficiency=(compute_efficiency, memory_efficiency),
                                 targets=(ttft_target_s, tpot_target_s),
                                 refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
-                                             fast_fraction=fast_fraction, duration=duration, realistic=realistic),
+                                             fast_fraction=fast_fraction, duration=duration), realistic=realistic,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
                                           prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
                                           requests=requests, max_seqs=max_seqs, max_batched_tokens=max_batched_tokens,
@@ -111,7 +111,7 @@ GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s",
 
 
 def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, json, plot, seed, trace, price,
-                 efficiency, targets, refused, base):
+                 efficiency, targets, refused, base, realistic=False):
     """`simulate --grid`: one row per scenario (simulate.grid) on the executor asked for (roofline.executors);
     --json {"model", "system", "seed", "ttft_target_s", "tpot_target_s", "scenarios": [rows]}."""
     from ..efficiency import Efficiency
@@ -127,13 +127,17 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
         raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
-                         "--fast-fraction, --duration or --realistic; drop those options")
+                         "--fast-fraction or --duration; drop those options")
     check_workers(workers, scheduler)
     m = resolve_model(model)
     sysrec, chips = resolve_hardware(system, accelerator, gpus)
     scenarios = parse_grid(grid, base)
-    ctx = GridContext(m, sysrec, chips, Efficiency(*efficiency), price, Targets(*targets), seed,
-                      read_trace(trace) if trace else None)
+    eff = Efficiency(*efficiency)
+    if realistic and not eff.is_ideal:
+        raise InputError("--realistic uses the efficiency model's own factors; drop --compute-efficiency and "
+                         "--memory-efficiency or --realistic")
+    ctx = GridContext(m, sysrec, chips, None if realistic else eff, price, Targets(*targets), seed,
+                      read_trace(trace) if trace else None, realistic)
     with progress_bar(len(scenarios), f"simulating {len(scenarios):,} scenarios", quiet=json) as advance:
         rows = run_grid(ctx, scenarios, workers=workers, scheduler=scheduler, progress=advance)
     if plot:
