@@ -15,7 +15,7 @@ dtype and shapes are covered (kernel_pass.apply). Engine per row, fixed before a
 the row's id or source names TensorRT-LLM, `vllm` / `sglang` when it names them, else `trtllm`.
 Interval: the factor model's corners (efficiency.WHICH) for the factor terms, and for the table terms the
 spread across the three engines' tables (min for the fast corner, max for the slow one), widened by
-exp(±0.1·d) where d is the lookup's extrapolation distance (ln units outside the table's range).
+exp(±0.1·d) where d is the lookup's extrapolation distance (kernel_pass.corner_terms) (ln units outside the table's range).
 Training rows are not predicted with tables (the tables are inference kernels; training.train_step is
 unchanged) and keep the factor model.
 """
@@ -34,7 +34,6 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 PRED = ROOT / "docs" / "kernels_predictions.json"
 REPORT = ROOT / "docs" / "kernels_validation.md"
-WIDEN_PER_LN = 0.1  # interval widening per e-fold outside a table's range (chosen, not fitted)
 
 
 def row_engine(meas) -> str:
@@ -44,29 +43,6 @@ def row_engine(meas) -> str:
     if "sglang" in text:
         return "sglang"
     return "trtllm"
-
-
-def _combine(terms: dict, pick):
-    """One TableTerms from several engines': per point min or max of each covered term."""
-    from roofline.kernel_pass import TableTerms
-
-    ts = list(terms.values())
-
-    def agg(name, cov):
-        stack = np.stack([np.where(getattr(t, cov), getattr(t, name), np.nan) for t in ts])
-        any_cov = np.any(np.stack([getattr(t, cov) for t in ts]), axis=0)
-        with np.errstate(all="ignore"):
-            v = pick(np.where(np.isnan(stack), np.inf if pick is np.min else -np.inf, stack), axis=0)
-        return np.where(any_cov, v, np.nan), any_cov
-
-    g, gc = agg("gemm_s", "gemm_covered")
-    a, ac = agg("attention_s", "attention_covered")
-    c, cc = agg("tp_comm_s", "tp_covered")
-    ext = lambda n: np.any(np.stack([getattr(t, n) for t in ts]), axis=0)  # noqa: E731
-    dist = np.max(np.stack([t.distance for t in ts]), axis=0)
-    src = {k: tuple(sorted({s for t in ts for s in t.sources[k]})) for k in ("gemm", "attention", "tp_comm")}
-    return TableTerms(g, a, c, gc, ac, cc, ext("gemm_extrapolated"), ext("attention_extrapolated"),
-                      ext("tp_extrapolated"), dist, src, "spread")
 
 
 def tables_pass(orig, scenarios, log: dict):
@@ -82,15 +58,10 @@ def tables_pass(orig, scenarios, log: dict):
         moe_tp = int(getattr(layout, "moe_tp", tp)) if layout is not None else tp
         kw = dict(phase=phase, prompt=prompt, tp=tp, ep=ep, pp=pp, dp=dp, moe_tp=moe_tp,
                   weights_dtype=str(r.get("weights_dtype", "bf16")), kv_dtype=str(r.get("kv_dtype", "bf16")))
-        if which == "mid":
-            terms, scale = KP.table_terms(m, system, batch, context, engine=row_engine(meas), **kw), 1.0
-        else:
-            allt = KP.engine_spread(m, system, batch, context, **kw)
-            terms = _combine(allt, np.min if which == "fast" else np.max)
-            scale = np.exp((-1.0 if which == "fast" else 1.0) * WIDEN_PER_LN * terms.distance)
+        terms, scale = KP.corner_terms(m, system, batch, context, which=which, engine=row_engine(meas), **kw)
         if r.get("ideal_network"):  # the factor model's ideal network stays: no measured all-reduce
             terms = replace(terms, tp_covered=np.zeros_like(terms.tp_covered))
-        step, used = KP.apply(res, terms, overlap_comm=bool(r.get("overlap_comm", False)),
+        step, used, _ = KP.apply(res, terms, overlap_comm=bool(r.get("overlap_comm", False)),
                               scale=(scale, scale, scale))
         if which == "mid":
             rec = log.setdefault(meas.id, {"terms": defaultdict(list), "sources": set(), "extrapolated": False})

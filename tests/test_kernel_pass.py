@@ -63,9 +63,10 @@ def test_apply_replaces_only_covered_terms():
     cov = np.array([True, False])
     t = TableTerms(np.array([2.0, np.nan]), np.array([0.25, np.nan]), np.array([0.1, np.nan]), cov, cov, cov,
                    ~cov, ~cov, ~cov, np.zeros(2), {}, "trtllm")
-    step, used = apply(res, t)
+    step, used, secs = apply(res, t)
+    assert secs["attention"].tolist() == [0.25, 0.5]
     assert step == pytest.approx([2.0 + 0.25 + 0.1 + 0.1 + 0.01, 1.0 + 0.5 + 0.1 + 0.2 + 0.01])
-    step_o, _ = apply(res, t, overlap_comm=True)
+    step_o, _, _ = apply(res, t, overlap_comm=True)
     assert step_o == pytest.approx([2.0 + 0.25 + 0.1 + 0.01, 1.0 + 0.5 + 0.1 + 0.01])
     assert used["gemm"].tolist() == [True, False]
 
@@ -76,3 +77,40 @@ def test_engines_differ_but_agree_within_a_factor_of_two(cat):
     sp = engine_spread(m, s, 32.0, 1024, phase="decode", tp=1, weights_dtype="bf16")
     g = np.array([float(t.gemm_s) for t in sp.values() if t.gemm_covered])
     assert len(g) == 3 and g.max() / g.min() < 2.0
+
+
+def _cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "roofline", *args], capture_output=True, text=True)
+
+
+def test_step_realistic_tables_json_names_the_tables_behind_each_term():
+    import json
+
+    base = ["step", "-m", "llama-3-70b", "-s", "dgx-h100", "-b", "64", "-c", "4096", "--tp", "8", "--weights-dtype",
+            "fp8", "--kv-dtype", "fp8", "--realistic", "--json"]
+    f = json.loads(_cli(*base).stdout)["realistic"]
+    t = json.loads(_cli(*base, "--kernels", "tables").stdout)["realistic"]
+    assert f["kernels"] == {"mode": "factor"}
+    k = t["kernels"]
+    assert k["mode"] == "tables" and k["engine"] == "trtllm" and k["package"] == "aiconfigurator-core 0.12.0"
+    assert all(v["from_tables"] for v in k["terms"].values())
+    assert "h100_sxm/gemm trtllm" in k["terms"]["gemm"]["sources"][0]
+    assert t["factor_step_s"] == pytest.approx(f["step_s"])
+    assert t["low_s"] <= t["step_s"] <= t["high_s"]
+    # the step is recomposed from its terms: kernels + comm + overhead (no overlap in decode TP)
+    assert t["step_s"] == pytest.approx(t["gemm_s"] + t["attention_s"] + t["elementwise_s"] + t["comm_s"]
+                                        + t["overhead_s"], rel=1e-6)
+
+
+def test_step_kernel_options_need_their_companions():
+    r = _cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--kernels", "tables")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: --kernels tables chooses the realistic model's kernel times; add --realistic "
+                                "or drop --kernels")
+    r = _cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--realistic", "--engine", "vllm")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: --engine picks whose measured kernels --kernels tables uses; add --kernels "
+                                "tables or drop --engine")

@@ -179,8 +179,9 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
 def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 1.0, 1.0)):
     """`result` (an engine PassResult or anything with its time fields) with the covered table terms in place
     of the factor model's, recomposed as the engine composes a pass (module docstring). `scale` multiplies
-    the (gemm, attention, tp) table terms (interval corners). Returns (step_s, used) where `used` maps
-    each term to its mask of points that came from tables."""
+    the (gemm, attention, tp) table terms (interval corners). Returns (step_s, used, terms): `used` maps
+    each term to its mask of points that came from tables, `terms` to the seconds composed (the GEMM term
+    with the factor model's KV writes added)."""
     kvw = getattr(result, "kv_write_s", 0.0)
     gemm = np.where(terms.gemm_covered, terms.gemm_s * scale[0] + kvw, result.gemm_s)
     attn = np.where(terms.attention_covered, terms.attention_s * scale[1], result.attention_s)
@@ -189,11 +190,46 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
     comm = tp + result.ep_comm_s
     busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
     step = busy + result.pp_comm_s + result.overhead_s
-    return step, {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered}
+    used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered}
+    return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp}
 
 
 def engine_spread(model, system, batch, context, **kw) -> dict:
     """table_terms for every engine that has tables ({engine: TableTerms}); the spread across engines is
     the interval of a measured-kernel term."""
     return {e: table_terms(model, system, batch, context, engine=e, **kw) for e in K.ENGINES}
+
+
+WIDEN_PER_LN = 0.1  # interval widening of a table term per e-fold outside its table's range (chosen, not fitted)
+
+
+def _combine(terms: dict, pick) -> TableTerms:
+    """One TableTerms from several engines': per point the min (pick=np.min) or max of each covered term."""
+    ts = list(terms.values())
+    fill = np.inf if pick is np.min else -np.inf
+
+    def agg(name, cov):
+        covs = np.stack([getattr(t, cov) for t in ts])
+        vals = np.stack([np.where(getattr(t, cov), getattr(t, name), fill) for t in ts])
+        any_cov = np.any(covs, axis=0)
+        return np.where(any_cov, pick(vals, axis=0), np.nan), any_cov
+
+    g, gc = agg("gemm_s", "gemm_covered")
+    a, ac = agg("attention_s", "attention_covered")
+    c, cc = agg("tp_comm_s", "tp_covered")
+    ext = lambda n: np.any(np.stack([getattr(t, n) for t in ts]), axis=0)  # noqa: E731
+    dist = np.max(np.stack([t.distance for t in ts]), axis=0)
+    src = {k: tuple(sorted({s for t in ts for s in t.sources[k]})) for k in ("gemm", "attention", "tp_comm")}
+    return TableTerms(g, a, c, gc, ac, cc, ext("gemm_extrapolated"), ext("attention_extrapolated"),
+                      ext("tp_extrapolated"), dist, src, "spread")
+
+
+def corner_terms(model, system, batch, context, *, which: str = "mid", engine: str = "trtllm", **kw):
+    """(TableTerms, scale) of an interval corner: 'mid' → `engine`'s tables, scale 1; 'fast' / 'slow' → per
+    term the fastest / slowest of the three engines' tables, scaled by exp(∓0.1·d), d the extrapolation
+    distance (docs/kernels.md: intervals from the spread across engines and from extrapolation)."""
+    if which == "mid":
+        return table_terms(model, system, batch, context, engine=engine, **kw), 1.0
+    terms = _combine(engine_spread(model, system, batch, context, **kw), np.min if which == "fast" else np.max)
+    return terms, np.exp((-1.0 if which == "fast" else 1.0) * WIDEN_PER_LN * terms.distance)
 

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import numpy as np
+
 from . import resolve, rules
 from .base import Choice, Dtype, Fraction, OptWhole, Price, Request, Whole, describe
 
 PHASES = ("decode", "prefill")
 DECODE_ATTENTION = ("shared", "per-query-head")
+KERNELS = ("factor", "tables")  # --realistic's kernel times: cited family factors, or measured kernel tables
+ENGINES = ("trtllm", "sglang", "vllm")  # whose measured kernels (roofline.kernels) with --kernels tables
 
 
 class StepRequest(Request):
@@ -39,6 +43,8 @@ class StepRequest(Request):
     domains: OptWhole(1, 1024) = None
     realistic: bool = False
     decode_attention: Choice(*DECODE_ATTENTION) = "shared"
+    kernels: Choice(*KERNELS) = "factor"
+    engine: Choice(*ENGINES) = "trtllm"
 
     def check(self) -> None:
         f = self.flag
@@ -51,6 +57,12 @@ class StepRequest(Request):
         if self.decode_attention != "shared" and not self.realistic:
             raise rules.UsageError(f"{f('decode_attention')} is used by the efficiency model only; add "
                                    f"{f('realistic')} or drop {f('decode_attention')}")
+        if self.kernels != "factor" and not self.realistic:
+            raise rules.UsageError(f"{f('kernels')} {self.kernels} chooses the realistic model's kernel times; add "
+                                   f"{f('realistic')} or drop {f('kernels')}")
+        if self.engine != "trtllm" and self.kernels != "tables":
+            raise rules.UsageError(f"{f('engine')} picks whose measured kernels {f('kernels')} tables uses; add "
+                                   f"{f('kernels')} tables or drop {f('engine')}")
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
@@ -97,17 +109,57 @@ def realistic(req: "StepRequest", layout) -> dict:
 
     m, sysrec = req._model, req._system
     pqh = req.decode_attention == "per-query-head"
+    effs = {w: family_factors(sysrec.accelerator, req.weights_dtype, w, kv_read_multiplier=kv_read_multiplier(m, pqh, w))
+            for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
-                 efficiency=family_factors(sysrec.accelerator, req.weights_dtype, w,
-                                           kv_read_multiplier=kv_read_multiplier(m, pqh, w)))
+                 efficiency=effs[w])
          for w in WHICH}
     mid = t["mid"]
-    return {"family": mid.efficiency, "layout": f"TP{layout.tp} EP{layout.ep} PP{layout.pp} DP{layout.dp}",
-            "decode_attention": req.decode_attention,
-            "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
-            **{k: float(getattr(mid, k)) for k in ("compute_s", "memory_s", "comm_s", "overhead_s", "gemm_s",
-                                                   "attention_s", "elementwise_s", "tokens_per_s")}}
+    out = {"family": mid.efficiency, "layout": f"TP{layout.tp} EP{layout.ep} PP{layout.pp} DP{layout.dp}",
+           "decode_attention": req.decode_attention,
+           "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
+           **{k: float(getattr(mid, k)) for k in ("compute_s", "memory_s", "comm_s", "overhead_s", "gemm_s",
+                                                  "attention_s", "elementwise_s", "tokens_per_s")},
+           "kernels": {"mode": "factor"}}
+    if req.kernels == "tables":
+        out.update(with_tables(req, layout, t, effs))
+    return out
+
+
+def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
+    """--kernels tables: the realistic passes `t` (by corner) with their GEMM, attention and TP all-reduce
+    terms from measured kernels where covered (kernel_pass.corner_terms / apply; docs/kernels.md): central
+    value from `req.engine`'s tables, interval from the spread across engines widened by extrapolation.
+    Returns the keys of the realistic dict to replace, and `kernels`: which terms came from which tables."""
+    from ..efficiency import WHICH
+    from ..kernel_pass import apply, corner_terms
+    from ..kernels import index
+
+    kw = dict(phase=req.phase, prompt=req.prompt, tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp,
+              moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype)
+    steps, mid = {}, None
+    for w in WHICH:
+        terms, scale = corner_terms(req._model, req._system, req.batch, req.context, which=w, engine=req.engine, **kw)
+        steps[w], used, secs = apply(t[w], terms, overlap_comm=effs[w].overlap_comm, scale=(scale, scale, scale))
+        if w == "mid":
+            mid = (terms, used, secs)
+    terms, used, secs = mid
+    r = t["mid"]
+    src = index()["source"]
+    flags = {"gemm": "gemm_extrapolated", "attention": "attention_extrapolated", "tp_comm": "tp_extrapolated"}
+    parts = {k: {"from_tables": bool(np.all(used[k])), "extrapolated": bool(np.any(getattr(terms, e) & used[k])),
+                 "sources": list(terms.sources[k]) if np.any(used[k]) else [], "seconds": float(secs[k])}
+             for k, e in flags.items()}
+    step_s = float(steps["mid"])
+    return {"step_s": step_s, "low_s": float(min(steps.values())), "high_s": float(max(steps.values())),
+            "gemm_s": parts["gemm"]["seconds"], "attention_s": parts["attention"]["seconds"],
+            "comm_s": parts["tp_comm"]["seconds"] + float(r.ep_comm_s) + float(r.pp_comm_s),
+            "tokens_per_s": float(r.tokens_per_s) * float(r.step_s) / step_s, "factor_step_s": float(r.step_s),
+            "kernels": {"mode": "tables", "engine": req.engine, "package": f"{src['package']} {src['version']}",
+                        "license": src["license"], "terms": parts,
+                        "factor_terms": ["elementwise", "ep_comm", "pp_comm", "overhead"]
+                        + [k for k, v in parts.items() if not v["from_tables"]]}}
 
 
 def run_step(req: StepRequest) -> dict:
