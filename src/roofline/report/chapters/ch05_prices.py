@@ -101,8 +101,11 @@ def chapter(fig_dir: Path) -> Chapter:
     ]
     figures = []
     p1 = plot_cost_vs_context(fig_dir / "ch05_cost_vs_context.png", gem, h100, active_params=W_ACTIVE)
-    figures.append(Figure(f"fig/{p1.name}", "Decode cost per token vs context on an H100 roofline (weights amortised), "
-                          "with the KV bytes the Gemini 200K tier implies; the API's price tier drawn over it."))
+    figures.append(Figure(f"fig/{p1.name}", "Decode cost per token vs context on the lecture's board for an H100 (weights amortised), "
+                          "with the KV bytes the Gemini 200K tier implies; the API's price tier drawn over it. No "
+                          "architecture is assumed here, so attention FLOPs are left out as in the lecture's own "
+                          "derivation [S 01:35:53]; for a model with one shared KV layer the engine would add them "
+                          "(chapter 1: they can make decode attention compute-bound)."))
     p2 = plot_cached_token_cost(fig_dir / "ch05_cached_token_cost.png", opts, [claude, gem])
     figures.append(Figure(f"fig/{p2.name}", "Cost of holding one token's KV (2,048 B) for T seconds and reading it back, "
                           "per catalog tier and for rematerialisation; Anthropic's write premiums and Gemini's storage price marked."))
