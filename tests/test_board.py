@@ -151,7 +151,9 @@ def test_board_plot(run_cli, tmp_path):
     (["--params-active", "1e11", "--sparsity", "8"], "error: give either --params-active or --sparsity, not both"),
     (["-m", "lecture-frontier-moe"], "error: give both --model and --system"),
     (["--params-total", "1e10", "--params-active", "1e11"], "error: active parameters 1e+11 exceed total 1e+10"),
-    (["--batch", "0"], "error: batch"),
+    (["--batch", "0"], "error: batch (--batch) must be > 0 and finite, got 0; use at least one sequence"),
+    (["--sparse-c", "0"], "error: sparse-attention constant (--sparse-c) must be > 0"),
+    (["--plot", "x.txt"], "error: --plot 'x.txt' must end in .png or .svg or .pdf"),
 ])
 def test_board_errors(run_cli, args, msg):
     code, out, err = run_cli("board", *args)

@@ -108,35 +108,38 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     `step_s` replaces the roofline step for throughput, cost and latency (the lecture's "20 ms train",
     T05–T07, T13, T25); `ep` (default: all GPUs) and `stages` give memory per GPU (T23).
     Ignores what the board ignores: attention FLOPs, distinct experts, KV writes, overlap losses."""
-    require_positive("total parameters", params_total, fix="pass --params-total, e.g. 1e12")
-    require_positive("GPUs", gpus)
-    require_positive("bandwidth (bytes/s per GPU)", bandwidth_bytes_per_s)
-    require_positive("bytes per weight", bytes_per_weight, fix="use 0.5 (fp4), 1 (fp8) or 2 (bf16)")
-    require_positive("KV bytes per token", kv_bytes, allow_zero=True)
-    require_positive("context", context, allow_zero=True)
-    require_positive("batch", batch, fix="use at least one sequence")
-    require_positive("pass length", len_pass, fix="1 for decode, the prompt length for prefill")
-    require_positive("USD per GPU-hour", usd_per_gpu_hour)
-    require_positive("pipeline stages", stages)
-    require_positive("hop time", hop_s, allow_zero=True)
+    require_positive("total parameters (--params-total)", params_total, fix="e.g. 1e12 for a 1T-parameter model")
+    require_positive("GPUs (--gpus)", gpus, fix="the GPUs of one scale-up domain, e.g. 72")
+    require_positive("bandwidth (--bandwidth, bytes/s per GPU)", bandwidth_bytes_per_s, fix="e.g. 8e12 for 8 TB/s")
+    require_positive("bytes per weight (--bytes-per-weight)", bytes_per_weight, fix="use 0.5 (fp4), 1 (fp8) or 2 (bf16)")
+    require_positive("KV bytes per token (--kv-bytes)", kv_bytes, allow_zero=True, fix="0 ignores the KV cache")
+    require_positive("context (--context)", context, allow_zero=True, fix="tokens attended per sequence, 0 or more")
+    require_positive("batch (--batch)", batch, fix="use at least one sequence")
+    require_positive("pass length (--len-pass)", len_pass, fix="1 for decode, the prompt length for prefill")
+    require_positive("USD per GPU-hour (--usd-per-gpu-hour)", usd_per_gpu_hour, fix="e.g. 2 (the lecture's)")
+    require_positive("pipeline stages (--stages)", stages, fix="1 for no pipelining")
+    require_positive("hop time (--hop-s)", hop_s, allow_zero=True, fix="seconds per stage boundary, 0 to ignore")
+    if sparse_c is not None:
+        require_positive("sparse-attention constant (--sparse-c)", sparse_c,
+                         fix="the KV read is c·sqrt(context) tokens per sequence; omit it for dense attention")
     if (ratio is None) == (flops_per_s is None):
         raise InputError("give exactly one of --ratio (R = F/BW, e.g. 300) and --flops (FLOP/s per GPU); "
                          "the board needs one compute rate")
     if (params_active is None) == (sparsity is None):
         raise InputError("give exactly one of --params-active and --sparsity (s = N_total/N_active)")
     if sparsity is not None:
-        require_positive("sparsity", sparsity, fix="s = N_total/N_active is at least 1")
+        require_positive("sparsity (--sparsity)", sparsity, fix="s = N_total/N_active is at least 1")
         params_active = params_total / sparsity
-    require_positive("active parameters", params_active)
+    require_positive("active parameters (--params-active)", params_active, fix="e.g. 1e11")
     if params_active > params_total * (1 + 1e-12):
         raise InputError(f"active parameters {params_active:.4g} exceed total {params_total:.4g}; "
                          f"an MoE activates at most all of its weights")
     BW = bandwidth_bytes_per_s * gpus
     if ratio is not None:
-        require_positive("ratio R", ratio)
+        require_positive("ratio R (--ratio)", ratio, fix="about 300 on most GPUs (spec §1.4)")
         F = ratio * BW
     else:
-        require_positive("FLOP/s per GPU", flops_per_s)
+        require_positive("FLOP/s per GPU (--flops)", flops_per_s, fix="dense peak, e.g. 9e15 for B200 fp4")
         F = float(L.flops_to_F(flops_per_s * gpus, bytes_per_weight))
     R = F / BW
     s = params_total / params_active
@@ -145,7 +148,7 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     t_c, t_w, t_kv = (float(x) for x in L.step_times(batch, context, w_tot, w_act, kv, F, BW, len_pass, sparse_c))
     t_roof = max(t_c, t_w + t_kv)
     if step_s is not None:
-        require_positive("step time", step_s)
+        require_positive("step time (--step-s)", step_s, fix="e.g. 0.02 for the lecture's 20 ms train")
     t = t_roof if step_s is None else float(step_s)
     tokens = batch * len_pass
     ctx_star = float(L.balanced_context(w_act, R, kv)) if kv > 0 else np.inf
@@ -154,15 +157,15 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     b_kv = float(L.critical_batch_with_kv(R, s, eff_ctx, ctx_star)) if kv > 0 else b_star
     price_s = gpus * usd_per_gpu_hour / SECONDS_PER_HOUR
     e = gpus if ep is None else ep
-    require_positive("expert-parallel GPUs", e)
+    require_positive("expert-parallel GPUs (--ep)", e, fix="GPUs that hold experts, default all")
     w_gpu, kv_gpu, mem_gpu = (float(x) for x in L.memory_per_gpu(w_tot, batch, context, kv, e, stages))
     fast = (None, None)
     if fast_batch is not None:
-        require_positive("fast-mode batch", fast_batch)
+        require_positive("fast-mode batch (--fast-batch)", fast_batch, fix="a batch smaller than --batch")
         fast = tuple(float(x) for x in L.fast_mode(batch, fast_batch, w_tot, w_act, F, BW, kv, context))
     drain = None
     if capacity_bytes is not None:
-        require_positive("HBM capacity per GPU", capacity_bytes)
+        require_positive("HBM capacity per GPU (--capacity)", capacity_bytes, fix="bytes, e.g. 288e9")
         drain = float(L.drain_time(capacity_bytes, bandwidth_bytes_per_s))
     return Board(
         ratio=R, compute_bytes_per_s=F, flops_per_s=2.0 * F / bytes_per_weight, bandwidth_bytes_per_s=BW,

@@ -46,7 +46,10 @@ def register(app: typer.Typer) -> None:
         context and memory per GPU from the board's own inputs (no catalog). With -m and -s: the board next to
         roofline.step, each difference with its reason."""
         from ..errors import InputError
+        from ..requests.rules import output_path
 
+        if plot:
+            output_path("--plot", plot, (".png", ".svg", ".pdf"))
         if (model is None) != (system is None):
             raise InputError("give both --model and --system for the side-by-side table, or neither for the board "
                              "from its own inputs")
