@@ -32,7 +32,7 @@ def test_train_json(run_cli):
     assert code == 0, err
     base, unfused = json.loads(out2), json.loads(out3)
     assert unfused["elementwise_s"] > base["elementwise_s"]
-    assert unfused["memory"]["activations"] > base["memory"]["activations"]
+    assert unfused["memory"]["activations_bytes"] > base["memory"]["activations_bytes"]
     assert unfused["compute_s"] == pytest.approx(base["compute_s"])
 
 

@@ -376,16 +376,14 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
 
     # critical batch and latency floor, on this engine: where its compute term reaches its memory term
     # (at this context, and at context 0), and its step at the smallest batch (one sequence per slot)
-    shape = np.broadcast_shapes(np.shape(ctx), np.shape(L))
-
     def crossing(c):
         def evaluate(bb):
             t = core(model, system, layout, bb, c, L, phase, **kw)
             return t.compute_s, t.memory_s
-        return _flip_batch(evaluate, shape)
+        return _flip_batch(evaluate, np.broadcast_shapes(np.shape(c), np.shape(L)))
 
     b_kv_star = crossing(ctx)
-    b_star = crossing(0.0 * ctx)
+    b_star = crossing(0.0)
     floor = core(model, system, layout, float(layout.dp * layout.pp), 0.0, 1.0, "decode", **kw).step_s
     return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
                  kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype),

@@ -240,11 +240,14 @@ class TrainingMemory:
     layers_per_stage: float
 
     def to_dict(self) -> dict:
-        out = {}
+        """JSON-ready: the byte fields as `<name>_bytes` (floats, or lists when seq_len was an array)."""
+        out: dict = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            out[f.name + ("_bytes" if isinstance(v, np.ndarray) else "")] = (
-                v.tolist() if isinstance(v, np.ndarray) and v.ndim else (float(v) if isinstance(v, np.ndarray) else v))
+            if f.name in ("recompute", "in_flight", "layers_per_stage"):
+                out[f.name] = v
+            else:
+                out[f.name + "_bytes"] = np.asarray(v, dtype=float).tolist()
         return out
 
 

@@ -1,0 +1,143 @@
+"""The one pass engine: the four disagreements it removed (each failed on the four-engine code), the
+critical batch where the engine's own bound flips, the latency floor below every step, and the pure
+roofline as the same engine with Efficiency() (module engine.py)."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline import model as M
+from roofline.catalog import get_catalog
+from roofline.efficiency import Efficiency, realistic
+from roofline.engine import BOUNDS, step
+from roofline.layout import Layout
+from roofline.memory import training_memory
+
+CAT = get_catalog()
+
+
+def test_sequence_parallelism_is_one_switch_for_time_and_memory(run_cli):
+    """`train --no-sequence-parallel` moved the elementwise time but left activation memory at the
+    sequence-parallel figure (11.24 GB): the Layout now carries the one switch both read."""
+    args = ("train", "-m", "llama-3-70b", "-s", "dgx-h100", "--tp", "8", "--pp", "4", "--dp", "2", "--global-batch",
+            "64", "--json")
+    sp, nosp = (json.loads(run_cli(*args, *extra)[1]) for extra in ((), ("--no-sequence-parallel",)))
+    assert nosp["elementwise_s"] > 3 * sp["elementwise_s"]
+    assert nosp["memory"]["activations_bytes"] > 2 * sp["memory"]["activations_bytes"]
+    lay = Layout(tp=8, pp=4, dp=2, micro_batches=32, recompute="selective", sequence_parallel=False)
+    by_hand = training_memory(CAT.model("llama-3-70b"), lay, 4096, flash_attention=True, dropout=False)
+    assert nosp["memory"]["activations_bytes"] == pytest.approx(float(by_hand.activations), rel=1e-12)
+
+
+def test_one_price_resolver(run_cli, tmp_path):
+    """A --catalog system priced at $1/h: the step without a layout used the accelerator's price
+    ($0.70/Mtok) and the same step with --tp 8 the system's ($0.23/Mtok). Both now use the system's."""
+    f = tmp_path / "cheap.yaml"
+    f.write_text(yaml.safe_dump({"systems": [{
+        "id": "cheap-h100x8", "name": "8 x H100 at $1/h", "accelerator": "h100-sxm", "chips": 8,
+        "scale_up_gb_per_s": 450, "scale_out_gb_per_s": 50, "scale_up_latency_us": 1, "scale_out_latency_us": 5,
+        "usd_per_hour": 1.0, "source": "test", "date": "2026-11"}]}))
+    base = ("--catalog", str(f), "step", "-m", "llama-3-70b", "-s", "cheap-h100x8", "-b", "64", "-c", "2000", "--json")
+    plain, tp8 = (json.loads(run_cli(*base, *extra)[1]) for extra in ((), ("--tp", "8")))
+    for d in (plain, tp8):
+        # $/Mtok = GPUs · $1/h / 3600 / (tokens/s) · 1e6
+        assert d["usd_per_million_tokens"] == pytest.approx(8 * 1.0 / 3600 / d["tokens_per_s"] * 1e6, rel=1e-12)
+    assert plain["step_s"] == pytest.approx(tp8["step_s"], rel=1e-3)
+    assert plain["usd_per_million_tokens"] == pytest.approx(tp8["usd_per_million_tokens"], rel=1e-3)
+
+
+@pytest.mark.parametrize("mid,sid,wd", [("lecture-frontier-moe", "gb200-nvl72", "fp8"), ("llama-3-70b", "dgx-h100", "bf16"),
+                                         ("deepseek-v3", "gb200-nvl72", "fp8"), ("gpt-oss-120b", "hgx-h200", "fp8")])
+def test_latency_floor_is_the_engines_batch_one_step(mid, sid, wd):
+    """The printed floor was W_total/BW: every weight including the whole embedding table and every
+    expert, above the step's own batch-1 time (1.72 ms vs 0.178 ms for the lecture's frontier MoE). It is
+    now the engine's batch-1 step at context 0, and no step of any batch or context is faster."""
+    m, s = CAT.model(mid), CAT.system(sid)
+    B = np.array([1, 2, 64, 4096])[:, None]
+    ctx = np.array([0, 1000, 100_000])[None, :]
+    r = step(m, s, B, ctx, weights_dtype=wd, kv_dtype="fp8", check_context=False)
+    one = step(m, s, 1, 0, weights_dtype=wd, kv_dtype="fp8")
+    assert r.latency_floor_s == pytest.approx(float(one.step_s), rel=1e-12)
+    assert np.all(r.step_s >= r.latency_floor_s * (1 - 1e-12))
+    if m.moe:  # one token reads k experts per layer, not all E
+        all_weights = M.params_total(m) * (1.0 if wd == "fp8" else 2.0) / s.hbm_bytes_per_s
+        assert r.latency_floor_s < 0.5 * all_weights
+
+
+def test_frontier_moe_critical_batch_at_100k_is_where_the_bound_flips():
+    """critical_batch at a context left out the attention FLOPs the step includes: 8,027 printed for the
+    lecture's frontier MoE at 100K while the step's bound flips near 2,100. It is found on the engine."""
+    m, s = CAT.model("lecture-frontier-moe"), CAT.system("gb200-nvl72")
+    r = step(m, s, 1, 100_000, weights_dtype="fp8", kv_dtype="fp8")
+    b = float(r.critical_batch_with_kv)
+    assert 2000 < b < 2300
+    below, above = (step(m, s, x, 100_000, weights_dtype="fp8", kv_dtype="fp8") for x in (0.99 * b, 1.01 * b))
+    assert BOUNDS[int(below.bound)] == "memory" and BOUNDS[int(above.bound)] == "compute"
+
+
+@pytest.mark.parametrize("mid", ["llama-3-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen3-235b-a22b",
+                                 "gpt-oss-120b", "gemma-3-27b", "lecture-frontier-moe"])
+def test_critical_batch_is_where_the_sweep_flips(mid):
+    """For every catalog model and a grid of contexts: below the printed critical batch the sweep's bound
+    is memory, above it compute (or memory everywhere when no critical batch exists)."""
+    m, s = CAT.model(mid), CAT.system("gb200-nvl72")
+    ctx = np.array([0.0, 1024, 8192, 32768])
+    ctx = ctx[ctx < m.max_context]
+    r = step(m, s, 1, ctx, weights_dtype="fp8", kv_dtype="fp8")
+    crit = np.asarray(r.critical_batch_with_kv)
+    assert float(r.critical_batch) == pytest.approx(float(crit[0]), rel=1e-9)  # context 0
+    B = np.geomspace(0.5, 1e7, 400)[:, None]
+    sweep = step(m, s, B, ctx[None, :], weights_dtype="fp8", kv_dtype="fp8")
+    compute = sweep.bound == 0
+    for j, c in enumerate(crit):
+        if np.isinf(c):
+            assert not compute[:, j].any()
+        else:
+            assert not compute[B[:, 0] < c * 0.999, j].any() and compute[B[:, 0] > c * 1.001, j].all(), (mid, ctx[j])
+
+
+def test_bound_is_a_small_integer_with_names():
+    r = step(CAT.model("llama-3-8b"), CAT.system("dgx-h100"), np.array([1, 4096]), 0)
+    assert r.bound.dtype == np.int8 and list(r.bound_name) == ["memory", "compute"]
+    assert r.to_dict()["bound"] == ["memory", "compute"]
+
+
+def test_pure_roofline_is_the_engine_with_ideal_efficiency():
+    """The pure roofline and the realistic prediction are one engine: with every family factor set to
+    its ideal value (1, no overheads, one max) the realistic layout step equals the pure one."""
+    from dataclasses import replace
+
+    m, s = CAT.model("llama-3-70b"), CAT.system("dgx-h100")
+    lay = Layout(tp=8)
+    fam = realistic(s.accelerator)
+    ideal_again = replace(fam, compute=1.0, memory=1.0, gemm_half_rows=0.0, kv_memory=1.0, attention=1.0,
+                          attention_at_activation_peak=False, elementwise=0.0, scale_up=1.0, scale_out=1.0,
+                          scale_up_latency_s=None, scale_out_latency_s=None, layer_overhead_s=0.0,
+                          pass_overhead_s=0.0, per_kernel=False, overlap_comm=True)
+    a = step(m, s, 64, 4096, layout=lay, efficiency=ideal_again)
+    b = step(m, s, 64, 4096, layout=lay)
+    assert float(a.step_s) == float(b.step_s) and b.efficiency == "ideal" and a.efficiency == "nvidia"
+
+
+@settings(max_examples=40, deadline=None)
+@given(b1=st.integers(1, 8192), b2=st.integers(1, 8192), c1=st.integers(0, 100_000), c2=st.integers(0, 100_000),
+       real=st.booleans(), tp=st.sampled_from([1, 2, 4, 8]))
+def test_step_non_decreasing_in_batch_and_context(b1, b2, c1, c2, real, tp):
+    """DESIGN.md property, for the pure and the realistic engine under a layout."""
+    m, s = CAT.model("llama-3.1-8b"), CAT.system("dgx-h100")
+    kw = dict(layout=Layout(tp=tp), realistic=real, weights_dtype="fp8", kv_dtype="fp8", check=False)
+    (lo_b, hi_b), (lo_c, hi_c) = sorted((b1, b2)), sorted((c1, c2))
+    t = lambda b, c: float(step(m, s, b, c, **kw).step_s)  # noqa: E731
+    assert t(lo_b, lo_c) <= t(hi_b, lo_c) * (1 + 1e-12) and t(lo_b, lo_c) <= t(lo_b, hi_c) * (1 + 1e-12)
+
+
+def test_explicit_efficiency_and_realistic_are_exclusive():
+    from roofline.errors import InputError
+
+    m, s = CAT.model("llama-3-8b"), CAT.system("dgx-h100")
+    with pytest.raises(InputError, match="drop the explicit efficiencies or the realistic switch"):
+        step(m, s, 1, 0, layout=Layout(tp=8), realistic=True, efficiency=Efficiency(0.5, 0.5))
