@@ -141,6 +141,7 @@ def moe_quality(path, params=(1e8, 3.7e8, 1e9, 1e10, 1e11), law=None):
     ax.plot([64], [1.3e9 / 3.7e8], "k*", ms=12, label="lecture: 64 experts × 370M ≈ 1.3B dense (3.5×)")
     ax.plot([100], [10], "rX", ms=10, label="host: 100× total ≈ 10× active")
     ax.axhline(1, color="grey", lw=0.8)
+    ax.axvspan(512, E.max(), color="grey", alpha=0.12, label="beyond the fitted range (E > 512)")
     ax.set_xlabel("experts E")
     ax.set_ylabel("dense-equivalent parameters / active parameters")
     ax.set_title(f"Routed scaling law (Clark et al. 2022, {law.name}, 130B tokens)", fontsize=9)
