@@ -141,3 +141,14 @@ def test_explicit_efficiency_and_realistic_are_exclusive():
     m, s = CAT.model("llama-3-8b"), CAT.system("dgx-h100")
     with pytest.raises(InputError, match="drop the explicit efficiencies or the realistic switch"):
         step(m, s, 1, 0, layout=Layout(tp=8), realistic=True, efficiency=Efficiency(0.5, 0.5))
+
+
+def test_catalog_option_after_the_subcommand(run_cli, tmp_path):
+    """`--catalog FILE` works before or after the subcommand, with the same answer."""
+    f = tmp_path / "mine.yaml"
+    f.write_text("models:\n  - {id: tiny-llama, name: Tiny, family: llama, layers: 2, d_model: 64, vocab: 100,"
+                 " heads: 4, kv_heads: 2, head_dim: 16, d_ff: 128, max_context: 512, source: mine, date: 2026-01-01}\n")
+    before = run_cli("--catalog", str(f), "step", "-m", "tiny-llama", "-a", "h100-sxm", "--json")
+    after = run_cli("step", "-m", "tiny-llama", "-a", "h100-sxm", "--json", "--catalog", str(f))
+    assert before[0] == after[0] == 0, after[2]
+    assert json.loads(before[1]) == json.loads(after[1])

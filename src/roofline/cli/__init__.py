@@ -48,6 +48,23 @@ def _register_all() -> None:
 _register_all()
 
 
+def hoist_catalog(argv: list[str]) -> list[str]:
+    """`--catalog FILE` is a global option; accept it after the subcommand too (`roofline step --catalog
+    my.yaml ...`) by moving every occurrence to the front, in order."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--catalog" and i + 1 < len(argv):
+            front += argv[i:i + 2]
+            i += 2
+            continue
+        (front if a.startswith("--catalog=") else rest).append(a)
+        i += 1
+    return front + rest
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the app, turning library errors into one-line messages and exit codes."""
     from ..errors import RooflineError
@@ -63,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         with np.errstate(over="raise", invalid="raise", divide="raise"):  # inf/NaN never printed silently
-            app(args=argv, standalone_mode=False)
+            app(args=hoist_catalog(list(sys.argv[1:] if argv is None else argv)), standalone_mode=False)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
