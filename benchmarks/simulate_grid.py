@@ -4,7 +4,7 @@ per worker, and the simulator's memory at 10^6 requests — all measured in this
 Grid: llama-3-70b on a DGX H100, rates 10/20/30/40 requests/s × layouts pool/TP4 DP2 × policies
 continuous/chunked, N requests each (lognormal 1,024/256). 1 worker = in this process; 2 workers = a
 LocalCluster of 2 processes (started once, outside the timing; its start-up time is printed apart), both
-warmed up on a small grid first. Median of R runs each; CPU seconds per scenario are measured inside the
+warmed up on a small grid first. Median of R runs each, the two alternated; CPU seconds per scenario are measured inside the
 tasks (process_time of the process running them), so they show the executor's own cost even when other
 work on the machine takes the cores. Run: .venv/bin/python benchmarks/simulate_grid.py [N] [R]
 """
@@ -43,7 +43,7 @@ def _timed(ctx, sc):
 
     c = time.process_time()
     row = run_scenario(ctx, sc)
-    return row, time.process_time() - c
+    return row, time.process_time() - c, os.getpid()
 
 
 def _run(ctx, grid, **kw):
@@ -54,8 +54,11 @@ def _run(ctx, grid, **kw):
     out = run_tasks(_timed, [(ctx, g) for g in grid], [g.label for g in grid], **kw)
     wall = time.perf_counter() - t
     client_cpu = time.process_time() - c
-    rows, cpu = zip(*out)
-    return list(rows), wall, sum(cpu), client_cpu
+    rows, cpu, pid = zip(*out)
+    per_process: dict = {}
+    for c_, p_ in zip(cpu, pid):
+        per_process[p_] = per_process.get(p_, 0.0) + c_
+    return list(rows), wall, sum(cpu), client_cpu, max(per_process.values())
 
 
 def _rss_mb():
@@ -76,14 +79,16 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
     grid = parse_grid("rate=10,20,30,40;layout=pool,TP4 DP2;policy=continuous,chunked", {"requests": n})
     warm = parse_grid("rate=10,20;layout=pool,TP4 DP2", {"requests": 200})  # imports, catalog, caches
     _run(ctx, warm, workers=1)
-    r1 = [_run(ctx, grid, workers=1) for _ in range(repeats)]
     t = time.perf_counter()
     cluster = local_cluster(2)  # what `--workers 2` starts
     client = Client(cluster)
     start_s = time.perf_counter() - t
     addr = cluster.scheduler_address
     _run(ctx, warm, scheduler=addr)
-    r2 = [_run(ctx, grid, scheduler=addr) for _ in range(repeats)]
+    r1, r2 = [], []
+    for _ in range(repeats):  # alternated, so that a change in the machine's load falls on both
+        r1.append(_run(ctx, grid, workers=1))
+        r2.append(_run(ctx, grid, scheduler=addr))
     rss = client.run(_rss_mb)
     k = 200
     t = time.perf_counter()
@@ -96,6 +101,8 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
     cpu1 = statistics.median(r[2] for r in r1) / len(grid)
     cpu2 = statistics.median(r[2] for r in r2) / len(grid)
     client2 = statistics.median(r[3] for r in r2)
+    # the grid's CPU time in one process over the busiest worker's: the speed-up two free cores would give
+    cpu_speedup = statistics.median(a[2] / b[4] for a, b in zip(r1, r2))
     print(f"16-scenario grid, {n:,} requests each ({16 * n:,} in all), median of {repeats} runs")
     print(f"{'executor':<34}{'wall s':>10}{'requests/s':>14}{'CPU s/scenario':>16}")
     print(f"{'1 worker (in process)':<34}{m1:>10.2f}{16 * n / m1:>14,.0f}{cpu1:>16.3f}")
@@ -104,6 +111,9 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
           f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {r1[0][0] == r2[0][0]}")
     print(f"CPU per scenario in a worker / in process: {cpu2 / cpu1:.2f}; client-side CPU with 2 workers "
           f"{client2:.2f} s per grid; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"CPU-time speed-up (grid CPU s in process / busiest worker's CPU s): {cpu_speedup:.2f}x: the wall "
+          f"speed-up on two otherwise idle cores (CFS shares CPU per session, so on a shared machine two "
+          f"processes of one session get no more CPU than one)")
     print(f"LocalCluster start-up (2 processes): {start_s:.2f} s, not in the timings above")
     print(f"per-task overhead on the 2-worker cluster: {overhead_s * 1e3:.2f} ms ({k} no-op tasks)")
     print("memory per worker after the grid (RSS): " + ", ".join(f"{v:,.0f} MB" for v in rss.values()))

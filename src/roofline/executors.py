@@ -87,11 +87,15 @@ def local_cluster(n_workers: int):
     Dask's nannies start workers with MALLOC_TRIM_THRESHOLD_=65536, which pins glibc's mmap threshold:
     every NumPy array over 128 kB is then mapped and unmapped afresh, and the simulator spent twice the
     CPU time in a worker as in this process (measured: 0.50 vs 0.26 s for one 40,000-request scenario;
-    0.30 s with it unset). None unsets it (distributed.nanny._get_env_variables)."""
+    0.30 s with it unset). None unsets it (distributed.nanny._get_env_variables).
+    The workers' statistical profiler (a thread sampling the task's stack every 10 ms) is off and the
+    event-loop tick is 1 s instead of 20 ms: every wake-up takes the GIL from the simulation thread,
+    which on a busy machine can wait long to get it back (no dashboard here shows the profiles anyway)."""
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+                          "distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s"}):
         return LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                             dashboard_address=None, worker_dashboard_address=None, silence_logs=50)
 
