@@ -9,11 +9,16 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # starlette's note on httpx versions
 
 
 @pytest.fixture(scope="module")
 def client():
-    from fastapi.testclient import TestClient
+    import warnings
+
+    with warnings.catch_warnings():  # starlette's note on httpx versions, irrelevant here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from fastapi.testclient import TestClient
 
     from roofline.serve import create_app
 
@@ -22,11 +27,9 @@ def client():
 
 def cli_json(run_cli, path, body):
     """What `roofline <path> ... --json` prints for the same body (the bridge's argv: field -> flag)."""
-    from roofline.serve import bridge
+    from serve_cli import cli_json as run
 
-    code, out, err = run_cli(*bridge.argv(tuple(path), body))
-    assert code == 0, err
-    return json.loads(out)
+    return run(path, body)
 
 
 # operation, CLI command path, body: one small case per operation of the issue
@@ -164,3 +167,36 @@ def test_serve_refuses_a_bad_port_with_one_line(run_cli):
 def test_fields_naming_server_files_are_refused(client, field):
     r = client.post("/api/sweep", json={"model": "llama-3-70b", "system": "dgx-h100", field: "/tmp/x.csv"})
     assert r.status_code == 422 and r.json()["field"] == field and "not taken over HTTP" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("policy", ["continuous", "train"])
+def test_simulate_trace_is_the_run_the_cli_summarises(client, run_cli, policy):
+    """The page's distributions and timeline come from the same simulation as `roofline simulate --json`:
+    its per-request latencies give the CLI's percentiles and request count; its occupancy never exceeds the
+    pass capacity and averages, over busy time, near the CLI's mean batch."""
+    import numpy as np
+
+    if "simulate/trace" not in client.get("/api").json()["operations"]:
+        pytest.skip("simulate/trace needs the request layer's SimulateRequest")
+    body = {"model": "llama-3-70b", "system": "dgx-h100", "requests": 150, "rate": 8.0, "policy": policy,
+            "max_seqs": 64, "seed": 3}
+    r = client.post("/api/simulate/trace", json=body)
+    assert r.status_code == 200, r.text
+    t = r.json()
+    cli = cli_json(run_cli, ["simulate"], body)
+    assert t["requests"] == cli["requests"] == 150
+    assert np.percentile(t["ttft_s"], 50) == pytest.approx(cli["ttft_p50_s"], rel=1e-12)
+    assert np.percentile(t["ttft_s"], 99) == pytest.approx(cli["ttft_p99_s"], rel=1e-12)
+    tpot = np.array([x for x in t["tpot_s"] if x is not None])
+    assert np.percentile(tpot, 50) == pytest.approx(cli["tpot_p50_s"], rel=1e-12)
+    occ = np.array(t["occupancy"]["batch"])
+    assert occ.max() <= 64 and occ.max() >= 1
+    assert len(t["occupancy"]["t_s"]) == len(occ) == 2000
+
+
+def test_simulate_trace_refuses_two_pools(client):
+    if "simulate/trace" not in client.get("/api").json()["operations"]:
+        pytest.skip("simulate/trace needs the request layer's SimulateRequest")
+    r = client.post("/api/simulate/trace", json={"model": "llama-3-70b", "system": "dgx-h100", "requests": 20,
+                                                 "policy": "disaggregated"})
+    assert r.status_code == 422 and r.json()["field"] == "policy"

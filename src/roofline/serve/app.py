@@ -27,7 +27,7 @@ def create_app():
                   description="The math of how LLMs are trained and served, as a JSON API mirroring "
                               "`roofline ... --json` (same keys, SI units), and an interactive page at /.")
     ops = available()
-    cache: dict[str, str] = {}
+    from .ops import CONSTANT_ANSWERS as cache  # input-free answers: once per process
 
     @app.middleware("http")
     async def body_limit(request: Request, call_next):

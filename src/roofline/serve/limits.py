@@ -25,7 +25,7 @@ def check(op: str, body: dict) -> None:
                          f"(GET /api/catalog/models lists them); use the CLI for a local config.json")
     if op == "sweep":
         _sweep(body)
-    elif op == "simulate":
+    elif op in ("simulate", "simulate/trace"):
         _simulate(body)
     elif op == "plan":
         _plan(body)

@@ -10,7 +10,18 @@ const CONFIG = { displaylogo: false, responsive: true };
 const COLORS = ["#1f5fbf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c", "#5c940d"];
 
 // ---------- API ----------
+// Answers are kept (the server's operations are deterministic), so a control that changes only part of a page's
+// inputs re-renders from the answers it already has: e.g. moving the board's marker re-asks only the one step.
+const answers = new Map();
 async function api(op, body) {
+  const key = op + " " + JSON.stringify(body || {});
+  if (answers.has(key)) return answers.get(key);
+  const data = await ask(op, body);
+  answers.set(key, data);
+  if (answers.size > 64) answers.delete(answers.keys().next().value);
+  return data;
+}
+async function ask(op, body) {
   const res = await fetch(`/api/${op}`, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body || {}),
   });
@@ -408,7 +419,8 @@ PAGES.simulate = {
   title: "Simulate",
   intro: "The discrete-event serving simulator, run twice on the same seeded workload: train departures (a batch " +
     "leaves every interval) against continuous batching. Bars compare latency percentiles; the curves are each run's " +
-    "TTFT and TPOT distribution (mean, p50, p90, p99). Simulations take a moment: the page shows progress and stays usable.",
+    "TTFT and TPOT distributions over every request and its batch occupancy over time. Simulations take a moment: " +
+    "the page shows the elapsed time and stays usable.",
   async controls() {
     return [
       { name: "model", label: "model", type: "select", options: await modelOptions(), value: "llama-3.1-70b" },
@@ -422,23 +434,43 @@ PAGES.simulate = {
   async render(v) {
     const base = { model: v.model, system: v.system, rate: Number(v.rate), requests: Number(v.requests),
                    max_seqs: Number(v.max_seqs), seed: 0 };
-    const [train, cont] = await Promise.all([api("simulate", { ...base, policy: "train", interval_s: Number(v.interval_s) }),
-                                             api("simulate", { ...base, policy: "continuous" })]);
+    const bodies = { train: { ...base, policy: "train", interval_s: Number(v.interval_s) }, continuous: { ...base, policy: "continuous" } };
+    const [train, cont] = await Promise.all([api("simulate", bodies.train), api("simulate", bodies.continuous)]);
     const keys = ["ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s"];
     const names = keys.map((k) => k.replace(/_s$/, "").replace("_", " "));
     draw("p-lat", [
       { type: "bar", x: names, y: keys.map((k) => train[k]), name: "train departures" },
       { type: "bar", x: names, y: keys.map((k) => cont[k]), name: "continuous batching" },
-    ], { barmode: "group", title: { text: `latency, ${v.requests} requests at ${v.rate}/s` }, xaxis: ax("metric (percentile)"), yaxis: ax("seconds", "log") });
-    const q = ["mean", "p50", "p90", "p99"];
-    const dist = (s, m) => q.map((p) => s[`${m}_${p}_s`]);
-    draw("p-dist", [
-      { x: q, y: dist(train, "ttft"), name: "TTFT, train", mode: "lines+markers" },
-      { x: q, y: dist(cont, "ttft"), name: "TTFT, continuous", mode: "lines+markers" },
-      { x: q, y: dist(train, "tpot"), name: "TPOT, train", mode: "lines+markers", line: { dash: "dash" } },
-      { x: q, y: dist(cont, "tpot"), name: "TPOT, continuous", mode: "lines+markers", line: { dash: "dash" } },
-    ], { title: { text: "TTFT and TPOT distributions (statistic of the run)" }, xaxis: Object.assign(ax("statistic"), { type: "category" }),
-         yaxis: ax("seconds", "log") });
+    ], { barmode: "group", title: { text: `latency, ${v.requests} requests at ${v.rate}/s` }, xaxis: ax("metric (percentile)"), yaxis: ax("latency (s)", "log") });
+    let traces = null;
+    try {
+      traces = await Promise.all([api("simulate/trace", bodies.train), api("simulate/trace", bodies.continuous)]);
+    } catch (e) { traces = null; }  // a server without the trace operation: percentiles only
+    if (traces) {
+      const cdf = (xs) => { const s = xs.filter((x) => x !== null).sort((a, b) => a - b); return { x: s, y: s.map((_, i) => (i + 1) / s.length) }; };
+      const [tt, tc] = traces;
+      draw("p-dist", [
+        { ...cdf(tt.ttft_s), name: "TTFT, train", line: { color: COLORS[0] } },
+        { ...cdf(tc.ttft_s), name: "TTFT, continuous", line: { color: COLORS[1] } },
+        { ...cdf(tt.tpot_s), name: "TPOT, train", line: { color: COLORS[0], dash: "dash" } },
+        { ...cdf(tc.tpot_s), name: "TPOT, continuous", line: { color: COLORS[1], dash: "dash" } },
+      ], { title: { text: `TTFT and TPOT of every request (${tc.requests} requests)` }, xaxis: ax("latency (s)", "log"),
+           yaxis: ax("share of requests at or below (fraction)") });
+      draw("p-occ", [
+        { x: tt.occupancy.t_s, y: tt.occupancy.batch, name: "train departures", line: { shape: "hv", color: COLORS[0], width: 1 } },
+        { x: tc.occupancy.t_s, y: tc.occupancy.batch, name: "continuous batching", line: { shape: "hv", color: COLORS[1], width: 1 } },
+      ], { title: { text: "batch occupancy over the run" }, xaxis: ax("time since the first arrival (s)"), yaxis: ax("sequences in the pass (count)") });
+    } else {
+      const q = ["mean", "p50", "p90", "p99"];
+      const dist = (s, m) => q.map((p) => s[`${m}_${p}_s`]);
+      draw("p-dist", [
+        { x: q, y: dist(train, "ttft"), name: "TTFT, train", mode: "lines+markers" },
+        { x: q, y: dist(cont, "ttft"), name: "TTFT, continuous", mode: "lines+markers" },
+        { x: q, y: dist(train, "tpot"), name: "TPOT, train", mode: "lines+markers", line: { dash: "dash" } },
+        { x: q, y: dist(cont, "tpot"), name: "TPOT, continuous", mode: "lines+markers", line: { dash: "dash" } },
+      ], { title: { text: "TTFT and TPOT distributions (statistic of the run)" }, xaxis: Object.assign(ax("statistic"), { type: "category" }),
+           yaxis: ax("latency (s)", "log") });
+    }
     readout([
       ["TTFT p50, continuous", cont.ttft_p50_s, secs(cont.ttft_p50_s), "ttft_p50_s"],
       ["TPOT p50, continuous", cont.tpot_p50_s, secs(cont.tpot_p50_s), "tpot_p50_s"],
@@ -448,9 +480,9 @@ PAGES.simulate = {
       ["throughput, train (tokens/s)", train.throughput_tokens_per_s, num(train.throughput_tokens_per_s), null],
       ["cost, continuous (USD/M tokens)", cont.usd_per_million_tokens, usd(cont.usd_per_million_tokens), "usd_per_million_tokens"],
     ]);
-    return { op: "simulate", body: { ...base, policy: "continuous" } };
+    return { op: "simulate", body: bodies.continuous };
   },
-  plots: ["p-lat", "p-dist"],
+  plots: ["p-lat", "p-dist", "p-occ"],
   slow: true,
 };
 
@@ -588,7 +620,11 @@ async function show() {
   current = page;
   try {
     specs = await P.controls();
-  } catch (e) { status(e.message, "error"); return; }
+  } catch (e) {
+    status(e.message, "error");
+    document.body.dataset.busy = "false"; document.body.dataset.rendered = String(++seq);
+    return;
+  }
   if (current !== page) return;
   plots(P.plots);
   const ctx = { set(name, value) { document.getElementById("in-" + name).value = value; changed(); } };
