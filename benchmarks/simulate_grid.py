@@ -111,9 +111,9 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
           f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {r1[0][0] == r2[0][0]}")
     print(f"CPU per scenario in a worker / in process: {cpu2 / cpu1:.2f}; client-side CPU with 2 workers "
           f"{client2:.2f} s per grid; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"CPU-time speed-up (grid CPU s in process / busiest worker's CPU s): {cpu_speedup:.2f}x: the wall "
-          f"speed-up on two otherwise idle cores (CFS shares CPU per session, so on a shared machine two "
-          f"processes of one session get no more CPU than one)")
+    print(f"CPU-time speed-up (grid CPU s in process / busiest worker's CPU s): {cpu_speedup:.2f}x, an estimate "
+          f"of the wall speed-up on two idle cores, not a wall-clock measurement (on a shared machine the "
+          f"kernel shares CPU between sessions, so a second process of this one gains less than a core)")
     print(f"LocalCluster start-up (2 processes): {start_s:.2f} s, not in the timings above")
     print(f"per-task overhead on the 2-worker cluster: {overhead_s * 1e3:.2f} ms ({k} no-op tasks)")
     print("memory per worker after the grid (RSS): " + ", ".join(f"{v:,.0f} MB" for v in rss.values()))
