@@ -9,7 +9,6 @@ import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # starlette's note on httpx versions
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +16,7 @@ def client():
     import warnings
 
     with warnings.catch_warnings():  # starlette's note on httpx versions, irrelevant here
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore")
         from fastapi.testclient import TestClient
 
     from roofline.serve import create_app
@@ -172,8 +171,8 @@ def test_fields_naming_server_files_are_refused(client, field):
 @pytest.mark.parametrize("policy", ["continuous", "train"])
 def test_simulate_trace_is_the_run_the_cli_summarises(client, run_cli, policy):
     """The page's distributions and timeline come from the same simulation as `roofline simulate --json`:
-    its per-request latencies give the CLI's percentiles and request count; its occupancy never exceeds the
-    pass capacity and averages, over busy time, near the CLI's mean batch."""
+    its per-request latencies give the CLI's percentiles and request count; its occupancy stays within the
+    pass capacity and integrates to the CLI's mean batch x utilisation x makespan."""
     import numpy as np
 
     if "simulate/trace" not in client.get("/api").json()["operations"]:
@@ -189,9 +188,12 @@ def test_simulate_trace_is_the_run_the_cli_summarises(client, run_cli, policy):
     assert np.percentile(t["ttft_s"], 99) == pytest.approx(cli["ttft_p99_s"], rel=1e-12)
     tpot = np.array([x for x in t["tpot_s"] if x is not None])
     assert np.percentile(tpot, 50) == pytest.approx(cli["tpot_p50_s"], rel=1e-12)
-    occ = np.array(t["occupancy"]["batch"])
-    assert occ.max() <= 64 and occ.max() >= 1
-    assert len(t["occupancy"]["t_s"]) == len(occ) == 2000
+    occ, ts = np.array(t["occupancy"]["batch"]), np.array(t["occupancy"]["t_s"])
+    assert len(ts) == len(occ) == 500 and occ.min() >= 0 and occ.max() <= 64  # a time average of passes <= max_seqs
+    # sequence-seconds of all passes: the timeline's integral = mean batch (time-weighted over passes) x
+    # utilisation (busy share of the makespan) x makespan, from the CLI's summary
+    want = cli["mean_batch"] * cli["utilisation"] * cli["makespan_s"]
+    assert np.sum(occ) * (ts[1] - ts[0]) == pytest.approx(want, rel=1e-9)
 
 
 def test_simulate_trace_refuses_two_pools(client):

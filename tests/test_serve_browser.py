@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 ARTIFACTS = Path(__file__).parent / "artifacts" / "serve"
 REQUIRED = os.environ.get("ROOFLINE_REQUIRE_BROWSER") == "1"
 
