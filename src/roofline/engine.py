@@ -167,10 +167,11 @@ def _pick(opt, default):
 def core(model: M.Model, system: System, layout: Layout, batch, context, L, phase: str, *, b_w, b_kv, b_act,
          peak_w, peak_act, eff: Efficiency, low_precision=False, imbalance=1.0, price=1.0,
          usable_memory=DEFAULT_USABLE_MEMORY, attention_flops=True, distinct_experts=True, kv_writes=True,
-         causal=True, times_only=False):
+         causal=True, times_only=False, terms_only=False):
     """Array core of the engine (module docstring): every numeric argument and the layout's degrees may
     be NumPy arrays that broadcast (the planner passes its whole candidate grid). No validation here.
-    Returns a PassResult, or only the step times with `times_only` (the simulator's table). `causal=False`
+    Returns a PassResult, only the step times with `times_only` (the simulator's table), or the loop's
+    (compute, memory) terms with `terms_only` (the critical batch's bisection). `causal=False`
     counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention)."""
     m = model
     tp, ep, pp, dp = (np.asarray(x, dtype=float) for x in (layout.tp, layout.ep, layout.pp, layout.dp))
@@ -229,10 +230,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
 
     # communication on the tiers (none under perfect sharding)
-    zero = 0.0 * (Tg + tp + ep + pp)
-    if perfect:
-        tp_s = ep_s = pp_s = zero
-    else:
+    tp_s = ep_s = pp_s = 0.0
+    if not perfect:
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
@@ -245,8 +244,6 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             a2a = N.all_to_all_two_tier_s(Te / (moe_tp * ep) * k * act * lam, n_dom, ep / n_dom, up_bw, out_bw,
                                           up.latency_s, out.latency_s)
             ep_s = np.where(ep > 1, 2 * f * moe_l * a2a.time_s, 0.0)
-        else:
-            ep_s = zero
         if np.any(pp > 1):
             s = tp * dp
             boundaries = pp if phase == "decode" else pp - 1
@@ -254,37 +251,44 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             send = T * act / s
             pp_s = np.where(pp > 1, n_out * N.p2p_s(send, out_bw, out.latency_s)
                             + (boundaries - n_out) * N.p2p_s(send, up_bw, up.latency_s), 0.0)
-        else:
-            pp_s = zero
     overhead = m.layers * eff.layer_overhead_s + eff.pass_overhead_s
+    loop = (lambda x: x) if pp.ndim == 0 and pp == 1 else (lambda x: pp * x)  # noqa: E731  stage → loop total
 
     stage_c = gemm_c + attn_c
     stage_m = gemm_m + attn_m + ew
+    if terms_only:  # the critical batch's bisection: compute and memory only
+        return loop(stage_c), loop(stage_m)
     gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
     kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
     comm_stage = tp_s + ep_s
-    stage = np.maximum(kernels, comm_stage) if eff.overlap_comm else kernels + comm_stage
-    step_s = pp * stage + pp_s + overhead
+    if perfect:
+        stage = kernels
+    else:
+        stage = np.maximum(kernels, comm_stage) if eff.overlap_comm else kernels + comm_stage
+    step_s = loop(stage) + pp_s + overhead
     if times_only:
         return step_s
 
-    upper = pp * (stage_c + stage_m + comm_stage) + pp_s + overhead
-    bound = classify_bound(pp * stage_c, pp * stage_m, pp * comm_stage + pp_s)
+    zero = np.zeros(np.broadcast_shapes(np.shape(Tg), np.shape(tp), np.shape(ep), np.shape(pp)))
+    comm_loop = loop(comm_stage) + pp_s + zero
+    compute_loop, memory_loop = loop(stage_c), loop(stage_m)
+    upper = compute_loop + memory_loop + comm_loop + overhead
+    bound = classify_bound(compute_loop, memory_loop, comm_loop)
     gpus = tp * dp * pp
     tokens = B * L
     tok_s = tokens / step_s
     memory = memory_per_gpu(m, layout, B, ctx + L, bytes_per_weight=b_w, bytes_per_kv=b_kv, tokens_per_pass=L,
                             activation_dtype="bf16")
     return PassResult(
-        gemm_compute_s=pp * gemm_c, gemm_memory_s=pp * gemm_m, attention_compute_s=pp * attn_c,
-        attention_memory_s=pp * attn_m, elementwise_s=pp * ew + zero, compute_s=pp * stage_c,
-        weight_read_s=pp * w_s, kv_read_s=pp * kvr_s, kv_write_s=pp * kvw_s, memory_s=pp * stage_m,
-        gemm_s=pp * gemm_t, attention_s=pp * attn_t, tp_comm_s=pp * tp_s, ep_comm_s=pp * ep_s, pp_comm_s=pp_s,
-        comm_s=pp * comm_stage + pp_s, overhead_s=overhead + zero, stage_s=stage, step_s=step_s,
+        gemm_compute_s=loop(gemm_c), gemm_memory_s=loop(gemm_m), attention_compute_s=loop(attn_c),
+        attention_memory_s=loop(attn_m), elementwise_s=loop(ew) + zero, compute_s=compute_loop,
+        weight_read_s=loop(w_s), kv_read_s=loop(kvr_s), kv_write_s=loop(kvw_s), memory_s=memory_loop,
+        gemm_s=loop(gemm_t), attention_s=loop(attn_t), tp_comm_s=loop(tp_s) + zero, ep_comm_s=loop(ep_s) + zero,
+        pp_comm_s=pp_s + zero, comm_s=comm_loop, overhead_s=overhead + zero, stage_s=stage, step_s=step_s,
         step_upper_s=upper, bound=bound, tokens_per_s=tok_s, tokens_per_s_per_gpu=tok_s / gpus,
         tokens_per_s_per_sequence=L / step_s, usd_per_million_tokens=gpus * price / SECONDS_PER_HOUR / tok_s * 1e6,
         mfu=tokens * M.matmul_flops_per_token(m) / (step_s * peak_w * gpus),
-        bandwidth_utilization=pp * (w_bytes + kvr_bytes + kvw_bytes) / (step_s * bw),
+        bandwidth_utilization=loop(w_bytes + kvr_bytes + kvw_bytes) / (step_s * bw),
         flops=tokens * (M.matmul_flops_per_token(m) + attn), bytes_read=gpus * (w_bytes + kvr_bytes),
         memory_per_gpu_bytes=memory.total_bytes, weights_per_gpu_bytes=memory.weights_bytes,
         kv_per_gpu_bytes=memory.kv_bytes, activations_per_gpu_bytes=memory.activations_bytes,
@@ -293,19 +297,25 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     )
 
 
-def _flip_batch(evaluate, shape, lo=1e-6, hi=1e12, iters=64):
-    """Batch where the compute term first reaches the memory term, by bisection in log space over an
-    array of independent problems (`evaluate(B) -> (compute, memory)` broadcasting to `shape`). inf where
-    compute stays below memory at `hi`."""
-    lo_a, hi_a = np.full(shape, np.log(lo)), np.full(shape, np.log(hi))
-    c_hi, m_hi = evaluate(np.exp(hi_a))
-    never = c_hi < m_hi
+def _flip_batch(evaluate, shape, lo=1e-3, hi=1e12, grid=96, iters=40):
+    """Batch where the compute term first reaches the memory term, over an array of independent problems
+    (`evaluate(B) -> (compute, memory)` broadcasting to `shape`): one pass over a log-spaced grid of
+    `grid` batches brackets the first crossing, then `iters` bisection steps in log space narrow it (to
+    ~1e-12 relative). inf where compute stays below memory up to `hi`."""
+    g = np.geomspace(lo, hi, grid).reshape((grid,) + (1,) * len(shape))
+    c, mem = evaluate(g)
+    up = np.broadcast_to(c >= mem, (grid,) + tuple(shape))
+    never = ~up.any(axis=0)
+    first = np.argmax(up, axis=0)  # first grid batch that is compute-bound
+    lo_a = np.log(g.ravel()[np.maximum(first - 1, 0)])
+    hi_a = np.log(g.ravel()[first])
+    lo_a = np.where(first == 0, np.log(lo) - 1.0, lo_a)
     for _ in range(iters):
         mid = 0.5 * (lo_a + hi_a)
         c, mem = evaluate(np.exp(mid))
-        up = c >= mem
-        hi_a = np.where(up, mid, hi_a)
-        lo_a = np.where(up, lo_a, mid)
+        ok = c >= mem
+        hi_a = np.where(ok, mid, hi_a)
+        lo_a = np.where(ok, lo_a, mid)
     return np.where(never, np.inf, np.exp(hi_a))
 
 
@@ -326,7 +336,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
          which: str = "mid", moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
          kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
-         chips: int | None = None) -> PassResult:
+         details: bool = True, chips: int | None = None) -> PassResult:
     """Time, cost, bound and memory of one pass of `model` on `system` (module docstring formulas).
 
     batch: sequences per replica (B; all pp micro-batches in flight). context: tokens already cached per
@@ -336,7 +346,8 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     communication. efficiency: None = the pure roofline; `realistic=True` = the family's cited factors at
     `which` ('mid', or the 'fast'/'slow' corners of their spread). `attention_flops=False,
     distinct_experts=False, kv_writes=False` with the pure roofline reproduces the lecture's board.
-    `chips` is the former name of `gpus`.
+    `details=False` skips the critical batch and the latency floor (about 40 more passes of the engine on
+    the context's shape), for callers that only need the pass. `chips` is the former name of `gpus`.
     """
     if phase not in ("decode", "prefill"):
         raise InputError(f"phase must be 'decode' or 'prefill', got {phase!r}")
@@ -374,12 +385,15 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
             f"{pick(r.weights_per_gpu_bytes) / 1e9:,.1f} GB + KV {pick(r.kv_per_gpu_bytes) / 1e9:,.1f} GB; use more "
             f"GPUs or parallelism, a smaller batch or context, or fp8/fp4 weights and KV")
 
+    if not details:
+        return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
+                       kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype), layout=str(layout),
+                       efficiency=eff.family)
     # critical batch and latency floor, on this engine: where its compute term reaches its memory term
     # (at this context, and at context 0), and its step at the smallest batch (one sequence per slot)
     def crossing(c):
         def evaluate(bb):
-            t = core(model, system, layout, bb, c, L, phase, **kw)
-            return t.compute_s, t.memory_s
+            return core(model, system, layout, bb, c, L, phase, terms_only=True, **kw)
         return _flip_batch(evaluate, np.broadcast_shapes(np.shape(c), np.shape(L)))
 
     b_kv_star = crossing(ctx)

@@ -184,7 +184,7 @@ def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
                             kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which))
     return step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
                 weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
-                check_context=False)
+                check_context=False, details=False)
 
 
 def _decode_attention(meas) -> str:
