@@ -178,3 +178,25 @@ def test_realistic_grid_is_slower_than_the_pure_roofline(run_cli):
         assert r["tpot_p50_s"] > 1.2 * p["tpot_p50_s"], (p["scenario"], p["tpot_p50_s"], r["tpot_p50_s"])
     code, out, err = run_cli(*args, "--realistic", "--compute-efficiency", "0.5")
     assert code == 1 and "--realistic uses the efficiency model's own factors" in err
+
+
+def _die_once(marker):
+    """Kill the worker process the first time (as an out-of-memory kill would), succeed on the retry."""
+    import os
+    from pathlib import Path
+
+    if not Path(marker).exists():
+        Path(marker).write_text("died")
+        os._exit(1)
+    return 42
+
+
+def test_a_task_whose_worker_dies_is_run_again(tmp_path):
+    """The scheduler re-runs a task whose worker process died on the worker the nanny restarts."""
+    from distributed import Client
+
+    from roofline.executors import local_cluster
+
+    with local_cluster(1) as cluster, Client(cluster):
+        out = run_tasks(_die_once, [(str(tmp_path / "m"),)], ["dies once"], scheduler=cluster.scheduler_address)
+    assert out == [42] and (tmp_path / "m").read_text() == "died"
