@@ -124,6 +124,9 @@ def register(app: typer.Typer) -> None:
         from ..errors import InputError
         from ..pricing import architecture_layouts
 
+        from ..requests.rules import number
+
+        number("KV_BYTES", kv_bytes, gt=0, le=1e9, fix="target KV bytes per token, e.g. 1666.67")
         if top < 1:
             raise InputError(f"--top must be >= 1, got {top}")
         rows = architecture_layouts(kv_bytes, top=top)

@@ -23,11 +23,17 @@ def register(app: typer.Typer) -> None:
         from ..validate import by_metric, evaluate_all
         from ..validate.report import SUMMARY_COLUMNS, summary_rows
 
-        if dataset is not None and not dataset.is_file():
-            from ..errors import InputError
+        from ..requests.rules import output_path, text_file
+        from .render import progress
 
-            raise InputError(f"dataset file {dataset} does not exist; give a measurements YAML path")
-        evals = evaluate_all(str(dataset) if dataset else None)
+        if dataset is not None:  # missing, binary or non-UTF-8: one line before any work
+            text_file(dataset, "--dataset file", "a measurements YAML file")
+        if plot is not None:
+            output_path("--plot", plot, (".png", ".svg", ".pdf"))
+        if write_docs is not None:
+            output_path("--write-docs", write_docs, (".md",))
+        with progress(None, "predicting the published measurements", quiet=json):
+            evals = evaluate_all(str(dataset) if dataset else None)
         summaries = by_metric(evals)
         if write_docs is not None:
             from ..plots.validation import predicted_vs_measured
@@ -40,7 +46,8 @@ def register(app: typer.Typer) -> None:
         if plot is not None:
             from ..plots.validation import predicted_vs_measured
 
-            predicted_vs_measured(evals, plot)
+            with progress(None, f"plotting {plot}", quiet=json):
+                predicted_vs_measured(evals, plot)
         if json:
             return print_json({
                 "summary": [s.__dict__ for s in summaries],
