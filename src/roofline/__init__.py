@@ -5,23 +5,37 @@ Quick use:
     >>> r = rl.step(rl.get_model("llama-3-70b"), rl.get_system("dgx-h100"), batch=64, context=4096)
     >>> r.step_s, r.bound_name
 
-Importing is cheap: NumPy and the records only; catalogs load on first use, plotting lazily.
+Importing is cheap: the names below are resolved on first use (PEP 562), so `import roofline` and
+`roofline --help` load neither NumPy nor a catalog. The lazy imports that keep start-up fast are listed
+in docs/architecture.md ("Start-up").
 """
 
-from .catalog import accelerator as get_accelerator
-from .catalog import get_catalog
-from .catalog import model as get_model
-from .catalog import system as get_system
-from .efficiency import Efficiency
-from .engine import PassResult
-from .errors import CatalogError, DoesNotFitError, InputError, RooflineError
-from .layout import Layout
-from .requests.api import step  # engine.step with its inputs checked (ids or records; no "64", True, 2.5)
+from __future__ import annotations
 
-StepResult = PassResult  # the former name of the engine's result
+import importlib
 
 __version__ = "0.1.0"
-__all__ = [
-    "get_accelerator", "get_system", "get_model", "get_catalog", "step", "Efficiency", "Layout", "PassResult",
-    "StepResult", "RooflineError", "InputError", "CatalogError", "DoesNotFitError",
-]
+
+#: public name -> (module, attribute)
+_EXPORTS = {
+    "get_accelerator": ("catalog", "accelerator"), "get_system": ("catalog", "system"),
+    "get_model": ("catalog", "model"), "get_catalog": ("catalog", "get_catalog"),
+    "step": ("engine", "step"), "PassResult": ("engine", "PassResult"), "StepResult": ("engine", "PassResult"),
+    "Efficiency": ("efficiency", "Efficiency"), "Layout": ("layout", "Layout"),
+    "RooflineError": ("errors", "RooflineError"), "InputError": ("errors", "InputError"),
+    "CatalogError": ("errors", "CatalogError"), "DoesNotFitError": ("errors", "DoesNotFitError"),
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        module, attr = _EXPORTS[name]
+        value = getattr(importlib.import_module(f".{module}", __name__), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'roofline' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

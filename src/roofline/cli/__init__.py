@@ -7,6 +7,7 @@ exit 2 for usage errors; never a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -74,13 +75,18 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:  # pragma: no cover - depends on the installed typer
         from click import ClickException
 
-    import numpy as np
-
     from ..requests.rules import UsageError
 
+    args = hoist_catalog(list(sys.argv[1:] if argv is None else argv))
+    if not args or "--help" in args:  # help text needs no arithmetic: keep NumPy out of its start-up
+        guard = contextlib.nullcontext()
+    else:
+        import numpy as np
+
+        guard = np.errstate(over="raise", invalid="raise", divide="raise")  # inf/NaN never printed silently
     try:
-        with np.errstate(over="raise", invalid="raise", divide="raise"):  # inf/NaN never printed silently
-            app(args=hoist_catalog(list(sys.argv[1:] if argv is None else argv)), standalone_mode=False)
+        with guard:
+            app(args=args, standalone_mode=False)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
