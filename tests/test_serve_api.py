@@ -202,3 +202,15 @@ def test_simulate_trace_refuses_two_pools(client):
     r = client.post("/api/simulate/trace", json={"model": "llama-3-70b", "system": "dgx-h100", "requests": 20,
                                                  "policy": "disaggregated"})
     assert r.status_code == 422 and r.json()["field"] == "policy"
+
+
+def test_sweep_columns_are_the_rows_transposed(client):
+    body = {"model": "llama-3-70b", "system": "dgx-h100", "batch": "1:512:9", "context": "512,2048"}
+    rows = client.post("/api/sweep", json=body).json()
+    r = client.post("/api/sweep?layout=columns", json=body)
+    assert r.status_code == 200 and "app;dur=" in r.headers["server-timing"]
+    cols = r.json()
+    assert list(cols) == list(rows[0]) and all(len(v) == len(rows) for v in cols.values())
+    assert [dict(zip(cols, vals)) for vals in zip(*cols.values())] == rows
+    bad = client.post("/api/step?layout=columns", json={"model": "llama-3-70b", "system": "dgx-h100"})
+    assert bad.status_code == 422 and bad.json()["field"] == "layout"

@@ -6,6 +6,7 @@ field of the wrong type or name, 413 for a body or request over the server's lim
 the library refuses (the CLI's own message), 500 for a fault in the library (one line, no traceback).
 """
 
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -37,15 +38,18 @@ def create_app():
                                              f"{limits.MAX_BODY_BYTES:,}; send only the operation's fields")
         return await call_next(request)
 
-    def answer(op: Operation, raw: bytes) -> Response:
+    def answer(op: Operation, raw: bytes, layout: str = "rows") -> Response:
         from . import bridge
         from .ops import Refused, parse_body
 
+        timing = "app;dur=0;desc=cached"
         try:
             if op.name in CONSTANT and op.name in cache:
                 text = cache[op.name]
             else:
-                text = execute(op, parse_body(raw))
+                t0 = time.perf_counter()
+                text = execute(op, parse_body(raw), layout)
+                timing = f"app;dur={(time.perf_counter() - t0) * 1e3:.1f}"
                 if op.name in CONSTANT:
                     cache[op.name] = text
         except Refused as exc:
@@ -61,7 +65,7 @@ def create_app():
                 return _error(JSONResponse, 400, str(exc))
             return _error(JSONResponse, 500, f"internal error in {op.name}: {type(exc).__name__}: {exc}; "
                                              f"please report it with the request body")
-        return Response(content=text, media_type="application/json")
+        return Response(content=text, media_type="application/json", headers={"Server-Timing": timing})
 
     for op in ops.values():
         _route(app, op, answer, Request)
@@ -95,7 +99,8 @@ def _route(app, op: Operation, answer, Request) -> None:
         import asyncio
 
         raw = await request.body()
-        return await asyncio.get_running_loop().run_in_executor(pool, answer, op, raw)
+        layout = request.query_params.get("layout", "rows")
+        return await asyncio.get_running_loop().run_in_executor(pool, answer, op, raw, layout)
 
     app.add_api_route(f"/api/{op.name}", endpoint, methods=["POST"], summary=summary, openapi_extra=extra,
                       name=op.name.replace("/", "_"))
