@@ -114,3 +114,15 @@ def test_step_kernel_options_need_their_companions():
     assert r.returncode == 2
     assert r.stderr.strip() == ("error: --engine picks whose measured kernels --kernels tables uses; add --kernels "
                                 "tables or drop --engine")
+
+
+def test_layout_degrees_broadcast_like_the_planner_grid(cat):
+    """tp/ep given as arrays (the planner's candidate grid) answer each layout as the scalar call does."""
+    m, s = cat.model("mixtral-8x7b"), cat.system("dgx-h100")
+    tps = np.array([1, 2, 4, 8])
+    arr = table_terms(m, s, 32.0, 1024, phase="decode", tp=tps, weights_dtype="bf16", engine="trtllm")
+    for i, tp in enumerate(tps):
+        one = table_terms(m, s, 32.0, 1024, phase="decode", tp=int(tp), weights_dtype="bf16", engine="trtllm")
+        assert arr.gemm_s[i] == pytest.approx(float(one.gemm_s))
+        assert arr.attention_s[i] == pytest.approx(float(one.attention_s))
+        assert arr.tp_comm_s[i] == pytest.approx(float(one.tp_comm_s))

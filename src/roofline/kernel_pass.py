@@ -96,20 +96,21 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
     B = np.asarray(batch, dtype=float)
     ctx = np.asarray(context, dtype=float)
     L = np.asarray(prompt, dtype=float) if phase == "prefill" else np.asarray(1.0)
-    moe_tp = tp if moe_tp is None else moe_tp
+    moe_tp = np.asarray(tp if moe_tp is None else moe_tp, dtype=float)
+    tp, ep, pp, dp = (np.asarray(x, dtype=float) for x in (tp, ep, pp, dp))  # layout degrees may be arrays
     b = B / pp
     T = b * L / dp  # GEMM rows per micro-batch on one GPU
     seqs = np.maximum(b / dp, 1.0)
-    shape = np.broadcast_shapes(T.shape, ctx.shape)
+    shape = np.broadcast_shapes(T.shape, ctx.shape, tp.shape, ep.shape, moe_tp.shape)
     T = np.broadcast_to(T, shape)
     wd, D, H = _gemm_dtype(weights_dtype), m.d_model, m.head_dim
     g, a, c = _Acc(shape), _Acc(shape), _Acc(shape)
 
     def gemm(rows, n, k, times):
-        g.add(K.gemm_s(acc, wd, rows, max(n, 1), max(k, 1), engine=engine), times)
+        g.add(K.gemm_s(acc, wd, rows, np.maximum(n, 1), np.maximum(k, 1), engine=engine), times)
 
     heads = m.heads / tp
-    kvg = max(m.kv_heads / tp, 1.0)
+    kvg = np.maximum(m.kv_heads / tp, 1.0)
     if m.mla:
         ml = m.mla
         rope, nope, v = ml.qk_rope_head_dim, ml.qk_nope_head_dim, ml.v_head_dim
@@ -164,9 +165,10 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
     # TP all-reduces on the scale-up tier (beyond one domain: not covered)
     act_bytes = T * D * dtype_bytes(activation_dtype)
     for n_ar, group in ((m.layers + m.dense_mlp_layers, tp), (m.moe_layers, moe_tp)):
-        if n_ar and group > 1:
-            tier = "scale-up" if group <= chips else "scale-out"
-            c.add(K.collective_s(acc, "all_reduce", act_bytes, group, tier, engine=engine), n_ar)
+        if n_ar and np.any(group > 1):
+            up = K.collective_s(acc, "all_reduce", act_bytes, group, "scale-up", engine=engine)
+            inside = np.broadcast_to(group <= chips, up.covered.shape)  # beyond one domain: not covered
+            c.add(up._replace(covered=up.covered & inside), n_ar)
     return TableTerms(
         gemm_s=np.where(g.cov, g.t, np.nan), attention_s=np.where(a.cov, a.t, np.nan),
         tp_comm_s=np.where(c.cov, c.t, np.nan), gemm_covered=g.cov, attention_covered=a.cov, tp_covered=c.cov,
