@@ -4,8 +4,10 @@ workload.py  arrivals (Poisson, gamma, time-varying, CSV traces) and lengths
 steptable.py StepModel interface (roofline.step, the lecture's board, constant) and its table
 policies.py  continuous / chunked / static / train schedulers, SLO targets
 core.py      the event loop (one Simulation object, seeded Generator) returning a Trace
+segments.py  the loop's clock record in preallocated NumPy columns; iteration times from it
 pools.py     disaggregated prefill/decode and fast/slow deployments built from the core
 metrics.py   TTFT, TPOT, latency percentiles, throughput, goodput, utilisation, cost, Little's law
+grid.py      scenario grids (rates x policies x layouts x workloads), one row each, on roofline.executors
 """
 
 from .core import Simulation, Trace, simulate

@@ -28,6 +28,7 @@ import numpy as np
 from ..errors import InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
+from .segments import Segments, iteration_times
 from .steptable import Deployment, StepTable
 from .workload import Workload
 
@@ -72,15 +73,6 @@ class Trace:
     @property
     def iterations(self) -> int:
         return int(self.seg_iters.sum())
-
-
-def iteration_times(seg_it0, seg_start, seg_t0, seg_slope, iters):
-    """(start, end) times of iterations `iters` from the segments: j = i − it0 within its segment,
-    start = s0 + j·t0 + slope·j(j−1)/2, end = start + t0 + slope·j."""
-    g = np.searchsorted(seg_it0, iters, side="right") - 1
-    j = iters - seg_it0[g]
-    start = seg_start[g] + j * seg_t0[g] + seg_slope[g] * j * (j - 1) / 2.0
-    return start, start + seg_t0[g] + seg_slope[g] * j
 
 
 class Simulation:
@@ -159,7 +151,7 @@ class Simulation:
         # segments: preallocated NumPy columns (it0, start, k, t0, slope, batch, tokens) written through
         # memoryviews at index ns; `grow` doubles them when full (a run of n requests makes ~1.5 n; pages
         # never written are never touched, so the spare capacity costs address space, not memory)
-        seg = _Segments(SEGMENTS_PER_REQUEST * n + 1024)
+        seg = Segments(SEGMENTS_PER_REQUEST * n + 1024)
         mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.views
         ns, seg_cap = 0, seg.capacity
         report_every, next_report, reported = 4096, 4096, 0
@@ -411,36 +403,6 @@ class Simulation:
             _, first = iteration_times(it0, start, t0, sl, its[2])
         return Trace(w.arrival_s, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
                      npre, start, k, t0, sl, b, tok, dep.gpus, dep.usd_per_gpu_hour, self.policy.kind)
-
-
-class _Segments:
-    """The loop's segment record: seven preallocated NumPy columns (iteration of the first pass, start
-    time, passes k, first step t0, slope, sequences per pass, tokens per pass), written one row at a
-    time through memoryviews (as fast as list appends, 8 bytes a value instead of a list slot plus a
-    Python object: 1.5·10^6 segments take 84 MB instead of about 340 MB)."""
-
-    DTYPES = (np.int64, float, np.int64, float, float, float, float)
-
-    def __init__(self, capacity: int):
-        self.capacity = int(capacity)
-        self.cols = [np.empty(self.capacity, dtype=d) for d in self.DTYPES]
-        self.views = tuple(memoryview(c) for c in self.cols)
-
-    def grow(self, used: int):
-        """Double the capacity, keeping the first `used` rows; returns the new views."""
-        self.capacity *= 2
-        new = [np.empty(self.capacity, dtype=d) for d in self.DTYPES]
-        for a, b in zip(new, self.cols):
-            a[:used] = b[:used]
-        self.views = ()  # release the old buffers' exports before dropping them
-        self.cols = new
-        self.views = tuple(memoryview(c) for c in self.cols)
-        return self.views
-
-    def trimmed(self, used: int) -> list[np.ndarray]:
-        """The used rows: views of the columns (the unused tail was never written, so never resident)."""
-        self.views = ()
-        return [c[:used] for c in self.cols]
 
 
 def simulate(workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int = 0,
