@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Measured kernel tables: cost of a lookup and of `step --realistic --kernels tables` against the factor model,
+measured in the same run (median of several runs; the CI machine's 2 cores are shared, so runs vary).
+
+    python benchmarks/kernels.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def _median_s(fn, n=7):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out)
+
+
+def main() -> int:
+    from roofline import kernels as K
+    from roofline.requests.step import StepRequest, run_step
+
+    cold = [float(subprocess.run([sys.executable, "-c", "import time; t=time.perf_counter(); from roofline import kernels as K; "
+                                  "K.gemm_s('h100-sxm', 'fp8', 64, 8192, 8192); print(time.perf_counter()-t)"],
+                                 capture_output=True, text=True, check=True).stdout) for _ in range(5)]
+    m = np.geomspace(1, 65536, 1000)[:, None]
+    n = np.geomspace(256, 65536, 1000)[None, :]
+    K.gemm_s("h100-sxm", "fp8", 1, 1024, 1024)  # warm
+    t_lookup = _median_s(lambda: K.gemm_s("h100-sxm", "fp8", m, n, 8192), n=3)
+
+    def req(kernels):
+        return StepRequest.of(style="cli", model="llama-3-70b", system="dgx-h100", batch=64, context=4096, tp=8,
+                              realistic=True, weights_dtype="fp8", kv_dtype="fp8", kernels=kernels)
+
+    run_step(req("tables"))  # warm both paths
+    f = _median_s(lambda: run_step(req("factor")))
+    t = _median_s(lambda: run_step(req("tables")))
+    print("measured kernel tables (benchmarks/kernels.py)")
+    print(f"  first lookup in a fresh process (index + one grid): {statistics.median(cold) * 1e3:.0f} ms "
+          f"(min {min(cold) * 1e3:.0f})")
+    print(f"  gemm_s over 10^6 (m, n) points: {t_lookup:.3f} s = {1e6 / t_lookup / 1e6:.1f} M lookups/s")
+    print(f"  step --realistic (Llama 3 70B, DGX H100, TP8): factor {f * 1e3:.1f} ms, tables {t * 1e3:.1f} ms "
+          f"per request; ratio {t / f:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
