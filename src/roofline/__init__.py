@@ -20,7 +20,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "get_accelerator": ("catalog", "accelerator"), "get_system": ("catalog", "system"),
     "get_model": ("catalog", "model"), "get_catalog": ("catalog", "get_catalog"),
-    "step": ("engine", "step"), "PassResult": ("engine", "PassResult"), "StepResult": ("engine", "PassResult"),
+    "step": ("requests.api", "step"),  # engine.step with its inputs checked (issue 16)
+     "PassResult": ("engine", "PassResult"), "StepResult": ("engine", "PassResult"),
     "Efficiency": ("efficiency", "Efficiency"), "Layout": ("layout", "Layout"),
     "RooflineError": ("errors", "RooflineError"), "InputError": ("errors", "InputError"),
     "CatalogError": ("errors", "CatalogError"), "DoesNotFitError": ("errors", "DoesNotFitError"),
