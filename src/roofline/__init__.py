@@ -21,7 +21,7 @@ _EXPORTS = {
     "get_accelerator": ("catalog", "accelerator"), "get_system": ("catalog", "system"),
     "get_model": ("catalog", "model"), "get_catalog": ("catalog", "get_catalog"),
     "step": ("requests.api", "step"),  # engine.step with its inputs checked (issue 16)
-     "PassResult": ("engine", "PassResult"), "StepResult": ("engine", "PassResult"),
+    "PassResult": ("engine", "PassResult"), "StepResult": ("engine", "PassResult"),
     "Efficiency": ("efficiency", "Efficiency"), "Layout": ("layout", "Layout"),
     "RooflineError": ("errors", "RooflineError"), "InputError": ("errors", "InputError"),
     "CatalogError": ("errors", "CatalogError"), "DoesNotFitError": ("errors", "DoesNotFitError"),
