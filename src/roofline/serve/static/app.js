@@ -233,6 +233,23 @@ PAGES.board = {
     }), { title: { text: "cost per token (points that fit in memory)" }, xaxis: ax("batch B (sequences)", "log"),
           yaxis: ax("cost (USD per million output tokens)", "log"),
           shapes: [{ type: "line", xref: "x", yref: "paper", x0: b, x1: b, y0: 0, y1: 1, line: { color: "#f0a500", width: 2 } }] });
+    // the lecture's closed-form board from the same inputs, walked to the engine one switch at a time
+    const boardBody = { ...common, batch: b, context: Number(contexts[0]) };
+    let walk = null;
+    try { walk = await api("board", boardBody); } catch (e) { walk = null; }
+    if (walk) {
+      const steps = walk.walk;
+      draw("p-walk", [
+        { type: "bar", x: steps.map((w) => w.step), y: steps.map((w) => w.compute_s), name: "compute" },
+        { type: "bar", x: steps.map((w) => w.step), y: steps.map((w) => w.weight_read_s), name: "weight read" },
+        { type: "bar", x: steps.map((w) => w.step), y: steps.map((w) => w.kv_read_s), name: "KV read" },
+        { x: steps.map((w) => w.step), y: steps.map((w) => w.step_s), name: "step", mode: "lines+markers",
+          text: steps.map((w) => w.reason), hovertemplate: "%{x}: %{y:.3s}s<br>%{text}<extra></extra>", line: { color: "#000" } },
+      ], { barmode: "group", title: { text: `the lecture's board → the engine at B=${b}, context ${contexts[0]}` },
+           xaxis: ax("switch from the board's closed form toward the engine"), yaxis: ax("time per pass (s)") });
+    } else {
+      document.getElementById("p-walk").textContent = "this server has no `board` operation";
+    }
     readout([
       ["batch at the marker", b, String(b), "batch"],
       ["context (first)", st.context, num(st.context), "context"],
@@ -245,10 +262,14 @@ PAGES.board = {
       ["latency floor W/BW", st.latency_floor_s, secs(st.latency_floor_s), "latency_floor_s"],
       ["memory per GPU", st.memory_per_gpu_bytes, bytes(st.memory_per_gpu_bytes), "memory_per_gpu_bytes"],
       ["sweep points drawn", rows.length, String(rows.length), null],
+      ...(walk ? [["board: critical batch R·s", walk.board.critical_batch, num(walk.board.critical_batch), "board:board.critical_batch"],
+                  ["board: step time (closed form)", walk.board.step_s, secs(walk.board.step_s), "board:board.step_s"],
+                  ["board: latency floor", walk.board.latency_floor_s, secs(walk.board.latency_floor_s), "board:board.latency_floor_s"]] : []),
     ]);
-    return { op: "step", body: { ...common, batch: b, context: Number(contexts[0]) } };
+    return { op: "step", body: { ...common, batch: b, context: Number(contexts[0]) },
+             more: walk ? { board: { op: "board", body: boardBody } } : {} };
   },
-  plots: ["p-time", "p-cost"],
+  plots: ["p-time", "p-cost", "p-walk"],
 };
 
 PAGES.moe = {
