@@ -119,9 +119,26 @@ def test_sparse_attention_grows_as_sqrt_context():
 
 
 def test_cost_floor_and_latency_crossover_at_same_batch():
-    """[S 00:22:25]: the latency plot and the cost plot cross over at the same B."""
+    """[S 00:22:25]: the latency plot and the cost plot cross over at the same B.
+
+    By hand (W = 1e12 B, W_active = 1e11 B, kv = 2,048 B/token, ctx = 1e4, F = 300, BW = 1, so R = 300,
+    s = W/W_active = 10 and ctx* = W_active/(R·kv) = 162,760.4): latency leaves the memory line
+    W/BW + B·ctx·kv/BW where B·W_active/F = W/BW + B·ctx·kv/BW, i.e. B_x = (W/BW)/(W_active/F − ctx·kv/BW)
+    = R·s/(1 − ctx/ctx*) = 3,196.4 (T10's formula). Cost per token t/B is (W/BW)/B + ctx·kv/BW below B_x
+    (falling) and the flat floor W_active/F = 3.33e8 s above it. Each crossover is read off its own curve.
+    """
+    w, w_active, kv, ctx, F, BW = 1e12, 1e11, 2048.0, 1e4, 300.0, 1.0
+    b_x = (w / BW) / (w_active / F - ctx * kv / BW)
+    assert b_x == pytest.approx(3196.4, rel=1e-4)
+    assert b_x == pytest.approx(float(L.critical_batch_with_kv(F / BW, w / w_active, ctx, w_active / (F / BW * kv))))
     B = np.geomspace(1, 1e5, 2001)
-    tc, tw, tk = L.step_times(B, 1e4, 1e12, 1e11, 2048, 300.0, 1.0)
-    lat_cross = B[np.argmax(tc >= tw + tk)]
-    cost_cross = B[np.argmax(tc / B >= (tw + tk) / B)]
-    assert lat_cross == cost_cross
+    t = L.step_time(B, ctx, w, w_active, kv, F, BW)
+    memory_line = w / BW + B * ctx * kv / BW
+    cost, floor = t / B, w_active / F
+    lat_cross = B[np.argmax(t > memory_line * (1 + 1e-12))]  # first B whose latency is above the memory line
+    cost_cross = B[np.argmax(cost <= floor * (1 + 1e-12))]  # first B whose cost per token is at the floor
+    first_above = B[np.searchsorted(B, b_x)]  # the grid point just above B_x (grid step 0.58%)
+    assert lat_cross == cost_cross == first_above
+    below = B < b_x
+    np.testing.assert_allclose(cost[below], (w / BW) / B[below] + ctx * kv / BW, rtol=1e-12)
+    np.testing.assert_allclose(cost[~below], floor, rtol=1e-12)
