@@ -52,6 +52,8 @@ function num(x, digits = 3) {
 function secs(s) {
   if (s === null || s === undefined) return "–";
   if (s >= 3600 * 24 * 2) return (s / 86400).toPrecision(3) + " days";
+  if (s >= 3600) return (s / 3600).toPrecision(3) + " h";
+  if (s >= 120) return (s / 60).toPrecision(3) + " min";
   if (s >= 1) return s.toPrecision(3) + " s";
   if (s >= 1e-3) return (s * 1e3).toPrecision(3) + " ms";
   return (s * 1e6).toPrecision(3) + " µs";
@@ -614,6 +616,8 @@ PAGES.validate = {
     const val = cache.validate || (cache.validate = await api("validate", {}));
     const rows = val.measurements.filter((m) => v.metric === "all" || m.metric === v.metric);
     const metrics = [...new Set(rows.map((m) => m.metric))];
+    const units = [...new Set(rows.map((m) => m.unit))];
+    const unit = units.length === 1 ? units[0] : "each row's own unit: " + units.join(", ");
     const lo = Math.min(...rows.map((m) => Math.min(m.measured, m.predicted))), hi = Math.max(...rows.map((m) => Math.max(m.measured, m.predicted)));
     draw("p-val", [
       ...metrics.map((k, i) => {
@@ -622,14 +626,12 @@ PAGES.validate = {
                  text: rs.map((m) => `${m.id}<br>error ${(100 * m.error).toFixed(0)}%<br>${m.source}`), hovertemplate: "%{text}<extra></extra>" };
       }),
       { x: [lo, hi], y: [lo, hi], mode: "lines", name: "predicted = measured", line: { color: "#888", dash: "dot" } },
-    ], { title: { text: `${rows.length} published measurements` }, xaxis: ax("measured (metric's own SI unit)", "log"),
-         yaxis: ax("predicted (same unit)", "log"), height: 560 });
-    const med = (a) => { const s = [...a].sort((p, q) => p - q); return s.length ? s[Math.floor((s.length - 1) / 2)] : null; };
+    ], { title: { text: `${rows.length} published measurements` }, xaxis: ax(`measured (${unit})`, "log"),
+         yaxis: ax(`predicted (${unit})`, "log"), height: 560 });
     readout([
       ["rows shown", rows.length, String(rows.length), null],
       ...val.summary.filter((s) => s.group === v.metric || s.group === "all").map((s) => [`median |error|, ${s.group} (${s.count} rows)`, s.median_abs,
         (100 * s.median_abs).toFixed(1) + " %", `summary.${s.group}.median_abs`]),
-      ["median |error| of the rows shown (page)", med(rows.map((m) => Math.abs(m.error))), (100 * med(rows.map((m) => Math.abs(m.error)))).toFixed(1) + " %", null],
     ]);
     return { op: "validate", body: {} };
   },
