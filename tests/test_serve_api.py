@@ -79,7 +79,9 @@ def test_every_operation_of_the_issue_is_served_and_documented(client):
         assert name in ops, name
     paths = client.get("/openapi.json").json()["paths"]
     assert "/api/step" in paths and "requestBody" in paths["/api/step"]["post"]
-    assert client.get("/docs").status_code == 200
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/static/vendor/swagger-ui-bundle.js" in docs.text and "cdn." not in docs.text
+    assert client.get("/static/vendor/swagger-ui-bundle.js").status_code == 200
 
 
 def test_constant_operations_answer_get_too(client):

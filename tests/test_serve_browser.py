@@ -191,3 +191,13 @@ def test_a_refused_input_shows_one_line_and_the_page_recovers(server, page):
     page.fill("#in-contexts", "1024")
     _rendered(page, failed)
     assert page.errors == [e for e in page.errors if "400" in e or "422" in e]  # only the refused request itself
+
+
+def test_api_docs_render_offline(server, page):
+    """/docs is Swagger UI from the vendored files: it lists the operations without any network but 127.0.0.1."""
+    outside = []
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:")) else None)
+    page.goto(f"{server}/docs")
+    page.wait_for_selector(".opblock", timeout=30_000)
+    assert page.locator(".opblock").count() >= 10
+    assert outside == [], outside

@@ -24,7 +24,7 @@ def create_app():
 
     from .. import __version__
 
-    app = FastAPI(title="roofline", version=__version__,
+    app = FastAPI(title="roofline", version=__version__, docs_url=None, redoc_url=None,
                   description="The math of how LLMs are trained and served, as a JSON API mirroring "
                               "`roofline ... --json` (same keys, SI units), and an interactive page at /.")
     ops = available()
@@ -75,6 +75,14 @@ def create_app():
         return {"operations": {n: {"cli": "roofline " + " ".join(o.path) + " --json", "via": o.via,
                                    "fields": o.fields} for n, o in ops.items()},
                 "limits": {k.lower(): v for k, v in vars(limits).items() if k.startswith("MAX_")}}
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():  # Swagger UI from the vendored swagger-ui-dist, not FastAPI's default CDN: works offline
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="roofline API",
+                                   swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/vendor/swagger-ui.css", swagger_favicon_url="data:,")
 
     @app.get("/", include_in_schema=False)
     def page():
