@@ -152,3 +152,57 @@ def test_catalog_option_after_the_subcommand(run_cli, tmp_path):
     after = run_cli("step", "-m", "tiny-llama", "-a", "h100-sxm", "--json", "--catalog", str(f))
     assert before[0] == after[0] == 0, after[2]
     assert json.loads(before[1]) == json.loads(after[1])
+
+
+def test_redundant_experts_let_ep_72_hold_deepseek_v3():
+    """EP 72 does not divide DeepSeek-V3's 256 experts; with 32 redundant copies (EPLB: 288 slots) each of the
+    72 GPUs holds 4 slots — the same routed bytes per GPU as EP 64's 4 experts (hand value of
+    test_parallel: 27,334,972,928 B with fp8 weights at TP 1), and 72 GPUs share the work instead of 64."""
+    from roofline.errors import InputError
+    from roofline.layout import validate
+    from roofline.memory import memory_per_gpu
+
+    m, s = CAT.model("deepseek-v3"), CAT.system("gb200-nvl72")
+    with pytest.raises(InputError, match="--redundant-experts 32 \\(4 slots per GPU"):
+        validate(m, s, Layout(tp=1, ep=72, dp=72))
+    lay = Layout(tp=1, ep=72, dp=72, redundant_experts=32)
+    validate(m, s, lay)
+    w72 = memory_per_gpu(m, lay, 72, 0, bytes_per_weight=1.0).weights_bytes
+    w64 = memory_per_gpu(m, Layout(tp=1, ep=64, dp=64), 64, 0, bytes_per_weight=1.0).weights_bytes
+    assert float(w72) == float(w64) == 27_334_972_928
+    r72 = step(m, s, 4608, 4096, layout=lay, weights_dtype="fp8", kv_dtype="fp8")
+    r64 = step(m, s, 4096, 4096, layout=Layout(tp=1, ep=64, dp=64), weights_dtype="fp8", kv_dtype="fp8")
+    assert float(r72.gpus) == 72 and float(r72.tokens_per_s) > float(r64.tokens_per_s)
+    # a large batch touches every slot: a GPU reads all it holds (its 4 slots and the dense weights) except
+    # the embedding rows its 4,096 tokens do not look up
+    big = step(m, s, 72 * 4096, 0, layout=lay, weights_dtype="fp8", kv_dtype="fp8", details=False)
+    unused_rows = (m.vocab - 4096) * m.d_model
+    assert float(big.weight_read_s) * s.accelerator.hbm_bytes_per_s == pytest.approx(float(w72) - unused_rows,
+                                                                                      rel=1e-6)
+
+
+def test_moe_tensor_parallel_unlike_attention():
+    """Mixtral on 8 GPUs: attention TP 8, MoE TP 2 x EP 4 (TensorRT-LLM's hybrid). Routed weights per GPU are
+    1/8 either way; the MoE layers all-reduce over 2 GPUs and dispatch over 4, by hand."""
+    from roofline import network as N
+    from roofline.errors import InputError
+    from roofline.layout import validate
+    from roofline.memory import params_per_gpu
+
+    m, s = CAT.model("mixtral-8x7b"), CAT.system("dgx-h100")
+    hybrid = Layout(tp=8, ep=4, expert_tp=2)
+    validate(m, s, hybrid)
+    assert hybrid.moe_tp == 2
+    assert params_per_gpu(m, hybrid)[1] == pytest.approx(params_per_gpu(m, Layout(tp=8))[1])
+    with pytest.raises(InputError, match="MoE TP 4 x EP 4 = 16 GPUs must divide"):
+        validate(m, s, Layout(tp=8, ep=4, expert_tp=4))
+    B = 64
+    r = step(m, s, B, 1000, layout=hybrid)
+    act = m.d_model * 2.0
+    up_bw, up_lat = s.scale_up_bytes_per_s, s.scale_up_latency_s
+    tp_by_hand = (m.layers * N.best_all_reduce_s(B * act, 8, up_bw, up_lat)
+                  + m.moe_layers * N.best_all_reduce_s(B * act, 2, up_bw, up_lat))
+    assert float(r.tp_comm_s) == pytest.approx(float(tp_by_hand), rel=1e-12)
+    # dispatch + combine: each GPU sends its B/8 tokens' k = 2 copies, 3/4 of them to the 3 other EP ranks
+    a2a = 3 / 4 * (B / 8 * 2 * act) / up_bw + up_lat
+    assert float(r.ep_comm_s) == pytest.approx(2 * m.moe_layers * a2a, rel=1e-12)

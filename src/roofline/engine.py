@@ -7,7 +7,7 @@ pass) and the realistic prediction is the same engine with the accelerator famil
 T_g = T/dp per DP group, T_e = T·moe_tp·ep/(tp·dp) through one MoE group, f = v·ceil(L/(pp·v))/L):
 
     GEMMs       F_g = f·[T_g·2·N_dense/tp + T_e·2·L_moe·k·N_e/(moe_tp·ep)·λ]       t = F_g/(P_w·η_gemm(T_g))
-                W   = f·[W_dense_read(T_g)/tp + L_moe·D_E(T_e)·N_e/(moe_tp·ep)]·b_w  (+ KV writes) /(BW·η_w)
+                W   = f·[W_dense_read(T_g)/tp + L_moe·D_{E+R}(T_e)·N_e/(moe_tp·ep)]·b_w  (+ KV writes) /(BW·η_w)
     attention   F_a = f·T_g·attn(ctx)/tp                                          t = F_a/(P_a·η_attn)
                 KV  = f·(b/dp)·kv_seq(ctx)/kv_shard · G                          t = KV/(BW·η_kv)
     elementwise φ·f·T_g·E(tp)/(BW·η_ew)                       norms, residual adds, rotary, activation, casts
@@ -22,7 +22,7 @@ T_g = T/dp per DP group, T_e = T·moe_tp·ep/(tp·dp) through one MoE group, f =
     step     = pp·stage + t_pp + L·τ_layer + τ_pass          upper bound: every term added
 
 D_E(T) = model.expected_distinct_experts: the experts T tokens touch (all E for a large batch, the
-lecture's W_total [S 00:05:09]); λ = MoE load imbalance (busiest GPU over the mean, EP only). Decode emits
+lecture's W_total [S 00:05:09]), over the E + R expert slots when R redundant copies are placed (EPLB); λ = MoE load imbalance (busiest GPU over the mean, EP only). Decode emits
 B tokens per loop (TPOT = step, no bubble with pp micro-batches in flight, lecture §3.3); a prefill of B
 prompts emits B·L. Sources: lecture [S 00:02:37–00:07:27] (decode roofline), [S 01:42:00–01:44:34] (pass of
 length L); Pope et al. 2022 §2–3; Megatron-LM (Shoeybi 2019: 2 all-reduces per layer); network.py
@@ -186,6 +186,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     Te = T * moe_tp * ep / (tp * dp)  # tokens through one MoE group (moe_tp·ep GPUs)
     moe_l = m.moe_layers
     E, k, Ne = (m.moe.experts, m.moe.active, M.expert_params(m)) if m.moe else (1, 0, 0.0)
+    slots = E + layout.redundant_experts  # expert slots: routed experts + redundant copies (EPLB)
     lam = np.where(ep > 1, imbalance, 1.0)
 
     # FLOPs and compute times (model.py counts; attention at the activation dtype's peak when the
@@ -208,10 +209,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         def distinct(tokens):
             return M.expected_distinct_experts(E, k, tokens) if m.moe else 0.0 * tokens
         dense_read = M.weight_read_params(m, Tg) - moe_l * distinct(Tg) * Ne
-        expert_read = moe_l * distinct(Te) * Ne / (moe_tp * ep)
+        # a token's k experts land on k of the E + R slots (copies split a hot expert's tokens)
+        expert_read = moe_l * M.expected_distinct_experts(slots, k, Te) * Ne / (moe_tp * ep) if m.moe else 0.0
     else:  # every weight once (the lecture's W_total)
         dense_read = M.dense_params(m) + 0.0 * Tg
-        expert_read = moe_l * E * Ne / (moe_tp * ep)
+        expert_read = moe_l * slots * Ne / (moe_tp * ep)
     bw = acc.hbm_bytes_per_s
     shard = kv_shard(m, tp, perfect)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0

@@ -7,8 +7,12 @@
     ep  expert parallel: routed experts spread over ep GPUs, each expert sliced over moe_tp GPUs, so the
         MoE layers live on moe_tp·ep GPUs, replicated (tp·dp)/(moe_tp·ep) times in the stage group.
         moe_tp is tp when ep divides dp (EP borrows DP ranks: Megatron training, and inference with
-        ep = 1) and 1 when ep = tp·dp (every routed expert whole on one GPU: vLLM/SGLang "EP = TP × DP").
-        EP must divide the experts (§2.2: 256 experts on 72 GPUs → EP 64, 4 per GPU, 8 idle; T17).
+        ep = 1) and 1 when ep = tp·dp (every routed expert whole on one GPU: vLLM/SGLang "EP = TP × DP");
+        `expert_tp` sets it explicitly (MoE parallelised unlike attention: TensorRT-LLM's attention TP 8
+        with MoE TP × EP), and then moe_tp·ep must divide tp·dp.
+        EP must divide the expert slots E + R (§2.2: 256 experts on 72 GPUs → EP 64, 4 per GPU, 8 idle;
+        T17); `redundant_experts` R adds copies of hot experts so that any EP fits (DeepSeek's EPLB: 256 +
+        32 = 288 slots, 4 per GPU on 72 GPUs, 2 on 144).
     pp  pipeline stages; the busiest stage holds v·ceil(L/(pp·v)) layers (engines split unevenly).
         Inference runs pp micro-batches with no bubble (lecture §3.3).
     perfect  the lecture's sharding: weights, KV, compute and bandwidth split evenly over tp GPUs with no
@@ -46,6 +50,8 @@ class Layout:
     dp: int = 1
     domains: int = 1
     perfect: bool = False
+    expert_tp: int | None = None  # GPUs each routed expert is sliced over (--moe-tp); None: derived
+    redundant_experts: int = 0  # extra expert slots holding copies of hot experts (EPLB)
     # training
     micro_batch: int = 1
     micro_batches: int = 1
@@ -68,6 +74,10 @@ class Layout:
             raise InputError("virtual_stages > 1 needs schedule 'interleaved'; set --schedule interleaved")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
+        if self.expert_tp is not None and (int(self.expert_tp) != self.expert_tp or self.expert_tp < 1):
+            raise InputError(f"MoE TP must be a whole number >= 1, got {self.expert_tp}; omit it to derive it")
+        if int(self.redundant_experts) != self.redundant_experts or self.redundant_experts < 0:
+            raise InputError(f"redundant experts must be a whole number >= 0, got {self.redundant_experts}")
         if self.recompute not in RECOMPUTE_MODES:
             raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
@@ -86,7 +96,10 @@ class Layout:
 
     @property
     def moe_tp(self):
-        """GPUs each routed expert is sliced over: tp when ep divides dp, else 1 (ep = tp·dp)."""
+        """GPUs each routed expert is sliced over: `expert_tp` if given, else tp when ep divides dp, else 1
+        (ep = tp·dp)."""
+        if self.expert_tp is not None:
+            return self.expert_tp
         tp, ep, dp = (np.asarray(x) for x in (self.tp, self.ep, self.dp))
         out = np.where(dp % ep == 0, tp, 1)
         return out.item() if out.ndim == 0 else out
@@ -161,19 +174,31 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
     if pp * v > model.layers:
         what = f"PP {pp}" if v == 1 else f"PP x virtual stages = {pp * v}"
         raise InputError(f"{what} exceeds {model.id}'s {model.layers} layers; use at most {model.layers // v} stages")
-    if ep > 1:
+    if ep > 1 or layout.redundant_experts or layout.expert_tp is not None:
         if not model.moe:
-            raise InputError(f"EP {ep} needs a mixture-of-experts model; {model.id} is dense: use EP 1")
-        if training and dp % ep:
+            given = [n for n, on in ((f"EP {ep}", ep > 1), ("MoE TP", layout.expert_tp is not None),
+                                     ("redundant experts", layout.redundant_experts > 0)) if on]
+            raise InputError(f"{' and '.join(given)} {'needs' if len(given) == 1 else 'need'} a mixture-of-experts "
+                             f"model; {model.id} is dense: use EP 1")
+        if layout.expert_tp is not None:
+            group = layout.expert_tp * ep
+            if (tp * dp) % group:
+                raise InputError(f"MoE TP {layout.expert_tp} x EP {ep} = {group} GPUs must divide the stage group's "
+                                 f"TP {tp} x DP {dp} = {tp * dp}; pick MoE TP x EP among the divisors of {tp * dp}")
+        elif training and dp % ep:
             raise InputError(f"EP {ep} must divide DP {dp}: expert parallelism reuses data-parallel ranks; pick EP "
                              f"among {_divisors(dp, dp)}")
-        if not training and dp % ep and ep != tp * dp:
+        elif not training and dp % ep and ep != tp * dp:
             raise InputError(f"EP {ep} must divide DP ({dp}) or equal TP x DP = {tp * dp} (experts spread over the whole "
-                             f"stage group); use --ep {tp * dp} or change --dp")
-        if model.moe.experts % ep:
+                             f"stage group); use --ep {tp * dp}, change --dp, or set --moe-tp")
+        slots = model.moe.experts + layout.redundant_experts
+        if slots % ep:
             fit = place_experts(model.moe.experts, ep)
-            raise InputError(f"EP {ep} does not divide {model.id}'s {model.moe.experts} experts; use EP {fit.ep} "
-                             f"({fit.experts_per_gpu} experts per GPU, {fit.idle_gpus} of {ep} GPUs idle)")
+            extra = -slots % ep + layout.redundant_experts
+            raise InputError(f"EP {ep} does not divide {model.id}'s {slots} expert slots ({model.moe.experts} experts + "
+                             f"{layout.redundant_experts} redundant); use EP {fit.ep} ({fit.experts_per_gpu} experts per "
+                             f"GPU, {fit.idle_gpus} of {ep} GPUs idle) or --redundant-experts {extra} "
+                             f"({(model.moe.experts + extra) // ep} slots per GPU, hot experts copied)")
     if not training:
         need = int(np.ceil(domains_per_replica(tp * dp, pp, system.chips)))
         if need > layout.domains:
@@ -241,6 +266,11 @@ def stage_layers(model, layout: Layout) -> int:
     """Layers on the busiest pipeline stage: v·ceil(L/(pp·v))."""
     v = layout.virtual_stages
     return v * -(-model.layers // (layout.pp * v))
+
+
+def expert_slots(model, layout: Layout):
+    """E + R: routed experts plus redundant copies (EPLB), spread evenly over the EP GPUs."""
+    return (model.moe.experts if model.moe else 0) + layout.redundant_experts
 
 
 def ep_domains(layout: Layout, chips: int):

@@ -56,7 +56,7 @@ import numpy as np
 
 from . import model as M
 from .errors import InputError
-from .layout import Layout, kv_shard, stage_fraction, stage_layers
+from .layout import Layout, expert_slots, kv_shard, stage_fraction, stage_layers
 from .units import dtype_bytes
 
 #: vLLM's default `gpu_memory_utilization` (vLLM engine arguments docs): share of HBM usable for
@@ -82,13 +82,14 @@ def model_state_bytes(params, dp, zero, *, weight_bytes=2.0, grad_bytes=2.0, opt
 
 
 def params_per_gpu(m: M.Model, layout: Layout):
-    """(dense Ψ, routed-expert Ψ) per GPU on the busiest stage: f·W_dense/tp and f·W_routed/(moe_tp·ep),
-    f = v·ceil(L/(pp·v))/L. Broadcasts over array-valued layout degrees (the planner's grid)."""
+    """(dense Ψ, routed-expert Ψ) per GPU on the busiest stage: f·W_dense/tp and f·L_moe·(E + R)·N_e/(moe_tp·ep)
+    (R redundant expert copies), f = v·ceil(L/(pp·v))/L. Broadcasts over array-valued layout degrees (the planner's grid)."""
     expert_total = m.moe_layers * m.moe.experts * M.expert_params(m) if m.moe else 0.0
     dense = M.params_total(m) - expert_total
+    slots = m.moe_layers * expert_slots(m, layout) * M.expert_params(m) if m.moe else 0.0  # + redundant copies
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
     tp = np.asarray(layout.tp, dtype=float)
-    return dense * f / tp, expert_total * f / (np.asarray(layout.moe_tp, dtype=float) * layout.ep)
+    return dense * f / tp, slots * f / (np.asarray(layout.moe_tp, dtype=float) * layout.ep)
 
 
 # ---- inference ------------------------------------------------------------------------------------
