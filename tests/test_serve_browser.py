@@ -78,6 +78,8 @@ def page(browser):
     pg.errors = []
     pg.on("console", lambda m: pg.errors.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
     pg.on("pageerror", lambda e: pg.errors.append(f"page error: {e}"))
+    pg.outside = []  # requests to anywhere but the test server: the pages must work offline
+    pg.on("request", lambda r: pg.outside.append(r.url) if not r.url.startswith(("http://127.0.0.1:", "data:")) else None)
     yield pg
     ctx.close()
 
@@ -166,6 +168,7 @@ def test_page_loads_changes_and_matches_cli(server, page, name):
     last = _check_numbers_equal_cli(page)
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
     assert page.errors == [], page.errors
+    assert page.outside == [], page.outside
     if name == "plan":
         assert last["pick"] == 3
 
@@ -195,9 +198,7 @@ def test_a_refused_input_shows_one_line_and_the_page_recovers(server, page):
 
 def test_api_docs_render_offline(server, page):
     """/docs is Swagger UI from the vendored files: it lists the operations without any network but 127.0.0.1."""
-    outside = []
-    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith((server, "data:")) else None)
     page.goto(f"{server}/docs")
     page.wait_for_selector(".opblock", timeout=30_000)
     assert page.locator(".opblock").count() >= 10
-    assert outside == [], outside
+    assert page.outside == [], page.outside
