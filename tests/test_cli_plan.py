@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 PLAN_KEYS = ["tp", "ep", "pp", "dp", "batch", "tokens_per_s_per_gpu", "tokens_per_s_per_user",
              "usd_per_million_tokens", "ttft_s", "tpot_s", "memory_per_gpu_bytes", "pareto"]
 
@@ -30,7 +32,32 @@ def test_plan_realistic_json_and_conflict(run_cli):
 def test_plan_table_deepseek_racks(run_cli):
     code, out, err = run_cli("plan", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--domains", "1-4")
     assert code == 0, err
-    assert "tok/s/GPU" in out and "EP64" in out and "rejected validity: EP 72 does not divide" in out
+    assert "tok/s/GPU" in out and "rejected validity" in out  # the table and its rejection lines render
+
+
+def test_plan_json_deepseek_racks(run_cli):
+    """The same plan through --json. Every layout's EP divides DeepSeek-V3's 256 routed experts (EP 72, a whole
+    NVL72, does not: 256/72 is not whole; EP 64 is the largest divisor within a rack, 4 experts per GPU), its
+    replicas fill the racks (replicas = floor(72·domains / GPUs per replica), GPUs per replica = TP·PP·DP),
+    tokens/s per user is 1/TPOT, and the planner's funnel adds up: feasible = structurally valid − too few
+    sequences − no room on the domains − out of memory − missed targets; the frontier rows are the layouts."""
+    code, out, err = run_cli("plan", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--domains", "1-4", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    experts, rack = 256, 72
+    rows = d["layouts"]
+    assert d["domains"] == [1, 2, 3, 4] and rows
+    assert all(experts % r["ep"] == 0 for r in rows)
+    assert max(r["ep"] for r in rows) == max(e for e in range(1, rack + 1) if experts % e == 0) == 64
+    for r in rows:
+        assert r["gpus"] == r["tp"] * r["pp"] * r["dp"]
+        assert r["replicas"] == rack * r["domains"] // r["gpus"]
+        assert r["tokens_per_s_per_user"] == pytest.approx(1 / r["tpot_s"], rel=1e-9)
+    c = d["counts"]
+    assert c["feasible"] == (c["structurally_valid_layouts"] - c["too_few_sequences"] - c["no_room_on_domains"]
+                             - c["out_of_memory"] - c["miss_target"])
+    assert c["pareto"] == len(rows) and c["candidates"] >= c["structurally_valid_layouts"]
+    assert any(x.startswith("validity: EP 72 does not divide deepseek-v3's 256 expert") for x in d["rejected"])
 
 
 def test_plan_impossible_target_is_one_line_error(run_cli):
@@ -83,4 +110,16 @@ def test_step_bad_ep_message(run_cli):
 def test_step_parallel_table(run_cli):
     code, out, err = run_cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--tp", "8", "-b", "16", "-c", "2000")
     assert code == 0, err
-    assert "tp comm" in out and "TP8 EP1 PP1 DP1" in out
+    assert "tp comm" in out  # the table renders its communication rows
+
+
+def test_step_parallel_layout_json(run_cli):
+    """step --tp 8 through --json: the layout echoed, a TP all-reduce and nothing else on the network (EP, PP
+    and DP are 1), the communication total is its parts, and the 8 GPUs are one replica."""
+    code, out, err = run_cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--tp", "8", "-b", "16", "-c", "2000",
+                             "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"] == "TP8 EP1 PP1 DP1" and d["gpus"] == 8
+    assert d["tp_comm_s"] > 0 and d["ep_comm_s"] == 0 and d["pp_comm_s"] == 0
+    assert d["comm_s"] == pytest.approx(d["tp_comm_s"] + d["ep_comm_s"] + d["pp_comm_s"], rel=1e-12)
