@@ -1,0 +1,406 @@
+"""The bad-input corpus (issue 16): every command and the public Python functions answer bad input with a
+non-zero exit (1 bad value, 2 usage), exactly one line on stderr, no traceback and no partial output
+file; plus Hypothesis fuzzing of step, plan, simulate and train: a clean error or valid JSON with
+finite numbers, never a traceback.
+
+Cases are data: `CASES` (hand-written, including the 25 of the issue) and `GENERATED` (every numeric
+option of every command against the values that break each kind of option).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+
+import pytest
+
+M70 = "-m llama-3-70b -s dgx-h100"
+STEP, SWEEP, PLAN = f"step {M70}", f"sweep {M70}", f"plan {M70}"
+SIM = f"simulate {M70} -n 20"
+TRAIN = "train -m llama-3-8b -s dgx-h100"
+
+# (command line, exit code, text the one line must contain). {bin}, {latin}, {tmp} are files/folders
+# made by the `files` fixture; {out} is an output path that must not exist afterwards.
+CASES = [
+    # --- the issue's 25: tracebacks
+    ("step -m {bin_json} -s dgx-h100", 1, "is a binary file, not text"),
+    ("step -m {latin_json} -s dgx-h100", 1, "is not UTF-8 text"),
+    ("--catalog {bin} catalog models", 1, "--catalog file"),
+    ("--catalog {latin_yaml} catalog models", 1, "is not UTF-8 text"),
+    (f"simulate {M70} --trace {{bin}}", 1, "is a binary file"),
+    (f"simulate {M70} --trace {{latin_csv}}", 1, "is not UTF-8 text"),
+    (f"{SWEEP} --plot {{out_xyz}}", 1, "--plot"),
+    (f"{TRAIN} --micro-batch 0", 1, "--micro-batch must be a whole number >= 1, got 0"),
+    ("prices infer --kv-bytes 0", 1, "--kv-bytes must be > 0"),
+    # --- silent acceptances
+    (f"{STEP} --tp 0", 1, "--tp must be a whole number >= 1, got 0"),
+    (f"{STEP} --pp 0", 1, "--pp must be a whole number >= 1, got 0"),
+    (f"{STEP} --dp 0", 1, "--dp must be a whole number >= 1, got 0"),
+    ("step -m deepseek-v3 -s gb200-nvl72 --ep 0", 1, "--ep must be a whole number >= 1, got 0"),
+    (f"{STEP} --domains 0", 1, "--domains must be a whole number between 1 and 1024, got 0"),
+    (f"{SIM} --policy disaggregated --prefill-gpus 0", 1, "--prefill-gpus must be a whole number >= 1"),
+    (f"{STEP} -g 3 --tp 8", 1, "--gpus 3 disagrees with the layout"),
+    (f"{PLAN} --prompt 200000", 1, "exceeds llama-3-70b's max_context 8,192"),
+    (f"{SIM} --prompt-tokens 200000", 1, "exceeds llama-3-70b's max_context 8,192"),
+    (f"simulate {M70} --trace {{long_csv}}", 1, "line 3: prompt_tokens + output_tokens = 200,010 exceeds"),
+    (f"{TRAIN} --ep 2 --dp 2 --global-batch 64", 1, "needs a mixture-of-experts model"),
+    (f"{TRAIN} --dtype fp4", 1, "lists no native fp4"),
+    ("prices infer --kv-bytes -1", 1, "--kv-bytes must be > 0"),
+    ("prices infer --kv-bytes nan", 1, "got nan"),
+    ("tiers --kv-bytes 2048 --model deepseek-v3", 2, "--model sets the KV bytes per token"),
+    (f"{STEP} --usd-per-gpu-hour 1e308", 1, "--usd-per-gpu-hour must be > 0 and <= 1e+06"),
+    (f"{SIM} --usd-per-gpu-hour 0", 1, "--usd-per-gpu-hour must be > 0"),
+    # --- misleading messages
+    (f"{TRAIN} --global-batch 0", 1, "--global-batch must be a whole number >= 1, got 0"),
+    (f"{SIM} --policy fifo", 1, "continuous, chunked, static, train, disaggregated, got 'fifo'"),
+    # --- more files and outputs
+    ("step -m {missing_json} -s dgx-h100", 1, "does not exist"),
+    ("step -m {tmp} -s dgx-h100", 1, "unknown model"),
+    ("--catalog {missing} catalog models", 1, "does not exist"),
+    ("--catalog {tmp} catalog models", 1, "is a directory"),
+    (f"simulate {M70} --trace {{missing}}", 1, "does not exist"),
+    (f"simulate {M70} --trace {{tmp}}", 1, "is a directory"),
+    (f"simulate {M70} --trace {{empty}}", 1, "empty file"),
+    (f"{SWEEP} --csv {{out_txt}}", 1, "must end in .csv"),
+    (f"{SWEEP} --parquet {{out_csv}}", 1, "must end in .parquet"),
+    (f"{SWEEP} --csv {{nodir}}/x.csv", 1, "does not exist; create it first"),
+    (f"{SWEEP} --csv {{tmp}}", 1, "must end in .csv"),
+    ("tiers --plot {out_txt}", 1, "must end in .png"),
+    ("prices infer --plot {out_txt}", 1, "must end in .png"),
+    ("validate --plot {out_xyz}", 1, "must end in .png"),
+    ("validate --write-docs {out_txt}", 1, "must end in .md"),
+    ("validate --dataset {bin}", 1, "is a binary file"),
+    (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
+    # --- usage: options that cannot be combined
+    ("step -m llama-3-70b -s dgx-h100 -a h100-sxm", 2, "--system and --accelerator cannot be used together"),
+    (f"{STEP} --prompt 100", 2, "--prompt applies to --phase prefill only"),
+    (f"{STEP} --decode-attention per-query-head", 2, "add --realistic or drop --decode-attention"),
+    (f"{SWEEP} --prompt 64", 2, "--prompt applies to --phase prefill only"),
+    (f"simulate {M70} --trace {{good_csv}} --rate 5", 2, "--trace gives the arrivals and lengths; drop --rate"),
+    (f"simulate {M70} --requests 5 --duration 3", 2, "cannot be used together"),
+    (f"{SIM} --prefill-gpus 4", 2, "--prefill-gpus sizes the prefill pool"),
+    (f"{SIM} --spec-alpha 0.5", 2, "need --spec-gamma >= 1"),
+    (f"{SIM} --interval-s 0.05", 2, "--interval-s is the departure interval"),
+    (f"{SIM} --realistic --compute-efficiency 0.5", 2, "uses the efficiency model's own factors"),
+    ("tiers --model deepseek-v3 --remat-active-params 1e9", 2, "drop --remat-active-params"),
+    ("tiers --kv-dtype fp8", 2, "--kv-dtype applies with --model"),
+    ("catalog efficiency --family nvidia --json --bogus", 2, "No such option"),
+    ("step -m llama-3-70b", 1, "no hardware given"),
+    (TRAIN.replace("-s dgx-h100", ""), 1, "no hardware given"),
+    ("step -s dgx-h100", 2, "Missing option"),
+    ("plan -m llama-3-70b", 2, "Missing option"),
+    # --- domain rules
+    (f"{STEP} -c 100000", 1, "exceeds llama-3-70b's max_context 8,192"),
+    (f"{STEP} --phase prefill --prompt 9000", 1, "exceeds llama-3-70b's max_context"),
+    (f"{SWEEP} --context 1,9000", 1, "exceeds llama-3-70b's max_context"),
+    (f"{PLAN} --context 9000", 1, "exceeds llama-3-70b's max_context"),
+    (f"{TRAIN} --seq 100000", 1, "exceeds llama-3-8b's max_context"),
+    (f"{STEP} --tp 3", 1, "TP 3 does not divide"),
+    (f"{STEP} --tp 16", 1, "exceeds the 8 GPUs"),
+    (f"{STEP} --ep 8 --tp 8", 1, "needs a mixture-of-experts model"),
+    ("step -m deepseek-v3 -s gb200-nvl72 --tp 1 --dp 72 --ep 72", 1, "does not divide deepseek-v3's 256 expert"),
+    (f"{STEP} --pp 100", 1, "exceeds llama-3-70b's 80 layers"),
+    (f"{STEP} --tp 8 --dp 2", 1, "domains"),
+    (f"{STEP} --tp 4 --pp 2 -b 1", 1, "sequence slots"),
+    (f"{STEP} -g 9", 1, "--gpus must be between 1 and 8"),
+    ("step -m llama-3.1-405b -s dgx-h100", 1, "needs"),
+    (f"{STEP} --realistic -g 6", 1, "runs the 6 GPUs as one TP group"),
+    (f"{TRAIN} --tp 16", 1, "TP 16 exceeds the 8 GPUs"),
+    (f"{TRAIN} --tp 3", 1, "TP 3 does not divide"),
+    (f"{TRAIN} --pp 40", 1, "exceeds llama-3-8b's 32 layers"),
+    (f"{TRAIN} --global-batch 100 --dp 3", 1, "must be a multiple of dp·micro-batch = 3"),
+    (f"{TRAIN} --virtual-stages 2", 1, "needs schedule 'interleaved'"),
+    (f"{TRAIN} --zero 5", 1, "--zero must be a whole number between 0 and 3"),
+    (f"{SWEEP} --batch 1:4096:100000 --context 1:8000:100000", 1, "too many to print"),
+    (f"{SWEEP} --batch 1:4096:100000 --context 1:8000:100000 --json --parquet {{out_parquet}}", 1, "too many"),
+    ("simulate -m llama-3.1-405b -a h100-sxm -g 1 -n 5", 1, "leave no KV memory"),
+    (f"simulate {M70} --duration 1e7 --rate 1e7", 1, "more than 10,000,000"),
+    ("overtrain --target-loss 1.0", 1, "irreducible loss"),
+    ("catalog efficiency --family ibm", 1, "unknown efficiency family 'ibm'"),
+    ("prices show nope", 1, "unknown price list 'nope'"),
+    ("prices infer nope", 1, "unknown price list 'nope'"),
+    ("prices infer --accelerator nope", 1, "unknown accelerator 'nope'"),
+    ("prices infer --remat-accelerator nope", 1, "unknown accelerator 'nope'"),
+    ("tiers --tier nope", 1, "unknown tier 'nope'"),
+    ("tiers --model nope", 1, "unknown model 'nope'"),
+    ("tiers --model deepseek-v3 --kv-dtype fp3", 1, "--kv-dtype must be one of"),
+    ("step -m nope -s dgx-h100", 1, "unknown model 'nope'"),
+    ("step -m llama-3-70b -s nope", 1, "unknown system 'nope'"),
+    ("step -m llama-3-70b -a nope", 1, "unknown accelerator 'nope'"),
+    ("plan -m llama-3-70b -s nope", 1, "unknown system 'nope'"),
+    ("train -m llama-3-8b -s nope", 1, "unknown system 'nope'"),
+    ("simulate -m nope -s dgx-h100", 1, "unknown model 'nope'"),
+    (f"{PLAN} --domains two", 1, "is not N, A-B or a comma list"),
+    (f"{PLAN} --domains 0", 1, "between 1 and 1024"),
+    (f"{PLAN} --domains 1-100000", 1, "is not N, A-B or a comma list"),
+    (f"{PLAN} --domains 2000", 1, "between 1 and 1024"),
+    (f"{PLAN} --realistic --compute-efficiency 0.5", 1, "efficiency model's own factors"),
+    (f"{SWEEP} --batch 8:1:3", 1, "is not a grid"),
+    (f"{SWEEP} --batch 1:10:0", 1, "is not a grid"),
+    (f"{SWEEP} --batch abc", 1, "is not a grid"),
+    (f"{SWEEP} --batch 1.5", 1, "is not a grid"),
+    (f"{SWEEP} --batch ,", 1, "is not a grid"),
+    (f"{SWEEP} --batch 0", 1, "--batch values must be >= 1"),
+    (f"{SWEEP} --context -5", 1, "is not a grid"),
+    (f"{SWEEP} --context nan", 1, "is not a grid"),
+    (f"{SWEEP} --batch 1:inf:3", 1, "is not a grid"),
+    (f"{SWEEP} --chunk-points 5", 1, "--chunk-points must be a whole number between 1000"),
+    (f"{STEP} --phase train", 1, "--phase must be one of decode, prefill"),
+    (f"{STEP} --weights-dtype fp3", 1, "--weights-dtype must be one of"),
+    (f"{STEP} --kv-dtype fp3", 1, "--kv-dtype must be one of"),
+    (f"{STEP} --decode-attention sometimes --realistic", 1, "--decode-attention must be one of shared"),
+    (f"{SWEEP} --phase train", 1, "--phase must be one of"),
+    (f"{SIM} --arrivals burst", 1, "--arrivals must be one of poisson, gamma"),
+    (f"{SIM} --lengths uniform", 1, "--lengths must be one of fixed, lognormal"),
+    (f"{TRAIN} --schedule zigzag", 1, "--schedule must be one of gpipe, 1f1b, interleaved"),
+    (f"{TRAIN} --recompute sometimes", 1, "--recompute must be one of none, selective, full, reversible"),
+    (f"{TRAIN} --dtype int3", 1, "--dtype must be one of"),
+    ("prices layouts -- -5", 1, "must be > 0"),
+    ("prices layouts 0", 1, "must be > 0"),
+    ("prices layouts nan", 1, "must be > 0"),
+    ("prices layouts 1e300", 1, "<= 1e+09"),
+    ("prices layouts 2048 --top 0", 1, "--top must be >= 1"),
+]
+
+# numeric options per command: (command prefix, option, kind)
+OPTIONS = [
+    (STEP, "--batch", "count"), (STEP, "--context", "count0"), (STEP, "--prompt", "count"),
+    (STEP, "--gpus", "count"), (STEP, "--tp", "count"), (STEP, "--pp", "count"), (STEP, "--dp", "count"),
+    (STEP, "--domains", "count"), (STEP, "--usd-per-gpu-hour", "price"),
+    (STEP, "--compute-efficiency", "frac"), (STEP, "--memory-efficiency", "frac"),
+    (SWEEP, "--gpus", "count"), (SWEEP, "--prompt", "count"), (SWEEP, "--usd-per-gpu-hour", "price"),
+    (SWEEP, "--compute-efficiency", "frac"), (SWEEP, "--memory-efficiency", "frac"),
+    (PLAN, "--prompt", "count"), (PLAN, "--output", "count"), (PLAN, "--context", "count0"),
+    (PLAN, "--ttft-ms", "pos"), (PLAN, "--tpot-ms", "pos"), (PLAN, "--tokens-per-s-per-user", "pos"),
+    (PLAN, "--moe-imbalance", "pos"), (PLAN, "--scale-up-efficiency", "frac"),
+    (PLAN, "--scale-out-efficiency", "frac"), (PLAN, "--compute-efficiency", "frac"),
+    (PLAN, "--memory-efficiency", "frac"), (PLAN, "--usd-per-gpu-hour", "price"),
+    (SIM, "--max-seqs", "count"), (SIM, "--max-batched-tokens", "count"), (SIM, "--rate", "pos"),
+    (SIM, "--prompt-tokens", "count"), (SIM, "--output-tokens", "count"), (SIM, "--sigma", "nonneg"),
+    (SIM, "--fast-fraction", "frac0"), (SIM, "--ttft-target-s", "pos"), (SIM, "--tpot-target-s", "pos"),
+    (SIM, "--usd-per-gpu-hour", "price"), (SIM, "--compute-efficiency", "frac"),
+    (SIM, "--memory-efficiency", "frac"), (SIM, "--gpus", "count"), (SIM + " --arrivals gamma", "--cv", "pos"),
+    (f"simulate {M70}", "--requests", "count"), (f"simulate {M70}", "--duration", "pos"),
+    (SIM + " --spec-gamma 2", "--spec-alpha", "frac0"), (SIM + " --spec-gamma 2", "--draft-fraction", "frac0"),
+    (SIM + " --policy train", "--interval-s", "pos"), (SIM + " --policy disaggregated", "--prefill-gpus", "count"),
+    (TRAIN, "--tp", "count"), (TRAIN, "--pp", "count"), (TRAIN, "--dp", "count"), (TRAIN, "--ep", "count"),
+    (TRAIN, "--seq", "count"), (TRAIN, "--global-batch", "count"), (TRAIN, "--micro-batch", "count"),
+    (TRAIN + " --schedule interleaved", "--virtual-stages", "count"), (TRAIN, "--tokens", "pos"),
+    (TRAIN, "--compute-efficiency", "frac"), (TRAIN, "--overlap-dp", "frac0"),
+    (TRAIN, "--usd-per-gpu-hour", "price"),
+    ("overtrain", "--params", "pos"), ("overtrain", "--traffic", "pos"), ("overtrain", "--lifetime-days", "pos"),
+    ("overtrain", "--k-rl", "pos"), ("overtrain", "--eta-rl", "pos"), ("overtrain", "--eta-inf", "pos"),
+    ("overtrain", "--target-loss", "pos"),
+    ("prices infer", "--kv-bytes", "pos"), ("prices infer", "--remat-active-params", "pos"),
+    ("prices infer", "--active-params", "pos"),
+    ("tiers", "--kv-bytes", "pos"), ("tiers", "--remat-active-params", "pos"), ("tiers", "--hold", "pos"),
+    ("tiers", "--usd-per-gpu-hour", "price"),
+]
+# values that break each kind of option: (value, exit code); typer refuses non-numbers (exit 2)
+BAD = {
+    "count": [("0", 1), ("-1", 1), ("abc", 2), ("2.5", 2)],
+    "count0": [("-1", 1), ("abc", 2)],
+    "pos": [("0", 1), ("-1", 1), ("nan", 1), ("inf", 1), ("abc", 2)],
+    "nonneg": [("-1", 1), ("nan", 1), ("inf", 1), ("abc", 2)],
+    "frac": [("0", 1), ("-0.5", 1), ("1.5", 1), ("nan", 1), ("abc", 2)],
+    "frac0": [("-0.5", 1), ("1.5", 1), ("nan", 1), ("abc", 2)],
+    "price": [("0", 1), ("-1", 1), ("nan", 1), ("inf", 1), ("1e308", 1), ("abc", 2)],
+}
+GENERATED = [(f"{cmd} {opt}={v}", code, opt) for cmd, opt, kind in OPTIONS for v, code in BAD[kind]]
+
+
+def test_corpus_is_large_enough():
+    assert len(CASES) + len(GENERATED) + len(PYTHON_CASES) >= 250
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    (d / "bin.bin").write_bytes(bytes(range(256)) * 8)
+    (d / "bin.json").write_bytes(b"\x7fELF\x00\x01\x02" * 50)
+    (d / "latin.json").write_bytes('{"model_type": "llama", "name": "caf\xe9"}'.encode("latin-1"))
+    (d / "latin.yaml").write_bytes("models: [caf\xe9]\n".encode("latin-1"))
+    (d / "latin.csv").write_bytes("arrival_s,prompt_tokens,output_tokens\n0,5,5\n0,caf\xe9,1\n".encode("latin-1"))
+    (d / "long.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,200000,10\n")
+    (d / "good.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,20,10\n")
+    (d / "empty.csv").write_text("")
+    (d / "folder").mkdir()
+    return {"bin": d / "bin.bin", "bin_json": d / "bin.json", "latin_json": d / "latin.json",
+            "latin_yaml": d / "latin.yaml", "latin_csv": d / "latin.csv", "long_csv": d / "long.csv",
+            "good_csv": d / "good.csv", "empty": d / "empty.csv", "tmp": d / "folder",
+            "missing": d / "missing.yaml", "missing_json": d / "missing.json", "nodir": d / "no" / "such",
+            "out_xyz": d / "out" / "p.xyz", "out_txt": d / "out.txt", "out_csv": d / "o.csv",
+            "out_parquet": d / "o.parquet"}
+
+
+def _check(run_cli, files, line, code, needle):
+    args = [a.format(**files) for a in shlex.split(line)]
+    outputs = [v for k, v in files.items() if k.startswith("out")]
+    got, out, err = run_cli(*args)
+    assert got == code, f"{line}: exit {got}, expected {code}; stderr: {err}"
+    assert err.count("\n") == 1 and err.startswith("error: "), f"{line}: not one line: {err!r}"
+    assert "Traceback" not in err and "Error:" not in err.split("error: ", 1)[1][:40], err
+    if needle:
+        assert needle in err, f"{line}: {err!r} lacks {needle!r}"
+    assert not any(p.exists() for p in outputs), f"{line}: left an output file"
+
+
+@pytest.mark.parametrize("line,code,needle", CASES, ids=[c[0][:60] for c in CASES])
+def test_bad_input_case(run_cli, files, line, code, needle):
+    _check(run_cli, files, line, code, needle)
+
+
+@pytest.mark.parametrize("line,code,needle", GENERATED, ids=[c[0][-50:] for c in GENERATED])
+def test_bad_numeric_option(run_cli, files, line, code, needle):
+    _check(run_cli, files, line, code, needle)
+
+
+# --- the Python API: clear exception types, one-line messages ---------------------------------------------
+PYTHON_CASES = [
+    ("step('llama-3-70b', 'dgx-h100', '64', 4096)", "batch must be a number"),
+    ("step('llama-3-70b', 'dgx-h100', True, 4096)", "batch must be a number"),
+    ("step('llama-3-70b', 'dgx-h100', 2.5, 4096)", "batch must be a whole number"),
+    ("step('llama-3-70b', 'dgx-h100', 0, 4096)", "batch must be a whole number >= 1"),
+    ("step('llama-3-70b', 'dgx-h100', 1, -1)", "context must be a whole number >= 0"),
+    ("step('llama-3-70b', 'dgx-h100', np.array(['1']), 0)", "numeric array"),
+    ("step('llama-3-70b', 'dgx-h100', np.array([1.0, np.nan]), 0)", "finite everywhere"),
+    ("step(42, 'dgx-h100', 1, 0)", "model must be a catalog model id"),
+    ("step('llama-3-70b', None, 1, 0)", "system must be a system id"),
+    ("step('llama-3-70x', 'dgx-h100', 1, 0)", "did you mean llama-3-70b"),
+    ("step('llama-3-70b', 'dgx-h100', 1, 0, weights_dtype='fp3')", "weights_dtype must be one of"),
+    ("step('llama-3-70b', 'dgx-h100', 1, 0, usd_per_gpu_hour=float('inf'))", "usd_per_gpu_hour must be > 0"),
+    ("step('llama-3-70b', 'dgx-h100', 1, 0, gpus=0)", "gpus must be a whole number >= 1"),
+    ("step('llama-3-70b', 'dgx-h100', 1, 9000)", "max_context"),
+    ("R.StepRequest.of(model='llama-3-70b', system='dgx-h100', batch='64')", "batch must be a whole number"),
+    ("R.StepRequest.of(model='llama-3-70b', system='dgx-h100', tp=0)", "tp must be a whole number >= 1"),
+    ("R.StepRequest.of(model='llama-3-70b', system='dgx-h100', bogus=1)", "unknown input 'bogus'"),
+    ("R.StepRequest.of(system='dgx-h100')", "model is required"),
+    ("R.SweepRequest.of(model='llama-3-70b', system='dgx-h100', batch=[0, 1])", "batch values must be >= 1"),
+    ("R.SweepRequest.of(model='llama-3-70b', system='dgx-h100', batch=[1.5])", "batch must be a whole number"),
+    ("R.PlanRequest.of(model='llama-3-70b', system='dgx-h100', domains=[0])", "domains must be a whole number"),
+    ("R.PlanRequest.of(model='llama-3-70b', system='dgx-h100', prompt=10**6)", "max_context"),
+    ("R.SimulateRequest.of(model='llama-3-70b', system='dgx-h100', policy='fifo')", "disaggregated"),
+    ("R.SimulateRequest.of(model='llama-3-70b', system='dgx-h100', rate=True)", "rate must be a number"),
+    ("R.TrainRequest.of(model='llama-3-8b', system='dgx-h100', micro_batch=0)", "micro_batch must be a whole"),
+    ("R.TrainRequest.of(model='llama-3-8b', system='h100-sxm')", "unknown system"),
+    ("R.OvertrainRequest.of(params=float('nan'))", "params must be > 0"),
+    ("R.PricesRequest.of(kv_bytes=-1)", "kv_bytes must be > 0"),
+    ("R.TiersRequest.of(model='deepseek-v3', kv_bytes=2048)", "model sets the KV bytes"),
+    ("R.TiersRequest.of(hold=[0])", "hold must be > 0"),
+    ("R.CatalogRequest.of(section='gpus')", "section must be one of"),
+    ("R.CatalogRequest.of(section='models', family='nvidia')", "family applies to the efficiency section"),
+    ("R.run('nope', {})", "unknown operation 'nope'"),
+]
+
+
+@pytest.mark.parametrize("expr,needle", PYTHON_CASES, ids=[c[0][:60] for c in PYTHON_CASES])
+def test_python_api_bad_input(expr, needle):
+    import numpy as np
+
+    import roofline as rl
+    from roofline import requests as R
+
+    with pytest.raises(rl.RooflineError) as info:
+        eval(expr, {"np": np, "rl": rl, "R": R, "step": rl.step})
+    msg = str(info.value)
+    assert "\n" not in msg and needle in msg, msg
+
+
+def test_usage_errors_are_a_distinct_type():
+    from roofline.errors import InputError
+    from roofline.requests import StepRequest, UsageError
+
+    with pytest.raises(UsageError):
+        StepRequest.of(model="llama-3-70b", system="dgx-h100", accelerator="h100-sxm")
+    assert issubclass(UsageError, InputError)
+
+
+def test_numpy_floating_point_errors_name_the_command(run_cli):
+    # a rate so small that the arrival process divides by ~0: NumPy's warning becomes one error line
+    code, _, err = run_cli(*shlex.split(f"simulate {M70} -n 5 --rate 1e-300"))
+    assert code == 1 and err.count("\n") == 1
+    assert "--rate 1e-300" in err and "Traceback" not in err
+
+
+# --- Hypothesis: argument combinations never crash and never print inf/NaN ---------------------------------
+hyp = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NUMS = st.sampled_from(["0", "1", "2", "3", "8", "64", "-1", "1e9", "0.5", "nan", "inf", "1e308", "4096"])
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _finite_json(text):
+    def bad(token):
+        raise AssertionError(f"JSON holds {token}")
+
+    obj = json.loads(text, parse_constant=bad)
+
+    def walk(o):
+        if isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+        elif isinstance(o, float):
+            assert math.isfinite(o)
+
+    walk(obj)
+
+
+def _fuzz(run_cli, base, options, draw_values):
+    args = shlex.split(base)
+    for opt, v in zip(options, draw_values):
+        if v is not None:
+            args += [f"{opt}={v}"]
+    code, out, err = run_cli(*args, "--json")
+    if code == 0:
+        _finite_json(out)
+    else:
+        assert code in (1, 2), (args, code, err)
+        assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err, (args, err)
+
+
+def _opts(n):
+    return st.lists(st.one_of(st.none(), NUMS), min_size=n, max_size=n)
+
+
+STEP_OPTS = ["--batch", "--context", "--tp", "--pp", "--dp", "--gpus", "--usd-per-gpu-hour", "--compute-efficiency"]
+
+
+@SETTINGS
+@given(values=_opts(len(STEP_OPTS)), model=st.sampled_from(["llama-3-70b", "deepseek-v3", "mixtral-8x7b"]),
+       phase=st.sampled_from(["decode", "prefill"]))
+def test_fuzz_step(run_cli, values, model, phase):
+    _fuzz(run_cli, f"step -m {model} -s dgx-h100 --phase {phase}", STEP_OPTS, values)
+
+
+PLAN_OPTS = ["--prompt", "--output", "--tpot-ms", "--moe-imbalance", "--usd-per-gpu-hour", "--domains"]
+
+
+@SETTINGS
+@given(values=_opts(len(PLAN_OPTS)), model=st.sampled_from(["llama-3-8b", "mixtral-8x7b"]))
+def test_fuzz_plan(run_cli, values, model):
+    _fuzz(run_cli, f"plan -m {model} -s dgx-h100", PLAN_OPTS, values)
+
+
+SIM_OPTS = ["--max-seqs", "--prompt-tokens", "--output-tokens", "--rate", "--gpus", "--usd-per-gpu-hour",
+            "--fast-fraction"]
+
+
+@SETTINGS
+@given(values=_opts(len(SIM_OPTS)), policy=st.sampled_from(["continuous", "chunked", "static", "disaggregated"]))
+def test_fuzz_simulate(run_cli, values, policy):
+    _fuzz(run_cli, f"simulate -m llama-3-8b -s dgx-h100 -n 10 --lengths fixed --policy {policy}", SIM_OPTS, values)
+
+
+TRAIN_OPTS = ["--tp", "--pp", "--dp", "--ep", "--seq", "--global-batch", "--micro-batch", "--tokens"]
+
+
+@SETTINGS
+@given(values=_opts(len(TRAIN_OPTS)), model=st.sampled_from(["llama-3-8b", "mixtral-8x7b"]))
+def test_fuzz_train(run_cli, values, model):
+    _fuzz(run_cli, f"train -m {model} -s dgx-h100", TRAIN_OPTS, values)
