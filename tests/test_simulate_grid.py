@@ -146,12 +146,39 @@ def test_workers_and_scheduler_options_are_checked(run_cli):
     assert code == 1 and "is not an address; expected tcp://HOST:PORT" in err
 
 
-def test_grid_plot_and_table(run_cli, tmp_path):
+def test_grid_plot_and_json_rows(run_cli, tmp_path):
+    """rate x layout on one DGX H100, through --json: the rows are the cross product in axis order; both
+    layouts use the system's 8 GPUs (pool = the 8 as one group; TP4 DP2 = 4 x 2); each rate's requests are the
+    same for both layouts (the seed depends on the workload only), so their output tokens are equal; goodput
+    per GPU is goodput / GPUs; and TP4 DP2 holds two copies of the weights where the pool holds one, so its
+    KV capacity is lower by exactly one copy: W_total · 2 B (bf16) / KV bytes per token."""
+    from roofline import get_model
+    from roofline.model import kv_bytes_per_token, params_total
+
     code, out, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "-n", "100", "--grid",
-                             "rate=2,6;layout=pool,TP4 DP2", "--plot", str(tmp_path))
+                             "rate=2,6;layout=pool,TP4 DP2", "--plot", str(tmp_path), "--json")
     assert code == 0, err
     assert (tmp_path / "goodput_vs_rate.png").stat().st_size > 1000
-    assert "rate=6 layout=TP4 DP2" in out
+    rows = json.loads(out)["scenarios"]
+    assert [r["scenario"] for r in rows] == ["rate=2 layout=pool", "rate=2 layout=TP4 DP2", "rate=6 layout=pool",
+                                             "rate=6 layout=TP4 DP2"]
+    assert [(r["rate"], r["layout"]) for r in rows] == [(2, "pool"), (2, "TP4 DP2"), (6, "pool"), (6, "TP4 DP2")]
+    assert all(r["gpus"] == 8 == 4 * 2 and r["requests"] == 100 for r in rows)
+    for r in rows:
+        assert r["goodput_per_gpu"] == pytest.approx(r["goodput_requests_per_s"] / r["gpus"], rel=1e-12)
+    tokens = [r["throughput_tokens_per_s"] * r["makespan_s"] for r in rows]
+    assert tokens[0] == pytest.approx(tokens[1], rel=1e-12) and tokens[2] == pytest.approx(tokens[3], rel=1e-12)
+    m = get_model("llama-3-70b")
+    one_copy_tokens = params_total(m) * 2 / kv_bytes_per_token(m, "bf16")
+    assert kv_bytes_per_token(m, "bf16") == 80 * 2 * 8 * 128 * 2  # layers x (K, V) x KV heads x head dim x 2 B
+    for pool, tp4dp2 in ((rows[0], rows[1]), (rows[2], rows[3])):
+        assert pool["kv_capacity_tokens"] - tp4dp2["kv_capacity_tokens"] == pytest.approx(one_copy_tokens, rel=1e-6)
+
+
+def test_grid_table_renders(run_cli):
+    code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "20", "--grid", "rate=2")
+    assert code == 0, err
+    assert "scenario" in out and "goodput" in out
 
 
 def test_import_roofline_and_a_single_simulation_do_not_import_dask():
