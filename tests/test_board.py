@@ -45,6 +45,15 @@ EXAMPLES = [
      37.3e-3, 1e-3),
     ("T34 ctx* of kv 1,666.67 B", ["--params-active", 1e11, "--kv-bytes", 1e11 / (300 * 2e5)], "balanced_context",
      2e5, 1e-9),
+    ("T08 systems for 1e8 tok/s", ["--batch", 2000, "--step-s", 1 / 64, "--traffic", 1e8], "systems_for_traffic",
+     781.25, 1e-12),
+    ("T08 systems for 5e8 tok/s", ["--batch", 2000, "--step-s", 1 / 64, "--traffic", 5e8], "systems_for_traffic",
+     3906.25, 1e-12),
+    ("T35 kv from architecture fp8", ["--kv-layers", 1, "--head-dim", 128, "--kv-heads", 8], "kv_bytes_per_token",
+     2048, 0),
+    ("T36 kv from architecture bf16", ["--kv-layers", 1, "--head-dim", 128, "--kv-heads", 8, "--kv-element-bytes", 2],
+     "kv_bytes_per_token", 4096, 0),
+    ("T37 decode MFU from 5x price", ["--output-over-input", 5], "decode_mfu_from_price", 0.2, 1e-12),
     ("T45 H100 R", ["--flops", 989e12, "--bytes-per-weight", 2, "--bandwidth", 3.35e12], "ratio", 295.2, 1e-3),
     ("T45 B200 R", ["--flops", 9e15, "--bytes-per-weight", 0.5, "--bandwidth", 8e12], "ratio", 281.3, 1e-3),
     ("T45 GB200 R", ["--flops", 1e16, "--bytes-per-weight", 0.5, "--bandwidth", 8e12], "ratio", 312.5, 1e-3),
@@ -87,6 +96,17 @@ def test_T38_prefill_memory_per_token_falls_as_one_over_len(board):
     comp = lambda d: d["t_compute_s"] / (d["batch"] * d["len_pass"])  # noqa: E731
     assert mem(one) == pytest.approx(1000 * mem(many), rel=1e-12)
     assert comp(one) == pytest.approx(comp(many), rel=1e-12)
+
+
+def test_T37_price_ratio_implies_a_batch_below_B_star(board):
+    """§5.3 [I]: p = B*/B + ctx/ctx*; a 5x premium at ctx = ctx*/2 means B = B*/4.5, well below 'two to three
+    times B*' — the tension the spec's §8 item 9 notes. The board's own memory/compute ratio there is p."""
+    d = board("--sparsity", 8, "--params-total", 8e11, "--kv-bytes", 1e11 / 3e7, "--context", 5e4,
+              "--output-over-input", 5)
+    assert d["batch_for_price_ratio"] == pytest.approx(2400 / 4.5, rel=1e-12)
+    at = board("--sparsity", 8, "--params-total", 8e11, "--kv-bytes", 1e11 / 3e7, "--context", 5e4,
+               "--batch", d["batch_for_price_ratio"])
+    assert at["memory_to_compute_ratio"] == pytest.approx(5.0, rel=1e-9)
 
 
 @pytest.mark.parametrize("B", [1, 10, 2999, 3000, 3001, 6000, 1e5])
@@ -154,6 +174,9 @@ def test_board_plot(run_cli, tmp_path):
     (["--batch", "0"], "error: batch (--batch) must be > 0 and finite, got 0; use at least one sequence"),
     (["--sparse-c", "0"], "error: sparse-attention constant (--sparse-c) must be > 0"),
     (["--plot", "x.txt"], "error: --plot 'x.txt' must end in .png or .svg or .pdf"),
+    (["--kv-bytes", "2048", "--kv-layers", "1", "--head-dim", "128", "--kv-heads", "8"], "error: give --kv-bytes, or all"),
+    (["--kv-layers", "1"], "error: give --kv-bytes, or all"),
+    (["--traffic", "0"], "error: global traffic (--traffic, tokens/s) must be > 0"),
 ])
 def test_board_errors(run_cli, args, msg):
     code, out, err = run_cli("board", *args)

@@ -79,6 +79,11 @@ class Board:
     memory_per_gpu_bytes: float
     hop_s: float
     token_latency_s: float  # t_step + P·t_hop (T25)
+    # traffic (§1.6) and prices (§5.3)
+    systems_for_traffic: float | None  # global tokens/s over this system's tokens/s (T08)
+    output_over_input: float | None
+    decode_mfu_from_price: float | None  # 1/p: decode MFU relative to prefill (T37)
+    batch_for_price_ratio: float | None  # B with B*/B + ctx/ctx* = p (§5.3 [I]); None if p <= ctx/ctx*
     # fast mode (§1.8)
     fast_batch: float | None
     fast_speedup: float | None  # t(B)/t(B_fast) (T15)
@@ -100,7 +105,8 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
           bytes_per_weight: float = 1.0, usd_per_gpu_hour: float = 2.0, len_pass: int = 1,
           capacity_bytes: float | None = None, step_s: float | None = None, stages: int = 1,
           ep: int | None = None, hop_s: float = 0.0, fast_batch: float | None = None,
-          sparse_c: float | None = None) -> Board:
+          sparse_c: float | None = None, traffic_tokens_per_s: float | None = None,
+          output_over_input: float | None = None) -> Board:
     """The lecture's board from its own inputs. Per-GPU hardware figures (`flops_per_s` in standard
     FLOP/s, `bandwidth_bytes_per_s`, `capacity_bytes`) are multiplied by `gpus` (the scale-up domain
     reads weights in parallel, §3.6); give exactly one of `ratio` (R) and `flops_per_s`, and exactly
@@ -163,6 +169,16 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     if fast_batch is not None:
         require_positive("fast-mode batch (--fast-batch)", fast_batch, fix="a batch smaller than --batch")
         fast = tuple(float(x) for x in L.fast_mode(batch, fast_batch, w_tot, w_act, F, BW, kv, context))
+    systems = None
+    if traffic_tokens_per_s is not None:
+        require_positive("global traffic (--traffic, tokens/s)", traffic_tokens_per_s, fix="e.g. 1e8 to 5e8 [S 00:27:28]")
+        systems = float(L.systems_for_traffic(traffic_tokens_per_s, L.throughput(tokens, step_s=t)))
+    mfu_p = b_p = None
+    if output_over_input is not None:
+        require_positive("output/input price ratio (--output-over-input)", output_over_input, fix="3 to 5 [S 01:41:39]")
+        mfu_p = float(L.decode_mfu_from_price_ratio(output_over_input)[1])
+        kv_term = eff_ctx / ctx_star if np.isfinite(ctx_star) else 0.0
+        b_p = b_star / (output_over_input - kv_term) if output_over_input > kv_term else None
     drain = None
     if capacity_bytes is not None:
         require_positive("HBM capacity per GPU (--capacity)", capacity_bytes, fix="bytes, e.g. 288e9")
@@ -188,7 +204,8 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
         stages=int(stages), micro_batches=int(stages), batch_in_flight=stages * batch,
         weights_per_gpu_bytes=w_gpu, kv_per_gpu_bytes=kv_gpu, memory_per_gpu_bytes=mem_gpu,
         hop_s=hop_s, token_latency_s=float(L.token_latency_with_hops(t, stages, hop_s)),
-        fast_batch=fast_batch, fast_speedup=fast[0], fast_price_ratio=fast[1],
+        systems_for_traffic=systems, output_over_input=output_over_input, decode_mfu_from_price=mfu_p,
+        batch_for_price_ratio=b_p, fast_batch=fast_batch, fast_speedup=fast[0], fast_price_ratio=fast[1],
     )
 
 

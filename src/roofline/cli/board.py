@@ -23,7 +23,13 @@ def register(app: typer.Typer) -> None:
         params_total: Annotated[float, typer.Option("--params-total", help="N_total, parameters.")] = 1e12,
         params_active: Annotated[F, typer.Option("--params-active", help="N_active, parameters (default 1e11 unless --sparsity).")] = None,
         sparsity: Annotated[F, typer.Option("--sparsity", help="s = N_total/N_active, instead of --params-active.")] = None,
-        kv_bytes: Annotated[float, typer.Option("--kv-bytes", help="KV bytes per token of context, all layers.")] = 2048.0,
+        kv_bytes: Annotated[F, typer.Option("--kv-bytes", help="KV bytes per token of context, all layers (default 2048, or from --kv-layers/--head-dim/--kv-heads/--kv-element-bytes).")] = None,
+        kv_layers: Annotated[Optional[int], typer.Option("--kv-layers", help="Unique KV layers stored (1 = one shared global KV), for kv from the architecture.")] = None,
+        head_dim: Annotated[Optional[int], typer.Option("--head-dim", help="Head dimension, for kv from the architecture.")] = None,
+        kv_heads: Annotated[Optional[int], typer.Option("--kv-heads", help="KV heads, for kv from the architecture.")] = None,
+        kv_element_bytes: Annotated[float, typer.Option("--kv-element-bytes", help="Bytes per KV element (1 fp8, 2 bf16), for kv from the architecture.")] = 1.0,
+        traffic: Annotated[F, typer.Option("--traffic", help="Global traffic, tokens/s: how many such systems it needs.")] = None,
+        output_over_input: Annotated[F, typer.Option("--output-over-input", help="API output/input price ratio p: decode MFU 1/p and the batch where memory/compute = p.")] = None,
         context: Annotated[float, typer.Option("--context", "-c", help="Tokens of context attended per sequence.")] = 1e5,
         batch: Annotated[float, typer.Option("--batch", "-b", help="Sequences in the pass (B; the micro-batch b with --stages).")] = 2000.0,
         len_pass: Annotated[int, typer.Option("--len-pass", help="Tokens per sequence in the pass: 1 decode, >1 prefill.")] = 1,
@@ -63,11 +69,25 @@ def register(app: typer.Typer) -> None:
 
         if params_active is None and sparsity is None:
             params_active = 1e11  # the lecture's frontier guess [S 01:29:51]
+        arch = (kv_layers, head_dim, kv_heads)
+        if any(a is not None for a in arch):
+            if kv_bytes is not None or any(a is None for a in arch):
+                raise InputError("give --kv-bytes, or all of --kv-layers, --head-dim and --kv-heads (with "
+                                 "--kv-element-bytes) for kv = layers x 2 x head_dim x kv_heads x bytes, not both")
+            from ..lecture import kv_from_architecture
+
+            for name, v in (("--kv-layers", kv_layers), ("--head-dim", head_dim), ("--kv-heads", kv_heads)):
+                if v < 1:
+                    raise InputError(f"{name} must be at least 1, got {v}")
+            kv_bytes = float(kv_from_architecture(kv_layers, head_dim, kv_heads, kv_element_bytes))
+        if kv_bytes is None:
+            kv_bytes = 2048.0  # 1 shared KV layer x 2 x 128 x 8 heads x 1 B (T35)
         b = board(params_total=params_total, params_active=params_active, sparsity=sparsity, kv_bytes=kv_bytes, context=context,
                   batch=batch, ratio=(300.0 if flops is None and ratio is None else ratio), flops_per_s=flops,
                   bandwidth_bytes_per_s=bandwidth, gpus=gpus, bytes_per_weight=bytes_per_weight,
                   usd_per_gpu_hour=usd_per_gpu_hour, len_pass=len_pass, capacity_bytes=capacity, step_s=step_s,
-                  stages=stages, ep=ep, hop_s=hop_s, fast_batch=fast_batch, sparse_c=sparse_c)
+                  stages=stages, ep=ep, hop_s=hop_s, fast_batch=fast_batch, sparse_c=sparse_c,
+                  traffic_tokens_per_s=traffic, output_over_input=output_over_input)
         if plot:
             from ..plots.roofline import lecture_boards
 
@@ -107,6 +127,11 @@ def register(app: typer.Typer) -> None:
             rows.append(["HBM drain time", seconds(b.drain_time_s), "C/BW per GPU"])
         if stages > 1 or hop_s:
             rows.append(["token latency with hops", seconds(b.token_latency_s), f"step + P·t_hop, P = {stages}"])
+        if b.systems_for_traffic is not None:
+            rows.append(["systems for the traffic", fmt(b.systems_for_traffic), "global tokens/s over tokens/s"])
+        if b.output_over_input is not None:
+            rows.append(["decode MFU from prices", f"{b.decode_mfu_from_price:.3g}", "1/p (p = output/input price)"])
+            rows.append(["batch where memory/compute = p", fmt(b.batch_for_price_ratio), "B*/(p − ctx/ctx*)"])
         if b.fast_speedup is not None:
             rows.append(["fast mode", f"{b.fast_speedup:.3g}x speed, {b.fast_price_ratio:.3g}x price",
                          f"B = {fmt(b.batch)} → {fmt(b.fast_batch)}"])
