@@ -36,7 +36,7 @@ PACKAGES = {
 
 
 def _get(url: str) -> bytes:
-    with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 - fixed https registry URL
+    with urllib.request.urlopen(url, timeout=60) as resp:
         return resp.read()
 
 

@@ -13,7 +13,7 @@ def cli_json(path, body) -> object:
     return json.loads(_run(tuple(bridge.argv(tuple(path), body))))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _run(argv: tuple) -> str:
     from roofline.cli import main
 

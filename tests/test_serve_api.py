@@ -1,7 +1,6 @@
 """`roofline serve` API: every operation answers what the CLI prints with --json for the same inputs; bad bodies
 get one line naming the field (422), requests over the server's limits 413, refused input 400."""
 
-import json
 import subprocess
 import sys
 
@@ -160,7 +159,7 @@ def test_serve_binds_localhost_by_default_and_importing_roofline_loads_no_web_st
 
 
 def test_serve_refuses_a_bad_port_with_one_line(run_cli):
-    code, out, err = run_cli("serve", "--port", "70000")
+    code, _out, err = run_cli("serve", "--port", "70000")
     assert code == 1 and err.strip().count("\n") == 0 and "--port must be between 1 and 65535" in err
 
 

@@ -108,9 +108,9 @@ def _lookup(d, key: str):
 
 def _check_numbers_equal_cli(pg):
     """Every readout cell with a data-key equals the CLI's --json for the body the page sent last."""
-    from roofline.serve.ops import OPERATIONS
-
     from serve_cli import cli_json
+
+    from roofline.serve.ops import OPERATIONS
 
     last = pg.evaluate("window.rooflineLast")
     cells = pg.eval_on_selector_all("#readout td[data-key]", "tds => tds.map(t => [t.dataset.key, t.dataset.value])")
@@ -184,7 +184,7 @@ def test_permalink_restores_the_inputs(server, page):
 
 def test_a_refused_input_shows_one_line_and_the_page_recovers(server, page):
     page.goto(f"{server}/#/board")
-    seq = _rendered(page)
+    _rendered(page)
     page.fill("#in-contexts", "1024,abc")
     page.wait_for_function("document.getElementById('status').classList.contains('error') && "
                            "document.body.dataset.busy === 'false'", timeout=30_000)

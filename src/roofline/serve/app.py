@@ -8,7 +8,6 @@ the library refuses (the CLI's own message), 500 for a fault in the library (one
 
 import time
 from pathlib import Path
-from typing import Optional
 
 from . import limits
 from .ops import CONSTANT, Operation, available, execute
@@ -139,5 +138,5 @@ def _pool(kind: str):
     return _POOLS[kind]
 
 
-def _error(JSONResponse, status: int, detail: str, field: Optional[str] = None):
+def _error(JSONResponse, status: int, detail: str, field: str | None = None):
     return JSONResponse({"detail": detail, "field": field}, status_code=status)

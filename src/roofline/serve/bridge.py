@@ -16,7 +16,7 @@ import contextlib
 import io
 import threading
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 #: options that touch the server's file system (or the terminal) and so are not part of the HTTP API
 HIDDEN = frozenset({"json", "plot", "csv", "trace", "write_docs", "dataset", "rows", "help", "all_layouts"})
@@ -93,7 +93,7 @@ def request_model(op: str, path: tuple[str, ...]):
     for p in params(path):
         ann = p.annotation
         if p.default is None and not p.required:
-            ann = Optional[ann]
+            ann = ann | None
         default = ... if p.required else p.default
         fields[p.name] = (ann, Field(default, description=p.help or None))
     name = "".join(part.capitalize() for part in op.replace("-", "_").split("_")) + "CliRequest"

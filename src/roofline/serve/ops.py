@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from . import limits
 
@@ -41,7 +42,7 @@ REQUEST_LAYER = ("step", "sweep", "board", "plan", "simulate", "train", "overtra
 class Refused(Exception):
     """The request body does not validate: HTTP `status` (422) with one line naming `field`."""
 
-    def __init__(self, message: str, field: Optional[str] = None, status: int = 422):
+    def __init__(self, message: str, field: str | None = None, status: int = 422):
         super().__init__(message)
         self.message, self.field, self.status = message, field, status
 
@@ -55,7 +56,7 @@ class Operation:
     run: Callable[[Any], str]               # request -> JSON text
     via: str                                # "requests" or "cli"
     fields: list[str] = field(default_factory=list)
-    columns: Optional[Callable[[Any], str]] = None  # request -> the same answer as columns (?layout=columns)
+    columns: Callable[[Any], str] | None = None  # request -> the same answer as columns (?layout=columns)
 
 
 def _requests_op(name: str):
@@ -154,7 +155,7 @@ def _validator(model, layer: bool):
     return validate
 
 
-def validation_message(errors: list, fields: list[str]) -> tuple[str, Optional[str]]:
+def validation_message(errors: list, fields: list[str]) -> tuple[str, str | None]:
     """One line for pydantic validation errors: the first problem, naming its field, and how many more."""
     if not errors:
         return "the request body is not valid; send a JSON object with the operation's fields (see /docs)", None
