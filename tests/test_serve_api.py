@@ -215,3 +215,15 @@ def test_sweep_columns_are_the_rows_transposed(client):
     assert [dict(zip(cols, vals)) for vals in zip(*cols.values())] == rows
     bad = client.post("/api/step?layout=columns", json={"model": "llama-3-70b", "system": "dgx-h100"})
     assert bad.status_code == 422 and bad.json()["field"] == "layout"
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line(run_cli):
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        code, _, err = run_cli("serve", "--port", str(port))
+    assert code == 1 and err.strip().count("\n") == 0
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err

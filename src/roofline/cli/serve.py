@@ -24,6 +24,15 @@ def register(app: typer.Typer) -> None:
             import uvicorn  # noqa: F401
         except ImportError as exc:
             raise InputError(f"`roofline serve` needs {exc.name}; install it with `pip install fastapi uvicorn`") from None
+        import socket
+
+        try:  # a taken port or an address not on this machine: one line, before uvicorn logs its own
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            with socket.socket(family, socket.SOCK_STREAM) as probe:
+                probe.bind((host, port))
+        except OSError as exc:
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port "
+                             f"(e.g. --port {port + 1 if port < 65535 else 8000}) or stop what holds it") from None
         from ..serve import run
 
         try:
