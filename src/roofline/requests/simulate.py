@@ -104,7 +104,7 @@ def workload(req: SimulateRequest, rng):
     arrivals with generated lengths (medians within the context; draws capped as the module says)."""
     import numpy as np
 
-    from ..simulate.workload import gamma_arrivals, lengths, make_workload, poisson_arrivals, read_trace
+    from ..simulate.workload import generate, read_trace, requests_for_duration
 
     maxc = req._model.max_context or rules.MAX_TOKENS
     if req.trace:
@@ -116,26 +116,15 @@ def workload(req: SimulateRequest, rng):
                                    f"{req._model.id}'s max_context {maxc:,}; shorten that request or use a model "
                                    f"with a longer context")
     else:
+        n = req.requests
         if req.duration is not None:
-            n = int(req.rate * req.duration * 1.2 + 10 * (req.rate * req.duration) ** 0.5 + 10)
+            n = requests_for_duration(req.rate, req.duration)
             if n > 10**7:
                 raise rules.InputError(f"{req.flag('rate')} x {req.flag('duration')} asks for about {n:,} requests, "
                                        f"more than 10,000,000; shorten the duration or lower the rate")
-        else:
-            n = req.requests
-        t = (poisson_arrivals(rng, req.rate, n) if req.arrivals == "poisson"
-             else gamma_arrivals(rng, req.rate, n, req.cv))
-        if req.duration is not None:
-            t = t[t < req.duration]
-            if t.size == 0:
-                raise rules.InputError(f"no request arrives within {req.flag('duration')}; raise "
-                                       f"{req.flag('rate')} or {req.flag('duration')}")
-        k = t.size
-        p, o = req.prompt_tokens, req.output_tokens
-        p_cap = max(p, min(16 * p, int(maxc * p / (p + o))))
-        o_cap = max(o, min(16 * o, maxc - p_cap))
-        wl = make_workload(t, lengths(rng, k, req.lengths, p, req.sigma, maximum=p_cap),
-                           lengths(rng, k, req.lengths, o, req.sigma, maximum=o_cap))
+        wl = generate(rng, rate_per_s=req.rate, n=n, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
+                      prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
+                      max_context=maxc, duration_s=req.duration)
     if req.fast_fraction:
         from dataclasses import replace
 

@@ -254,7 +254,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     else:
         wl = generate(np.random.default_rng(w_seq), rate_per_s=sc.rate / r, n=math.ceil(sc.requests / r),
                       arrivals=sc.arrivals, cv=sc.cv, lengths_kind=sc.lengths, prompt_tokens=sc.prompt_tokens,
-                      output_tokens=sc.output_tokens, sigma=sc.sigma)
+                      output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=ctx.model.max_context or None)
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
     tr = Simulation(wl, dep, pol, seed=s_seq).run()

@@ -241,17 +241,44 @@ def sample_trace_path() -> Path:
     return Path(__file__).resolve().parent / "data" / "sample_trace.csv"
 
 
+def requests_for_duration(rate_per_s: float, duration_s: float) -> int:
+    """Requests to draw so that Poisson/gamma arrivals cover `duration_s`: the mean rate·T plus 20% plus ten
+    standard deviations (√(rate·T)) plus 10, so the draws run past the window (they are cut at T) with
+    overwhelming probability; the surplus is discarded, never served."""
+    expect = rate_per_s * duration_s
+    return int(expect * 1.2 + 10 * expect ** 0.5 + 10)
+
+
+def length_caps(prompt_tokens: float, output_tokens: float, max_context: float | None) -> tuple[int, int]:
+    """Largest prompt and output a lognormal draw may take: 16 × the median, and within the model's
+    context — the context is split between prompt and output in proportion to their medians, so
+    prompt + output <= max_context for every request (the medians themselves are checked to fit)."""
+    p, o = prompt_tokens, output_tokens
+    if not max_context:
+        return int(16 * p), int(16 * o)
+    p_cap = max(int(p), min(int(16 * p), int(max_context * p / (p + o))))
+    return p_cap, max(int(o), min(int(16 * o), int(max_context - p_cap)))
+
+
 def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: str = "poisson", cv: float = 2.0,
              lengths_kind: str = "lognormal", prompt_tokens: float = 1024, output_tokens: float = 256,
-             sigma: float = 1.0) -> Workload:
-    """n generated requests: Poisson or gamma arrivals at `rate_per_s`, then prompt and output lengths
-    (fixed, or lognormal with the given medians, redrawn above 16 × the median), in that order from
-    `rng` — the same draws `roofline simulate` makes for the same options and generator."""
+             sigma: float = 1.0, max_context: float | None = None, duration_s: float | None = None) -> Workload:
+    """n generated requests (or those of `requests_for_duration` arriving within `duration_s`): Poisson or
+    gamma arrivals at `rate_per_s`, then prompt and output lengths (fixed, or lognormal with the given
+    medians, redrawn above `length_caps`), in that order from `rng` — the draws `roofline simulate` and
+    `simulate --grid` make for the same options and generator."""
+    if duration_s is not None:
+        n = requests_for_duration(rate_per_s, duration_s)
     if arrivals == "poisson":
         t = poisson_arrivals(rng, rate_per_s, n)
     elif arrivals == "gamma":
         t = gamma_arrivals(rng, rate_per_s, n, cv)
     else:
         raise InputError(f"unknown arrival process {arrivals!r}; expected poisson or gamma")
-    return make_workload(t, lengths(rng, n, lengths_kind, prompt_tokens, sigma, maximum=16 * prompt_tokens),
-                         lengths(rng, n, lengths_kind, output_tokens, sigma, maximum=16 * output_tokens))
+    if duration_s is not None:
+        t = t[t < duration_s]
+        if t.size == 0:
+            raise InputError(f"no request arrives within --duration {duration_s:g} s; raise --rate or --duration")
+    p_cap, o_cap = length_caps(prompt_tokens, output_tokens, max_context)
+    return make_workload(t, lengths(rng, t.size, lengths_kind, prompt_tokens, sigma, maximum=p_cap),
+                         lengths(rng, t.size, lengths_kind, output_tokens, sigma, maximum=o_cap))
