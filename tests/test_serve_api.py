@@ -227,3 +227,14 @@ def test_serve_on_a_taken_port_says_so_in_one_line(run_cli):
         code, _, err = run_cli("serve", "--port", str(port))
     assert code == 1 and err.strip().count("\n") == 0
     assert f"cannot listen on 127.0.0.1:{port}" in err and "choose another --port" in err
+
+
+def test_a_full_queue_answers_503_at_once(client, monkeypatch):
+    from roofline.serve import app as app_module
+    from roofline.serve import limits
+
+    monkeypatch.setitem(app_module._WAITING, "fast", limits.MAX_QUEUED)
+    r = client.post("/api/step", json={"model": "llama-3-70b", "system": "dgx-h100"})
+    assert r.status_code == 503 and r.headers["retry-after"] == "2" and "busy" in r.json()["detail"]
+    monkeypatch.setitem(app_module._WAITING, "fast", 0)
+    assert client.post("/api/step", json={"model": "llama-3-70b", "system": "dgx-h100"}).status_code == 200

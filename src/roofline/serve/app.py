@@ -3,7 +3,8 @@ the single-page front-end under / (static HTML/CSS/JS and the vendored Plotly bu
 
 Every error is one JSON object {"detail": one line, "field": name or null}: 422 for a body that is not JSON or a
 field of the wrong type or name, 413 for a body or request over the server's limits (`limits`), 400 for input
-the library refuses (the CLI's own message), 500 for a fault in the library (one line, no traceback).
+the library refuses (the CLI's own message), 503 when too many requests already wait, 500 for a fault in the
+library (one line, no traceback).
 """
 
 import time
@@ -100,22 +101,17 @@ def _route(app, op: Operation, answer, Request) -> None:
     extra = {"requestBody": {"content": {"application/json": {"schema": schema}}, "required": False}}
     summary = f"`roofline {' '.join(op.path)} --json`" + (" (in-process CLI)" if op.via == "cli" else "")
 
-    pool = _pool("slow" if op.name in SLOW else "fast")
+    kind = "slow" if op.name in SLOW else "fast"
 
     async def endpoint(request: Request):
-        import asyncio
-
         raw = await request.body()
-        layout = request.query_params.get("layout", "rows")
-        return await asyncio.get_running_loop().run_in_executor(pool, answer, op, raw, layout)
+        return await _queued(kind, answer, op, raw, request.query_params.get("layout", "rows"))
 
     app.add_api_route(f"/api/{op.name}", endpoint, methods=["POST"], summary=summary, openapi_extra=extra,
                       name=op.name.replace("/", "_"))
     if op.name in CONSTANT or not any(f.is_required() for f in op.model.model_fields.values()):
         async def get_endpoint():
-            import asyncio
-
-            return await asyncio.get_running_loop().run_in_executor(pool, answer, op, b"")
+            return await _queued(kind, answer, op, b"")
 
         app.add_api_route(f"/api/{op.name}", get_endpoint, methods=["GET"], summary=summary + " with its defaults",
                           name=op.name.replace("/", "_") + "_get")
@@ -136,6 +132,28 @@ def _pool(kind: str):
     if kind not in _POOLS:
         _POOLS[kind] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"roofline-{kind}")
     return _POOLS[kind]
+
+
+_WAITING: dict[str, int] = {}
+
+
+async def _queued(kind: str, answer, *args):
+    """Run `answer(*args)` on the kind's worker; past limits.MAX_QUEUED waiting requests, 503 at once (with
+    Retry-After) rather than an ever longer queue: the server's memory and latency stay bounded."""
+    import asyncio
+
+    from fastapi.responses import JSONResponse
+
+    if _WAITING.get(kind, 0) >= limits.MAX_QUEUED:
+        r = _error(JSONResponse, 503, f"the server is busy ({limits.MAX_QUEUED} {kind} requests waiting); retry in a "
+                                      f"few seconds")
+        r.headers["Retry-After"] = "2"
+        return r
+    _WAITING[kind] = _WAITING.get(kind, 0) + 1
+    try:
+        return await asyncio.get_running_loop().run_in_executor(_pool(kind), answer, *args)
+    finally:
+        _WAITING[kind] -= 1
 
 
 def _error(JSONResponse, status: int, detail: str, field: str | None = None):

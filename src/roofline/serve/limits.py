@@ -11,6 +11,7 @@ MAX_SIMULATED_REQUESTS = 20_000   # requests in one /api/simulate run (≈ 1-2 s
 MAX_PLAN_DOMAIN_COUNTS = 32       # distinct domain counts one /api/plan searches
 MAX_PLAN_DOMAINS = 128            # largest domain count one /api/plan searches
 MAX_BODY_BYTES = 65_536           # request body size
+MAX_QUEUED = 256                  # requests waiting for one worker (fast or slow) before a 503 with Retry-After
 
 
 class LimitError(Exception):
