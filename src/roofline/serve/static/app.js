@@ -423,8 +423,9 @@ PAGES.plan = {
     for (const b of document.querySelectorAll("#detail button")) b.addEventListener("click", () => ctx.set("pick", b.dataset.index));
     const r = rows[pick];
     const context = Number(v.prompt) + Math.floor(Number(v.output) / 2);
-    const st = await api("step", { model: v.model, system: v.system, batch: r.batch, context, tp: r.tp, ep: r.ep, pp: r.pp,
-                                   dp: r.dp, domains: r.domains, weights_dtype: r.weights_dtype, kv_dtype: r.kv_dtype });
+    const stepBody = { model: v.model, system: v.system, batch: r.batch, context, tp: r.tp, ep: r.ep, pp: r.pp,
+                       dp: r.dp, domains: r.domains, weights_dtype: r.weights_dtype, kv_dtype: r.kv_dtype };
+    const st = await api("step", stepBody);
     const terms = ["compute_s", "weight_read_s", "kv_read_s", "kv_write_s", "tp_comm_s", "ep_comm_s", "pp_comm_s"];
     draw("p-break", [
       { type: "bar", x: terms.map((k) => k.replace(/_s$/, "").replace(/_/g, " ")), y: terms.map((k) => st[k]), name: "time terms", xaxis: "x", yaxis: "y" },
@@ -438,10 +439,10 @@ PAGES.plan = {
       ["selected tokens/s per user", r.tokens_per_s_per_user, num(r.tokens_per_s_per_user), `layouts.${pick}.tokens_per_s_per_user`],
       ["selected TPOT", r.tpot_s, secs(r.tpot_s), `layouts.${pick}.tpot_s`],
       ["selected cost, USD per million tokens", r.usd_per_million_tokens, usd(r.usd_per_million_tokens), `layouts.${pick}.usd_per_million_tokens`],
-      ["step at mid-output context", st.step_s, secs(st.step_s), null],
-      ["memory per GPU", st.memory_per_gpu_bytes, bytes(st.memory_per_gpu_bytes), null],
+      ["step at mid-output context", st.step_s, secs(st.step_s), "st:step_s"],
+      ["memory per GPU", st.memory_per_gpu_bytes, bytes(st.memory_per_gpu_bytes), "st:memory_per_gpu_bytes"],
     ]);
-    return { op: "plan", body, pick };
+    return { op: "plan", body, pick, more: { st: { op: "step", body: stepBody } } };
   },
   plots: ["p-front", "p-break"],
 };
@@ -507,11 +508,11 @@ PAGES.simulate = {
       ["TPOT p50, continuous", cont.tpot_p50_s, secs(cont.tpot_p50_s), "tpot_p50_s"],
       ["throughput, continuous (tokens/s)", cont.throughput_tokens_per_s, num(cont.throughput_tokens_per_s), "throughput_tokens_per_s"],
       ["mean batch, continuous", cont.mean_batch, num(cont.mean_batch), "mean_batch"],
-      ["TTFT p50, train", train.ttft_p50_s, secs(train.ttft_p50_s), null],
-      ["throughput, train (tokens/s)", train.throughput_tokens_per_s, num(train.throughput_tokens_per_s), null],
+      ["TTFT p50, train", train.ttft_p50_s, secs(train.ttft_p50_s), "tr:ttft_p50_s"],
+      ["throughput, train (tokens/s)", train.throughput_tokens_per_s, num(train.throughput_tokens_per_s), "tr:throughput_tokens_per_s"],
       ["cost, continuous (USD/M tokens)", cont.usd_per_million_tokens, usd(cont.usd_per_million_tokens), "usd_per_million_tokens"],
     ]);
-    return { op: "simulate", body: bodies.continuous };
+    return { op: "simulate", body: bodies.continuous, more: { tr: { op: "simulate", body: bodies.train } } };
   },
   plots: ["p-lat", "p-dist", "p-occ"],
   slow: true,
@@ -557,9 +558,10 @@ PAGES.train = {
       ["tokens/s", t.tokens_per_s, num(t.tokens_per_s), "tokens_per_s"],
       ["pipeline bubble", t.bubble_fraction, (100 * t.bubble_fraction).toFixed(1) + " %", "bubble_fraction"],
       ["time to train on 1e12 tokens", t.time_to_train_s, secs(t.time_to_train_s), "time_to_train_s"],
-      ["over-training at 60 days", o.overtraining, num(o.overtraining) + "×", null],
+      ["over-training at 60 days", o.overtraining, num(o.overtraining) + "×", "ot:overtraining"],
     ]);
-    return { op: "train", body: tb };
+    return { op: "train", body: tb,
+             more: { ot: { op: "overtrain", body: { params: model.params_active, traffic, lifetime_days: 60 } } } };
   },
   plots: ["p-step", "p-over"],
 };
