@@ -84,6 +84,9 @@ def register(app: typer.Typer) -> None:
         from ..efficiency import factor_table
         from ..errors import InputError
 
+        from ..requests.rules import output_dir
+
+        output_dir("--out", out)  # before the ~20 s of microbenchmarks
         b, c = _ints(batches, "--batches"), _ints(contexts, "--contexts")
         if usd_per_hour <= 0 or tdp_w <= 0:
             raise InputError("--usd-per-hour and --tdp-w must be > 0")

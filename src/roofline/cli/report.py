@@ -17,7 +17,10 @@ def register(app: typer.Typer) -> None:
 
         from ..report import build_report
         from ..report import chapters as ch
+        from ..requests.rules import output_dir
         from .render import progress
+
+        output_dir("--out", out)  # a file in its place: one line before any work
 
         n = sum(1 for i in pkgutil.iter_modules(ch.__path__) if not i.name.startswith("_"))
         with progress(n, "building report") as advance:
