@@ -166,22 +166,35 @@ def test_board_plot(run_cli, tmp_path):
     assert code == 0, err and p.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("args,msg", [
-    (["--ratio", "300", "--flops", "1e15"], "error: give either --ratio or --flops, not both"),
-    (["--params-active", "1e11", "--sparsity", "8"], "error: give either --params-active or --sparsity, not both"),
-    (["-m", "lecture-frontier-moe"], "error: give both --model and --system"),
-    (["--params-total", "1e10", "--params-active", "1e11"], "error: active parameters 1e+11 exceed total 1e+10"),
-    (["--batch", "0"], "error: batch (--batch) must be > 0 and finite, got 0; use at least one sequence"),
-    (["--sparse-c", "0"], "error: sparse-attention constant (--sparse-c) must be > 0"),
-    (["--plot", "x.txt"], "error: --plot 'x.txt' must end in .png or .svg or .pdf"),
-    (["--kv-bytes", "2048", "--kv-layers", "1", "--head-dim", "128", "--kv-heads", "8"], "error: give --kv-bytes, or all"),
-    (["--kv-layers", "1"], "error: give --kv-bytes, or all"),
-    (["--traffic", "0"], "error: global traffic (--traffic, tokens/s) must be > 0"),
+@pytest.mark.parametrize("args,code,msg", [
+    (["--ratio", "300", "--flops", "1e15"], 2, "error: give either --ratio or --flops, not both"),
+    (["--params-active", "1e11", "--sparsity", "8"], 2, "error: give either --params-active or --sparsity, not both"),
+    (["-m", "lecture-frontier-moe"], 2, "error: give both --model and --system"),
+    (["--kv-bytes", "2048", "--kv-layers", "1", "--head-dim", "128", "--kv-heads", "8"], 2,
+     "error: give --kv-bytes, or all"),
+    (["--kv-layers", "1"], 2, "error: give --kv-bytes, or all"),
+    (["--params-total", "1e10", "--params-active", "1e11"], 1, "error: active parameters 1e+11 exceed total 1e+10"),
+    (["--batch", "0"], 1, "error: --batch must be > 0 and finite, got 0; use at least one sequence"),
+    (["--gpus", "0"], 1, "error: --gpus must be a whole number >= 1, got 0"),
+    (["--sparsity", "0.5"], 1, "error: --sparsity must be >= 1"),
+    (["--sparse-c", "0"], 1, "error: --sparse-c must be > 0"),
+    (["--traffic", "0"], 1, "error: --traffic must be > 0"),
+    (["--plot", "x.txt"], 1, "error: --plot 'x.txt' must end in .png or .svg or .pdf"),
+    (["-m", "nope", "-s", "gb200-nvl72"], 1, "error: unknown model 'nope'"),
 ])
-def test_board_errors(run_cli, args, msg):
-    code, out, err = run_cli("board", *args)
-    assert code == 1
+def test_board_errors(run_cli, args, code, msg):
+    got, out, err = run_cli("board", *args)
+    assert got == code
     assert err.startswith(msg) and len(err.strip().splitlines()) == 1
+
+
+def test_board_request_is_what_the_cli_prints(run_cli):
+    """The request layer answers `board` exactly as `roofline board --json` prints it (CLI, Python and HTTP)."""
+    from roofline.requests.board import BoardRequest, run_board
+
+    code, out, err = run_cli("board", "--sparsity", "8", "--context", "5e4", "--json")
+    assert code == 0, err
+    assert json.loads(out) == json.loads(json.dumps(run_board(BoardRequest.of(sparsity=8, context=5e4))))
 
 
 def test_critical_batch_is_where_the_board_flips(board):

@@ -51,43 +51,20 @@ def register(app: typer.Typer) -> None:
         """The lecture's board: step times, critical batch, latency floor, cost, the batch-1 penalty, balanced
         context and memory per GPU from the board's own inputs (no catalog). With -m and -s: the board next to
         roofline.step, each difference with its reason."""
-        from ..errors import InputError
-        from ..requests.rules import output_path
+        from ..requests.base import validated
+        from ..requests.board import BoardRequest, board_of
 
-        if plot:
-            output_path("--plot", plot, (".png", ".svg", ".pdf"))
-        if (model is None) != (system is None):
-            raise InputError("give both --model and --system for the side-by-side table, or neither for the board "
-                             "from its own inputs")
+        req = validated(BoardRequest, "cli", ratio=ratio, flops=flops, bandwidth=bandwidth, gpus=gpus,
+                        bytes_per_weight=bytes_per_weight, params_total=params_total, params_active=params_active,
+                        sparsity=sparsity, kv_bytes=kv_bytes, kv_layers=kv_layers, head_dim=head_dim,
+                        kv_heads=kv_heads, kv_element_bytes=kv_element_bytes, context=context, batch=batch,
+                        len_pass=len_pass, usd_per_gpu_hour=usd_per_gpu_hour, capacity=capacity, step_s=step_s,
+                        stages=stages, ep=ep, hop_s=hop_s, fast_batch=fast_batch, sparse_c=sparse_c, traffic=traffic,
+                        output_over_input=output_over_input, model=model, system=system,
+                        weights_dtype=weights_dtype, kv_dtype=kv_dtype, plot=plot)
         if model:
-            return _compare(model, system, batch, context, weights_dtype, kv_dtype, plot, json)
-        if ratio is not None and flops is not None:
-            raise InputError("give either --ratio or --flops, not both; R = (FLOP/s/2)·b_w/BW")
-        if params_active is not None and sparsity is not None:
-            raise InputError("give either --params-active or --sparsity, not both; s = N_total/N_active")
-        from ..board import board
-
-        if params_active is None and sparsity is None:
-            params_active = 1e11  # the lecture's frontier guess [S 01:29:51]
-        arch = (kv_layers, head_dim, kv_heads)
-        if any(a is not None for a in arch):
-            if kv_bytes is not None or any(a is None for a in arch):
-                raise InputError("give --kv-bytes, or all of --kv-layers, --head-dim and --kv-heads (with "
-                                 "--kv-element-bytes) for kv = layers x 2 x head_dim x kv_heads x bytes, not both")
-            from ..lecture import kv_from_architecture
-
-            for name, v in (("--kv-layers", kv_layers), ("--head-dim", head_dim), ("--kv-heads", kv_heads)):
-                if v < 1:
-                    raise InputError(f"{name} must be at least 1, got {v}")
-            kv_bytes = float(kv_from_architecture(kv_layers, head_dim, kv_heads, kv_element_bytes))
-        if kv_bytes is None:
-            kv_bytes = 2048.0  # 1 shared KV layer x 2 x 128 x 8 heads x 1 B (T35)
-        b = board(params_total=params_total, params_active=params_active, sparsity=sparsity, kv_bytes=kv_bytes, context=context,
-                  batch=batch, ratio=(300.0 if flops is None and ratio is None else ratio), flops_per_s=flops,
-                  bandwidth_bytes_per_s=bandwidth, gpus=gpus, bytes_per_weight=bytes_per_weight,
-                  usd_per_gpu_hour=usd_per_gpu_hour, len_pass=len_pass, capacity_bytes=capacity, step_s=step_s,
-                  stages=stages, ep=ep, hop_s=hop_s, fast_batch=fast_batch, sparse_c=sparse_c,
-                  traffic_tokens_per_s=traffic, output_over_input=output_over_input)
+            return _compare(req, json)
+        b = board_of(req)
         if plot:
             from ..plots.roofline import lecture_boards
 
@@ -141,14 +118,12 @@ def register(app: typer.Typer) -> None:
             print(f"wrote {plot}")
 
 
-def _compare(model_id, system_id, batch, context, weights_dtype, kv_dtype, plot, json) -> None:
-    from ..board import compare
-    from ..catalog import get_catalog
-    from .common import resolve_model
+def _compare(req, json) -> None:
+    from ..requests.board import run_board
 
-    m = resolve_model(model_id)
-    sysrec = get_catalog().system(system_id)
-    r = compare(m, sysrec, batch, context, weights_dtype=weights_dtype, kv_dtype=kv_dtype)
+    r = run_board(req)
+    m, sysrec, batch, context = req._model, req._system, req.batch, req.context
+    weights_dtype, kv_dtype, plot = req.weights_dtype, req.kv_dtype, req.plot
     if plot:
         from ..plots.roofline import board_vs_engine
 
