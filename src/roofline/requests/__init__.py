@@ -34,7 +34,7 @@ OPERATIONS = {
     "plan": ("PlanRequest", "run_plan"), "simulate": ("SimulateRequest", "run_simulate"),
     "train": ("TrainRequest", "run_train"), "overtrain": ("OvertrainRequest", "run_overtrain"),
     "prices": ("PricesRequest", "run_prices"), "tiers": ("TiersRequest", "run_tiers"),
-    "catalog": ("CatalogRequest", "run_catalog"),
+    "catalog": ("CatalogRequest", "run_catalog"), "board": ("BoardRequest", "run_board"),
 }
 
 __all__ = sorted(_WHERE) + ["OPERATIONS", "run"]
