@@ -226,42 +226,71 @@ def _arrow_table(cols: dict):
 
 
 def write(req: SweepRequest, progress=None) -> int:
-    """Evaluate the sweep chunk by chunk, streaming to the --csv and --parquet files as it goes.
-    A failure part-way removes the partial files. Returns the number of points written."""
+    """Evaluate the sweep chunk by chunk, streaming to the --csv and --parquet files as it goes: the next
+    chunk is computed while a writer thread encodes the previous one (NumPy and Arrow both release the
+    GIL), with at most two chunks queued, so memory stays bounded. A failure part-way removes the partial
+    files. Returns the number of points written."""
     import os
+    import queue
+    import threading
 
     paths = [p for p in (req.csv, req.parquet) if p]
-    csv_fh = pq_writer = None
+    writers: dict = {}
+    todo: queue.Queue = queue.Queue(maxsize=2)
+    failed: list[BaseException] = []
+
+    def drain():
+        while True:
+            item = todo.get()
+            if item is None:
+                return
+            if failed:
+                continue
+            try:
+                _write_table(req, writers, _arrow_table(item))
+            except BaseException as exc:  # reported by the main thread
+                failed.append(exc)
+
+    worker = threading.Thread(target=drain, name="sweep-writer", daemon=True)
+    worker.start()
     try:
         for start, stop, cols in chunks(req):
-            table = _arrow_table(cols)
-            if req.csv:
-                import pyarrow.csv as pacsv
-
-                if csv_fh is None:
-                    csv_fh = pacsv.CSVWriter(req.csv, table.schema)
-                csv_fh.write_table(table)
-            if req.parquet:
-                import pyarrow.parquet as pq
-
-                if pq_writer is None:
-                    pq_writer = pq.ParquetWriter(req.parquet, table.schema, compression="zstd",  # 48 B/point
-                                                 use_dictionary=["bound"], write_statistics=False)
-                pq_writer.write_table(table)
+            if failed:
+                break
+            todo.put(cols)
             if progress:
                 progress(stop - start)
     except BaseException:
-        for w in (csv_fh, pq_writer):
-            if w is not None:
-                w.close()
-        for p in paths:
-            if os.path.exists(p):
-                os.remove(p)
+        failed.append(None)
         raise
-    for w in (csv_fh, pq_writer):
-        if w is not None:
+    finally:
+        todo.put(None)
+        worker.join()
+        for w in writers.values():
             w.close()
+        if failed:
+            for p in paths:
+                if os.path.exists(p):
+                    os.remove(p)
+    if failed and failed[0] is not None:  # the writer thread's error (disk full, permissions, ...)
+        raise failed[0]
     return req.points
+
+
+def _write_table(req: SweepRequest, writers: dict, table) -> None:
+    if req.csv:
+        if "csv" not in writers:
+            import pyarrow.csv as pacsv
+
+            writers["csv"] = pacsv.CSVWriter(req.csv, table.schema)
+        writers["csv"].write_table(table)
+    if req.parquet:
+        if "parquet" not in writers:
+            import pyarrow.parquet as pq
+
+            writers["parquet"] = pq.ParquetWriter(req.parquet, table.schema, compression="zstd",  # ~48 B/point
+                                                  use_dictionary=["bound"], write_statistics=False)
+        writers["parquet"].write_table(table)
 
 
 def run_sweep(req: SweepRequest) -> list[dict]:
