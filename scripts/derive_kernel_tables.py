@@ -27,6 +27,9 @@ Decisions (documented in docs/kernels.md):
   file states it) are physically impossible and dropped; the count is recorded;
 - attention tables keep window_size 0 (full attention) and beam width 1; collectives keep the CUDA-graph
   variant of custom all-reduce where eager and graph were both measured;
+- DeepEP dispatch/combine (SGLang wide-EP tables, the only ones across nodes): per key group the version
+  with the richest grid (the multi-node runs are in an older collection); normal mode at 20 SMs (DeepEP's
+  default), its time = transmit + notify; microseconds in the source;
 - latencies are milliseconds in the source (checked: an FP8 4096×65536×3072 GEMM on H100 at 1.255 ms is
   1.31 PFLOP/s, 66 % of the 1,979 TFLOP/s dense peak) and seconds here.
 
@@ -80,7 +83,25 @@ SPECS = {
     "nccl": ("comm", "nccl_perf", ("nccl",), ("op_name", "nccl_dtype"), ("num_gpus", "message_size"), {}, False),
     "custom_allreduce": ("comm", "custom_allreduce_perf", ENGINES, ("allreduce_dtype",),
                          ("num_gpus", "message_size"), {}, True),
+    # DeepEP expert-parallel dispatch / combine (SGLang wide-EP), low-latency and normal kernels, by tokens
+    # per rank and nodes of 8 GPUs: the only tables that cross nodes
+    "ep_dispatch/ll": ("comm", "wideep_deepep_ll_perf", ("sglang",), ("op_name", "hidden_size", "num_topk",
+                       "num_experts"), ("num_token", "node_num"), {}, False),
+    "ep_combine/ll": ("comm", "wideep_deepep_ll_perf", ("sglang",), ("op_name", "hidden_size", "num_topk",
+                      "num_experts"), ("num_token", "node_num"), {}, False),
+    "ep_dispatch/normal": ("comm", "wideep_deepep_normal_perf", ("sglang",), ("op_name", "hidden_size", "num_topk",
+                           "num_experts"), ("num_token", "node_num"), {"dispatch_sms": 20, "combine_sms": 20}, False),
+    "ep_combine/normal": ("comm", "wideep_deepep_normal_perf", ("sglang",), ("op_name", "hidden_size", "num_topk",
+                          "num_experts"), ("num_token", "node_num"), {"dispatch_sms": 20, "combine_sms": 20}, False),
 }
+# latency of a row where it is not the `latency` column (ms), and its unit in seconds
+LATENCY = {"ep_dispatch/ll": (lambda r: r["dispatch_avg_t_us"], 1e-6),
+           "ep_combine/ll": (lambda r: r["combine_avg_t_us"], 1e-6),
+           "ep_dispatch/normal": (lambda r: r["dispatch_transmit_us"] + r["dispatch_notify_us"], 1e-6),
+           "ep_combine/normal": (lambda r: r["combine_transmit_us"] + r["combine_notify_us"], 1e-6)}
+# specs whose key groups come from the version with the richest grid (most distinct axis points in the
+# file) rather than the newest: the multi-node DeepEP runs are in an older SGLang collection
+RICHEST = {"ep_dispatch/ll", "ep_combine/ll", "ep_dispatch/normal", "ep_combine/normal"}
 CHECK_ROWS = 3  # raw rows per table kept for the tests (cells holding exactly one measurement)
 MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")  # routing kept: uniform, and the mildly skewed one
 # latency code: uint16 q = 1 + round((ln t - LN_T0)/LN_STEP), 0 = no measurement; covers 10 ns .. 100 s
@@ -137,21 +158,29 @@ def derive(wheel: Path) -> dict:
     for sysdir, acc in SYSTEMS.items():
         peaks = _peaks(zf, sysdir)
         arrays = {}
-        for kind, (opdir, stem, frameworks, keys, axes, fixed, one_kernel) in SPECS.items():
+        for spec, (opdir, stem, frameworks, keys, axes, fixed, one_kernel) in SPECS.items():
+            kind = spec.split("/")[0]
+            lat_of, unit_s = LATENCY.get(spec, (lambda r: r["latency"], 1e-3))
             for fw in frameworks:
                 prefix = f"{root}{sysdir}/{opdir}/{fw}/"
                 versions = sorted({n[len(prefix):].split("/")[0] for n in names
                                    if n.startswith(prefix) and n.endswith(f"/{stem}.parquet")}, key=_version_key)
                 if not versions:
                     continue
-                seen = set()  # key groups already taken from a newer version
-                for ver in reversed(versions):
+                order = list(reversed(versions))
+                if spec in RICHEST:
+                    def richness(v):
+                        t = pq.read_table(io.BytesIO(zf.read(f"{prefix}{v}/{stem}.parquet"))).to_pydict()
+                        return len(set(zip(*(t[a] for a in axes)))) if all(a in t for a in axes) else 0
+                    order.sort(key=richness, reverse=True)
+                seen = set()  # key groups already taken from a newer (or richer) version
+                for ver in order:
                     vdir = f"{prefix}{ver}/"
                     cmeta = yaml.safe_load(zf.read(vdir + "collection_meta.yaml")) if vdir + "collection_meta.yaml" in names else {}
                     status = ((cmeta.get("tables") or {}).get(stem) or {}).get("status", "unknown")
                     runtime = cmeta.get("runtime") or {}
                     t = pq.read_table(io.BytesIO(zf.read(f"{vdir}{stem}.parquet"))).to_pydict()
-                    n_read = len(t["latency"])
+                    n_read = len(next(iter(t.values())))
                     if any(c not in t for c in keys + axes):  # an older schema: not comparable, skipped
                         print(f"skip {vdir}{stem}: columns {sorted(set(keys + axes) - set(t))} missing", file=sys.stderr)
                         continue
@@ -160,7 +189,7 @@ def derive(wheel: Path) -> dict:
                     kept = []
                     for r in rows:
                         if any(r.get(c) != v for c, v in fixed.items()):
-                            dropped["other window/beam"] += 1
+                            dropped["other " + "/".join(fixed)] += 1
                             continue
                         if kind == "custom_allreduce" and "eager" in str(r.get("kernel_source", "")).lower():
                             dropped["eager variant (graph kept)"] += 1
@@ -171,7 +200,7 @@ def derive(wheel: Path) -> dict:
                         if kind == "moe" and "nongated" in str(r.get("kernel_source", "")):
                             dropped["non-gated MoE kernel"] += 1
                             continue
-                        lat = r["latency"]
+                        lat = r["_lat"] = lat_of(r)
                         if not (lat is not None and np.isfinite(lat) and lat > 0):
                             dropped["latency missing or <= 0"] += 1
                             continue
@@ -209,7 +238,7 @@ def derive(wheel: Path) -> dict:
                             cells[tuple(int(np.searchsorted(v, r[a])) for v, a in zip(ax_vals, axes))].append(r)
                         grid = np.full(tuple(len(v) for v in ax_vals), np.nan)
                         for idx, cr in cells.items():
-                            grid[idx] = np.median([c["latency"] for c in cr]) * 1e-3
+                            grid[idx] = np.median([c["_lat"] for c in cr]) * unit_s
                         tid = len(index["tables"])
                         for i, v in enumerate(ax_vals):
                             arrays[f"{tid}/a{i}"] = v
@@ -218,7 +247,7 @@ def derive(wheel: Path) -> dict:
                         code[ok] = 1 + np.rint((np.log(grid[ok].astype(float)) - LN_T0) / LN_STEP).astype(np.uint16)
                         arrays[f"{tid}/q"] = code
                         singles = [cr[0] for cr in cells.values() if len(cr) == 1]
-                        checks = [[*(float(r[a]) for a in axes), float(r["latency"]) * 1e-3]
+                        checks = [[*(float(r[a]) for a in axes), float(r["_lat"]) * unit_s]
                                   for r in rng.sample(singles, min(CHECK_ROWS, len(singles)))]
                         index["tables"].append({
                             "id": tid, "source": src_id, "accelerator": acc, "kind": kind, "engine": engine,

@@ -126,3 +126,12 @@ def test_layout_degrees_broadcast_like_the_planner_grid(cat):
         assert arr.gemm_s[i] == pytest.approx(float(one.gemm_s))
         assert arr.attention_s[i] == pytest.approx(float(one.attention_s))
         assert arr.tp_comm_s[i] == pytest.approx(float(one.tp_comm_s))
+
+
+def test_deepseek_v3_expert_parallel_across_two_nodes_uses_deepep_tables(cat):
+    m, s = cat.model("deepseek-v3"), cat.system("hgx-h200")
+    t = table_terms(m, s, 64.0, 2048, phase="decode", tp=1, dp=16, ep=16, weights_dtype="fp8", engine="sglang")
+    assert t.ep_covered and t.ep_comm_s > 0
+    assert any("ep_dispatch" in x for x in t.sources["ep_comm"]) and any("ep_combine" in x for x in t.sources["ep_comm"])
+    one = table_terms(m, s, 64.0, 2048, phase="decode", tp=8, ep=1, weights_dtype="fp8", engine="sglang")
+    assert one.ep_covered and one.ep_comm_s == 0 and one.sources["ep_comm"] == ()

@@ -158,3 +158,16 @@ def test_cli_catalog_kernels_json_and_bad_engine():
                          capture_output=True, text=True)
     assert bad.returncode == 1
     assert bad.stderr.strip() == "error: --engine 'tgi' has no measured kernel tables; expected one of nccl, sglang, trtllm, vllm"
+
+
+def test_ep_dispatch_across_nodes_measured_and_slower_than_inside_one():
+    """DeepEP low-latency dispatch of DeepSeek-V3's shape on H100: 1, 2, 4, 8 nodes are measured (covered,
+    not extrapolated) and crossing nodes costs more than staying on NVLink."""
+    r = K.ep_all_to_all_s("h100-sxm", "dispatch", 128, hidden=7168, topk=8, experts=256,
+                          nodes=np.array([1, 2, 4, 8]), mode="ll")
+    assert r.covered.all() and not r.extrapolated.any() and "ep_dispatch" in r.source
+    assert r.seconds[1] > r.seconds[0]
+    c = K.ep_all_to_all_s("h100-sxm", "combine", 128, hidden=7168, topk=8, experts=256, nodes=2, mode="ll")
+    assert c.covered and "ep_combine" in c.source
+    with pytest.raises(InputError, match="phase must be dispatch or combine"):
+        K.ep_all_to_all_s("h100-sxm", "send", 1, hidden=7168, topk=8, experts=256)

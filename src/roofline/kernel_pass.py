@@ -15,6 +15,9 @@ runs per layer and asks the tables for each (b = B/pp sequences per micro-batch,
     attention  context (prefill: b/dp sequences of L tokens) or generation (decode: b/dp sequences over
                context + 1 cached tokens; local layers over min(context + 1, window)); MLA tables for
                MLA models; heads N/tp and KV heads max(K/tp, 1) per GPU
+    EP comm    per MoE layer one DeepEP dispatch and one combine of the tokens each rank holds over
+               ceil(moe_tp·ep/8) nodes (low-latency kernels in decode, normal ones in prefill;
+               kernels.ep_all_to_all_s), where ep > 1
     TP comm    (layers + dense-MLP layers) all-reduces over tp and one per MoE layer over moe_tp, of
                T·D·bytes(activation) each (Megatron-LM: two per layer), from the engine's own custom
                all-reduce table (else NCCL) on the scale-up tier
@@ -60,6 +63,9 @@ class TableTerms:
     distance: np.ndarray  # largest extrapolation distance of any lookup (ln units; 0 inside every table)
     sources: dict  # term name -> tuple of table source ids
     engine: str
+    ep_comm_s: np.ndarray = 0.0  # EP dispatch + combine (DeepEP tables), loop total
+    ep_covered: np.ndarray = False
+    ep_extrapolated: np.ndarray = False
 
 
 class _Acc:
@@ -104,7 +110,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
     shape = np.broadcast_shapes(T.shape, ctx.shape, tp.shape, ep.shape, moe_tp.shape)
     T = np.broadcast_to(T, shape)
     wd, D, H = _gemm_dtype(weights_dtype), m.d_model, m.head_dim
-    g, a, c = _Acc(shape), _Acc(shape), _Acc(shape)
+    g, a, c, x = _Acc(shape), _Acc(shape), _Acc(shape), _Acc(shape)
 
     def gemm(rows, n, k, times):
         g.add(K.gemm_s(acc, wd, rows, np.maximum(n, 1), np.maximum(k, 1), engine=engine), times)
@@ -169,31 +175,44 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
             up = K.collective_s(acc, "all_reduce", act_bytes, group, "scale-up", engine=engine)
             inside = np.broadcast_to(group <= chips, up.covered.shape)  # beyond one domain: not covered
             c.add(up._replace(covered=up.covered & inside), n_ar)
+    if m.moe and m.moe_layers and np.any(ep > 1):  # DeepEP dispatch + combine, nodes of 8 GPUs
+        e = m.moe
+        nodes = np.maximum(np.ceil(moe_tp * ep / 8.0), 1.0)
+        for part in ("dispatch", "combine"):
+            r = K.ep_all_to_all_s(acc, part, T * moe_tp / tp, hidden=D, topk=e.active, experts=e.experts,
+                                  nodes=nodes, mode="ll" if phase == "decode" else "normal")
+            one = np.broadcast_to(ep <= 1, r.covered.shape)
+            x.add(r._replace(seconds=np.where(one, 0.0, r.seconds), covered=r.covered | one), m.moe_layers)
+    # (no MoE or no EP: no all-to-all at all, covered with zero time)
     return TableTerms(
+        ep_comm_s=np.where(x.cov, x.t, np.nan), ep_covered=x.cov, ep_extrapolated=x.ext,
         gemm_s=np.where(g.cov, g.t, np.nan), attention_s=np.where(a.cov, a.t, np.nan),
         tp_comm_s=np.where(c.cov, c.t, np.nan), gemm_covered=g.cov, attention_covered=a.cov, tp_covered=c.cov,
         gemm_extrapolated=g.ext, attention_extrapolated=a.ext, tp_extrapolated=c.ext,
-        distance=np.maximum(np.maximum(g.dist, a.dist), c.dist),
-        sources={"gemm": tuple(sorted(g.src)), "attention": tuple(sorted(a.src)), "tp_comm": tuple(sorted(c.src))},
+        distance=np.maximum(np.maximum(np.maximum(g.dist, a.dist), c.dist), x.dist),
+        sources={"gemm": tuple(sorted(g.src)), "attention": tuple(sorted(a.src)), "tp_comm": tuple(sorted(c.src)),
+                 "ep_comm": tuple(sorted(x.src))},
         engine=engine)
 
 
 def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 1.0, 1.0)):
     """`result` (an engine PassResult or anything with its time fields) with the covered table terms in place
     of the factor model's, recomposed as the engine composes a pass (module docstring). `scale` multiplies
-    the (gemm, attention, tp) table terms (interval corners). Returns (step_s, used, terms): `used` maps
+    the (gemm, attention, communication) table terms (interval corners). Returns (step_s, used, terms): `used` maps
     each term to its mask of points that came from tables, `terms` to the seconds composed (the GEMM term
     with the factor model's KV writes added)."""
     kvw = getattr(result, "kv_write_s", 0.0)
     gemm = np.where(terms.gemm_covered, terms.gemm_s * scale[0] + kvw, result.gemm_s)
     attn = np.where(terms.attention_covered, terms.attention_s * scale[1], result.attention_s)
     tp = np.where(terms.tp_covered, terms.tp_comm_s * scale[2], result.tp_comm_s)
+    ep = np.where(terms.ep_covered, terms.ep_comm_s * scale[2], result.ep_comm_s)
     kernels = gemm + attn + result.elementwise_s
-    comm = tp + result.ep_comm_s
+    comm = tp + ep
     busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
     step = busy + result.pp_comm_s + result.overhead_s
-    used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered}
-    return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp}
+    used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered,
+            "ep_comm": np.broadcast_to(terms.ep_covered, np.shape(step))}
+    return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp, "ep_comm": ep}
 
 
 def engine_spread(model, system, batch, context, **kw) -> dict:
@@ -211,19 +230,22 @@ def _combine(terms: dict, pick) -> TableTerms:
     fill = np.inf if pick is np.min else -np.inf
 
     def agg(name, cov):
-        covs = np.stack([getattr(t, cov) for t in ts])
-        vals = np.stack([np.where(getattr(t, cov), getattr(t, name), fill) for t in ts])
+        shape = np.shape(ts[0].gemm_s)
+        covs = np.stack([np.broadcast_to(getattr(t, cov), shape) for t in ts])
+        vals = np.stack([np.broadcast_to(np.where(getattr(t, cov), getattr(t, name), fill), shape) for t in ts])
         any_cov = np.any(covs, axis=0)
         return np.where(any_cov, pick(vals, axis=0), np.nan), any_cov
 
     g, gc = agg("gemm_s", "gemm_covered")
     a, ac = agg("attention_s", "attention_covered")
     c, cc = agg("tp_comm_s", "tp_covered")
-    ext = lambda n: np.any(np.stack([getattr(t, n) for t in ts]), axis=0)  # noqa: E731
+    x, xc = agg("ep_comm_s", "ep_covered")
+    ext = lambda n: np.any(np.stack([np.broadcast_to(getattr(t, n), np.shape(g)) for t in ts]), axis=0)  # noqa: E731
     dist = np.max(np.stack([t.distance for t in ts]), axis=0)
-    src = {k: tuple(sorted({s for t in ts for s in t.sources[k]})) for k in ("gemm", "attention", "tp_comm")}
+    src = {k: tuple(sorted({s for t in ts for s in t.sources.get(k, ())}))
+           for k in ("gemm", "attention", "tp_comm", "ep_comm")}
     return TableTerms(g, a, c, gc, ac, cc, ext("gemm_extrapolated"), ext("attention_extrapolated"),
-                      ext("tp_extrapolated"), dist, src, "spread")
+                      ext("tp_extrapolated"), dist, src, "spread", x, xc, ext("ep_extrapolated"))
 
 
 def corner_terms(model, system, batch, context, *, which: str = "mid", engine: str = "trtllm", **kw):

@@ -56,7 +56,7 @@ _NCCL_OP = {"all_reduce": "all_reduce", "all_gather": "all_gather", "reduce_scat
 # work exponent of each axis: the largest log-log slope an extrapolation may continue with
 _WORK_EXPONENT = {"m": 1, "n": 1, "k": 1, "batch_size": 1, "isl": 2, "step": 1, "num_heads": 1,
                   "num_key_value_heads": 1, "num_tokens": 1, "moe_tp_size": 0, "moe_ep_size": 0,
-                  "num_gpus": 1, "message_size": 1}
+                  "num_gpus": 1, "message_size": 1, "num_token": 1, "node_num": 1}
 
 
 class KernelTime(NamedTuple):
@@ -300,6 +300,21 @@ def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine:
     one = g <= 1
     return KernelTime(np.where(one, 0.0, r.seconds), r.covered | one, r.extrapolated & ~one, r.source,
                       np.where(one, 0.0, r.distance))
+
+
+def ep_all_to_all_s(acc, phase: str, tokens, *, hidden: int, topk: int, experts: int, nodes=1, mode: str = "ll",
+                    engine: str | None = None) -> KernelTime:
+    """Expert-parallel all-to-all with DeepEP: `phase` 'dispatch' (tokens to their experts' GPUs) or 'combine'
+    (results back), of `tokens` tokens per rank over `nodes` nodes of 8 GPUs (EP = 8·nodes; NVLink inside a
+    node, RDMA across), `mode` 'll' (low-latency kernels, decode) or 'normal' (prefill); model shape
+    (hidden, topk, experts) exact. Measured by SGLang's wide-EP benchmark on H100/H200 (1-8 nodes) and
+    one node of the other systems: the only tables that cross nodes."""
+    if phase not in ("dispatch", "combine"):
+        raise InputError(f"phase must be dispatch or combine, got {phase!r}")
+    if mode not in ("ll", "normal"):
+        raise InputError(f"mode must be ll (low-latency) or normal, got {mode!r}")
+    keys = {"op_name": mode, "hidden_size": int(hidden), "num_topk": int(topk), "num_experts": int(experts)}
+    return _lookup(acc, f"ep_{phase}", engine, keys, tokens, nodes)
 
 
 def coverage() -> list[dict]:

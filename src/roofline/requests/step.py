@@ -128,9 +128,10 @@ def realistic(req: "StepRequest", layout) -> dict:
 
 
 def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
-    """--kernels tables: the realistic passes `t` (by corner) with their GEMM, attention and TP all-reduce
-    terms from measured kernels where covered (kernel_pass.corner_terms / apply; docs/kernels.md): central
-    value from `req.engine`'s tables, interval from the spread across engines widened by extrapolation.
+    """--kernels tables: the realistic passes `t` (by corner) with their GEMM, attention, TP all-reduce and EP
+    dispatch/combine terms from measured kernels where covered (kernel_pass.corner_terms / apply;
+    docs/kernels.md): central value from `req.engine`'s tables, interval from the spread across engines
+    widened by extrapolation.
     Returns the keys of the realistic dict to replace, and `kernels`: which terms came from which tables."""
     from ..efficiency import WHICH
     from ..kernel_pass import apply, corner_terms
@@ -147,18 +148,19 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
     terms, used, secs = mid
     r = t["mid"]
     src = index()["source"]
-    flags = {"gemm": "gemm_extrapolated", "attention": "attention_extrapolated", "tp_comm": "tp_extrapolated"}
+    flags = {"gemm": "gemm_extrapolated", "attention": "attention_extrapolated", "tp_comm": "tp_extrapolated",
+             "ep_comm": "ep_extrapolated"}
     parts = {k: {"from_tables": bool(np.all(used[k])), "extrapolated": bool(np.any(getattr(terms, e) & used[k])),
                  "sources": list(terms.sources[k]) if np.any(used[k]) else [], "seconds": float(secs[k])}
              for k, e in flags.items()}
     step_s = float(steps["mid"])
     return {"step_s": step_s, "low_s": float(min(steps.values())), "high_s": float(max(steps.values())),
             "gemm_s": parts["gemm"]["seconds"], "attention_s": parts["attention"]["seconds"],
-            "comm_s": parts["tp_comm"]["seconds"] + float(r.ep_comm_s) + float(r.pp_comm_s),
+            "comm_s": parts["tp_comm"]["seconds"] + parts["ep_comm"]["seconds"] + float(r.pp_comm_s),
             "tokens_per_s": float(r.tokens_per_s) * float(r.step_s) / step_s, "factor_step_s": float(r.step_s),
             "kernels": {"mode": "tables", "engine": req.engine, "package": f"{src['package']} {src['version']}",
                         "license": src["license"], "terms": parts,
-                        "factor_terms": ["elementwise", "ep_comm", "pp_comm", "overhead"]
+                        "factor_terms": ["elementwise", "pp_comm", "overhead"]
                         + [k for k, v in parts.items() if not v["from_tables"]]}}
 
 
