@@ -33,7 +33,7 @@ def check(op: str, body: dict) -> None:
 
 
 def _grid_size(text, name: str) -> int:
-    from ..cli.sweep import parse_grid
+    from ..requests.sweep import parse_grid
 
     if text is None:
         return 1
@@ -76,12 +76,12 @@ def _simulate(body: dict) -> None:
 
 
 def _plan(body: dict) -> None:
-    from ..cli.plan import parse_domains
     from ..errors import InputError
+    from ..requests.plan import parse_domains
 
     text = body.get("domains", "1")
     try:
-        doms = parse_domains(str(text))
+        doms = parse_domains(text, "domains")
     except InputError:
         return
     if len(doms) > MAX_PLAN_DOMAIN_COUNTS or max(doms) > MAX_PLAN_DOMAINS:
