@@ -169,7 +169,7 @@ def derive(wheel: Path) -> dict:
                     continue
                 order = list(reversed(versions))
                 if spec in RICHEST:
-                    def richness(v):
+                    def richness(v, prefix=prefix, stem=stem, axes=axes):
                         t = pq.read_table(io.BytesIO(zf.read(f"{prefix}{v}/{stem}.parquet"))).to_pydict()
                         return len(set(zip(*(t[a] for a in axes)))) if all(a in t for a in axes) else 0
                     order.sort(key=richness, reverse=True)

@@ -240,7 +240,7 @@ def _combine(terms: dict, pick) -> TableTerms:
     a, ac = agg("attention_s", "attention_covered")
     c, cc = agg("tp_comm_s", "tp_covered")
     x, xc = agg("ep_comm_s", "ep_covered")
-    ext = lambda n: np.any(np.stack([np.broadcast_to(getattr(t, n), np.shape(g)) for t in ts]), axis=0)  # noqa: E731
+    ext = lambda n: np.any(np.stack([np.broadcast_to(getattr(t, n), np.shape(g)) for t in ts]), axis=0)
     dist = np.max(np.stack([t.distance for t in ts]), axis=0)
     src = {k: tuple(sorted({s for t in ts for s in t.sources.get(k, ())}))
            for k in ("gemm", "attention", "tp_comm", "ep_comm")}

@@ -37,7 +37,7 @@ between kernels (the engine composes them).
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import NamedTuple
 
@@ -76,17 +76,17 @@ def index() -> dict:
     return json.loads((resources.files("roofline") / "kernels_data" / "index.json").read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _by_kind(acc: str, kind: str) -> tuple:
     return tuple(t for t in index()["tables"] if t["accelerator"] == acc and t["kind"] == kind)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _npz(acc: str):
     return np.load(resources.files("roofline") / "kernels_data" / f"{acc}.npz")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _grid(tid: int, acc: str):
     """(axes as ln values, ln t grid with NaN where not measured) of table `tid`."""
     z, code = _npz(acc), index()["latency_code"]
