@@ -202,3 +202,12 @@ def test_api_docs_render_offline(server, page):
     page.wait_for_selector(".opblock", timeout=30_000)
     assert page.locator(".opblock").count() >= 10
     assert page.outside == [], page.outside
+
+
+def test_a_pasted_permalink_on_the_same_page_takes_effect(server, page):
+    page.goto(f"{server}/#/board")
+    seq = _rendered(page)
+    page.evaluate("location.hash = '#/board?model=llama-3-8b&system=dgx-h100&contexts=4096&bmax=8&batch=2'")
+    _rendered(page, seq)
+    assert page.input_value("#in-model") == "llama-3-8b" and page.input_value("#in-contexts") == "4096"
+    assert page.evaluate("window.rooflineLast.body.batch") == 4

@@ -67,9 +67,11 @@ function readHash() {
   const [page, query] = h.split("?");
   return { page: PAGES[page] ? page : "board", params: Object.fromEntries(new URLSearchParams(query || "")) };
 }
+let written = "";  // the hash this page last wrote: any other change (a pasted permalink, Back) reloads the page
 function writeHash(page, values) {
   const q = new URLSearchParams(values).toString();
   history.replaceState(null, "", `#/${page}?${q}`);
+  written = location.hash;
 }
 
 // ---------- controls ----------
@@ -685,5 +687,5 @@ async function update(page, ctx) {
     if (mine === seq) { document.body.dataset.busy = "false"; document.body.dataset.rendered = String(mine); }
   }
 }
-window.addEventListener("hashchange", () => { if (readHash().page !== current) show(); });
+window.addEventListener("hashchange", () => { if (location.hash !== written) show(); });
 show();
