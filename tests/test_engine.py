@@ -206,3 +206,43 @@ def test_moe_tensor_parallel_unlike_attention():
     # dispatch + combine: each GPU sends its B/8 tokens' k = 2 copies, 3/4 of them to the 3 other EP ranks
     a2a = 3 / 4 * (B / 8 * 2 * act) / up_bw + up_lat
     assert float(r.ep_comm_s) == pytest.approx(2 * m.moe_layers * a2a, rel=1e-12)
+
+
+def test_context_parallel_prefill_by_hand():
+    """Llama 3.1 70B, one 131,072-token prompt on 4 DGX H100: TP 8 x CP 4. Each CP rank computes 1/4 of the
+    GEMMs and of the (balanced causal) attention, holds 1/4 of the KV, and every layer all-gathers the
+    sequence's K and V of its KV head (327,680 B/token over 80 layers / 8 TP ranks = 512 B per token per
+    layer) over the 4 ranks, which span 4 domains: scale-out, 3/4 of 131,072 x 512 B at 50 GB/s + 3 hops."""
+    from roofline import network as N
+    from roofline.errors import InputError
+
+    m, s = CAT.model("llama-3.1-70b"), CAT.system("dgx-h100")
+    L = 131_072
+    one = step(m, s, 1, 0, layout=Layout(tp=8), phase="prefill", prompt=L, details=False, check=False)
+    cp4 = step(m, s, 1, 0, layout=Layout(tp=8, cp=4, domains=4), phase="prefill", prompt=L, details=False)
+    assert float(cp4.compute_s) == pytest.approx(float(one.compute_s) / 4, rel=1e-12)
+    assert float(cp4.kv_per_gpu_bytes) == pytest.approx(float(one.kv_per_gpu_bytes) / 4, rel=1e-12)
+    per_layer = L * 512.0
+    by_hand = 80 * N.all_gather_s(per_layer, 4, s.scale_out_bytes_per_s, s.scale_out_latency_s)
+    assert float(cp4.cp_comm_s) == pytest.approx(float(by_hand), rel=1e-12)
+    assert float(cp4.gpus) == 32 and float(cp4.step_s) < float(one.step_s)
+    with pytest.raises(InputError, match="context parallelism \\(CP 4\\) splits a prompt's tokens"):
+        step(m, s, 1, 1000, layout=Layout(tp=8, cp=4, domains=4))
+
+
+def test_context_parallel_training_halves_activations_and_reduces_over_dp_cp():
+    """Training with CP 2: activations per GPU (flash attention) and logits are of s/2 tokens; the gradient
+    all-reduce and ZeRO sharding run over DP x CP ranks; the step adds the K/V all-gathers."""
+    from roofline.memory import training_memory
+    from roofline.training import train_step
+
+    m, s = CAT.model("llama-3.1-8b"), CAT.system("dgx-h100")
+    base = dict(tp=4, dp=2, micro_batches=4, zero=1, sequence_parallel=True)
+    a = training_memory(m, Layout(**base), 32768, flash_attention=True, dropout=False)
+    b = training_memory(m, Layout(cp=2, **base), 32768, flash_attention=True, dropout=False)
+    assert float(b.activations) == pytest.approx(float(a.activations) / 2, rel=1e-12)
+    assert float(b.optimizer) == pytest.approx(float(a.optimizer) / 2, rel=1e-12)  # ZeRO-1 over 4 ranks, not 2
+    t1 = train_step(m, s, Layout(**base), 32768, flash_attention=True)
+    t2 = train_step(m, s, Layout(cp=2, **base), 32768, flash_attention=True)
+    assert float(t2.cp_comm_s) > 0 == float(t1.cp_comm_s) and t2.gpus == 16
+    assert float(t2.compute_s) == pytest.approx(float(t1.compute_s) / 2, rel=0.02)  # GEMM curve at s/2 rows

@@ -4,7 +4,8 @@ Every command computes its pass here (step, sweep, plan, simulate's step table, 
 the pure roofline is this engine with `Efficiency()` (every fraction 1, no fixed costs, one max over the
 pass) and the realistic prediction is the same engine with the accelerator family's cited factors
 (efficiency.realistic). Per pipeline stage and micro-batch, on one GPU (b = B/pp sequences, T = b·L tokens,
-T_g = T/dp per DP group, T_e = T·moe_tp·ep/(tp·dp) through one MoE group, f = v·ceil(L/(pp·v))/L):
+T_g = T/(dp·cp) on one GPU of a DP group's cp context ranks, T_e = T·moe_tp·ep/(tp·dp·cp) through one MoE
+group, f = v·ceil(L/(pp·v))/L):
 
     GEMMs       F_g = f·[T_g·2·N_dense/tp + T_e·2·L_moe·k·N_e/(moe_tp·ep)·λ]       t = F_g/(P_w·η_gemm(T_g))
                 W   = f·[W_dense_read(T_g)/tp + L_moe·D_{E+R}(T_e)·N_e/(moe_tp·ep)]·b_w  (+ KV writes) /(BW·η_w)
@@ -12,6 +13,7 @@ T_g = T/dp per DP group, T_e = T·moe_tp·ep/(tp·dp) through one MoE group, f =
                 KV  = f·(b/dp)·kv_seq(ctx)/kv_shard · G                          t = KV/(BW·η_kv)
     elementwise φ·f·T_g·E(tp)/(BW·η_ew)                       norms, residual adds, rotary, activation, casts
     TP          f·[(L + L_dense)·AR(T_g·D·b_a, tp) + L_moe·AR(T_g·D·b_a, moe_tp)]   best of ring/one-shot
+    CP          f·L·AG(K,V of the sequences' ctx + len tokens / layer, cp)       context parallelism (prefill)
     EP          f·L_moe·2·A2A(T_e/(moe_tp·ep)·k·D·b_a·λ) on moe_tp·ep GPUs, scale-out share 1 − 1/n_domains
     PP          per loop: Σ_boundaries p2p(T·D·b_a/(tp·dp)) (decode: pp boundaries incl. wrap-around)
 
@@ -73,6 +75,7 @@ class PassResult:
     attention_s: np.ndarray  # max(attention compute, KV reads)
     tp_comm_s: np.ndarray
     ep_comm_s: np.ndarray
+    cp_comm_s: np.ndarray  # the K/V all-gathers of context parallelism
     pp_comm_s: np.ndarray
     comm_s: np.ndarray
     overhead_s: np.ndarray
@@ -179,11 +182,12 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     moe_tp = np.asarray(layout.moe_tp, dtype=float)
     perfect = layout.perfect
     acc, chips = system.accelerator, system.chips
+    cp = float(layout.cp)
     f = stage_fraction(m, pp, layout.virtual_stages)
     b = B / pp
     T = b * L
-    Tg = T / dp
-    Te = T * moe_tp * ep / (tp * dp)  # tokens through one MoE group (moe_tp·ep GPUs)
+    Tg = T / dp / cp  # tokens one GPU's GEMMs see: a DP group's share, split over its cp context ranks
+    Te = T * moe_tp * ep / (tp * dp * cp)  # tokens through one MoE group (moe_tp·ep GPUs)
     moe_l = m.moe_layers
     E, k, Ne = (m.moe.experts, m.moe.active, M.expert_params(m)) if m.moe else (1, 0, 0.0)
     slots = E + layout.redundant_experts  # expert slots: routed experts + redundant copies (EPLB)
@@ -218,7 +222,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     shard = kv_shard(m, tp, perfect)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
     w_bytes = f * (dense_read / tp + expert_read) * b_w
-    kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx, "bf16") * kv_scale / shard
+    kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx, "bf16") * kv_scale / (shard * cp)
     kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
     w_s = w_bytes / (bw * eff.memory)
     kvw_s = kvw_bytes / (bw * eff.memory)
@@ -232,7 +236,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
 
     # communication on the tiers (none under perfect sharding)
-    tp_s = ep_s = pp_s = 0.0
+    tp_s = ep_s = cp_s = pp_s = 0.0
     if not perfect:
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
@@ -246,8 +250,13 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             a2a = N.all_to_all_two_tier_s(Te / (moe_tp * ep) * k * act * lam, n_dom, ep / n_dom, up_bw, out_bw,
                                           up.latency_s, out.latency_s)
             ep_s = np.where(ep > 1, 2 * f * moe_l * a2a.time_s, 0.0)
+        if cp > 1:  # all-gather CP: each layer gathers its sequences' K and V (its heads) from the cp ranks
+            tier_bw, tier_lat = (up_bw, up.latency_s) if np.all(tp * cp <= chips) else (out_bw, out.latency_s)
+            layers = f * m.layers
+            kv_all = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx + L, "bf16") * kv_scale / shard
+            cp_s = layers * N.all_gather_s(kv_all / layers, cp, tier_bw, tier_lat)
         if np.any(pp > 1):
-            s = tp * dp
+            s = tp * dp * cp
             boundaries = pp if phase == "decode" else pp - 1
             n_out = np.minimum(off_domain_boundaries(s, pp, chips), boundaries)
             send = T * act / s
@@ -262,7 +271,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         return loop(stage_c), loop(stage_m)
     gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
     kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
-    comm_stage = tp_s + ep_s
+    comm_stage = tp_s + ep_s + cp_s
     if perfect:
         stage = kernels
     else:
@@ -276,7 +285,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     compute_loop, memory_loop = loop(stage_c), loop(stage_m)
     upper = compute_loop + memory_loop + comm_loop + overhead
     bound = classify_bound(compute_loop, memory_loop, comm_loop)
-    gpus = tp * dp * pp
+    gpus = tp * dp * pp * cp
     tokens = B * L
     tok_s = tokens / step_s
     memory = memory_per_gpu(m, layout, B, ctx + L, bytes_per_weight=b_w, bytes_per_kv=b_kv, tokens_per_pass=L,
@@ -286,7 +295,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         attention_memory_s=loop(attn_m), elementwise_s=loop(ew) + zero, compute_s=compute_loop,
         weight_read_s=loop(w_s), kv_read_s=loop(kvr_s), kv_write_s=loop(kvw_s), memory_s=memory_loop,
         gemm_s=loop(gemm_t), attention_s=loop(attn_t), tp_comm_s=loop(tp_s) + zero, ep_comm_s=loop(ep_s) + zero,
-        pp_comm_s=pp_s + zero, comm_s=comm_loop, overhead_s=overhead + zero, stage_s=stage, step_s=step_s,
+        cp_comm_s=loop(cp_s) + zero, pp_comm_s=pp_s + zero, comm_s=comm_loop, overhead_s=overhead + zero, stage_s=stage, step_s=step_s,
         step_upper_s=upper, bound=bound, tokens_per_s=tok_s, tokens_per_s_per_gpu=tok_s / gpus,
         tokens_per_s_per_sequence=L / step_s, usd_per_million_tokens=gpus * price / SECONDS_PER_HOUR / tok_s * 1e6,
         mfu=tokens * M.matmul_flops_per_token(m) / (step_s * peak_w * gpus),
@@ -295,7 +304,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         memory_per_gpu_bytes=memory.total_bytes, weights_per_gpu_bytes=memory.weights_bytes,
         kv_per_gpu_bytes=memory.kv_bytes, activations_per_gpu_bytes=memory.activations_bytes,
         fits=memory.total_bytes <= acc.hbm_bytes * usable_memory, gpus=gpus,
-        domains=domains_per_replica(tp * dp, pp, chips), usd_per_gpu_hour=float(np.max(price)),
+        domains=domains_per_replica(tp * dp * cp, pp, chips), usd_per_gpu_hour=float(np.max(price)),
     )
 
 
@@ -369,6 +378,10 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
         layout = Layout.sharded(int(n or system.chips))
     elif check:
         validate(model, system, layout, batch)
+    if layout.cp > 1 and phase == "decode":
+        raise InputError(f"context parallelism (CP {layout.cp}) splits a prompt's tokens over GPUs: use it with "
+                         "--phase prefill or in training; a decode step has one token per sequence, spread "
+                         "sequences with DP instead")
     eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
     acc = system.accelerator
     price = resolve_price(system, usd_per_gpu_hour)

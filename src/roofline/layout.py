@@ -15,6 +15,10 @@
         32 = 288 slots, 4 per GPU on 72 GPUs, 2 on 144).
     pp  pipeline stages; the busiest stage holds v·ceil(L/(pp·v)) layers (engines split unevenly).
         Inference runs pp micro-batches with no bubble (lecture §3.3).
+    cp  context parallel: each sequence's tokens split over cp GPUs (prefill and training; Llama 3 trained
+        its 128K stage with CP 16, Dubey et al. 2024 §3.3.2): GEMMs, attention and KV per GPU fall by cp,
+        and every layer all-gathers the sequence's K and V over the cp ranks (all-gather CP; ring
+        attention moves the same bytes). Weights are replicated over cp, like DP.
     perfect  the lecture's sharding: weights, KV, compute and bandwidth split evenly over tp GPUs with no
         communication and no divisibility rules (what `roofline step` without a layout computes).
     domains  scale-up domains available to one replica.
@@ -49,6 +53,7 @@ class Layout:
     pp: int = 1
     dp: int = 1
     domains: int = 1
+    cp: int = 1
     perfect: bool = False
     expert_tp: int | None = None  # GPUs each routed expert is sliced over (--moe-tp); None: derived
     redundant_experts: int = 0  # extra expert slots holding copies of hot experts (EPLB)
@@ -62,7 +67,7 @@ class Layout:
     sequence_parallel: bool = False
 
     def __post_init__(self):
-        for f in ("tp", "ep", "pp", "dp", "domains", "micro_batch", "micro_batches", "virtual_stages"):
+        for f in ("tp", "ep", "pp", "dp", "domains", "cp", "micro_batch", "micro_batches", "virtual_stages"):
             v = getattr(self, f)
             arr = np.asarray(v, dtype=float)
             if np.any(~np.isfinite(arr) | (arr < 1) | (arr != np.round(arr))):
@@ -88,11 +93,11 @@ class Layout:
 
     @property
     def gpus(self):
-        return self.tp * self.dp * self.pp
+        return self.tp * self.cp * self.dp * self.pp
 
     @property
     def stage_gpus(self):
-        return self.tp * self.dp
+        return self.tp * self.cp * self.dp
 
     @property
     def moe_tp(self):
@@ -100,7 +105,7 @@ class Layout:
         (ep = tp·dp)."""
         if self.expert_tp is not None:
             return self.expert_tp
-        tp, ep, dp = (np.asarray(x) for x in (self.tp, self.ep, self.dp))
+        tp, ep, dp = (np.asarray(x) for x in (self.tp, self.ep, np.asarray(self.dp) * self.cp))
         out = np.where(dp % ep == 0, tp, 1)
         return out.item() if out.ndim == 0 else out
 
@@ -112,7 +117,8 @@ class Layout:
     def __str__(self) -> str:
         if self.perfect:
             return f"{self.tp} GPUs, perfect sharding"
-        return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}"
+        cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
+        return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}"
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -121,9 +127,10 @@ class Layout:
         return replace(self, **changes)
 
 
-_FLAG = {"tp": "TP", "ep": "EP", "pp": "PP", "dp": "DP", "domains": "domains", "micro_batch": "micro-batch",
+_FLAG = {"tp": "TP", "ep": "EP", "pp": "PP", "dp": "DP", "cp": "CP", "domains": "domains", "micro_batch": "micro-batch",
          "micro_batches": "micro-batches", "virtual_stages": "virtual stages"}
 _MEANING = {"tp": "tensor parallelism", "ep": "expert parallelism", "pp": "pipelining", "dp": "data parallelism",
+            "cp": "context parallelism",
             "domains": "extra domain", "micro_batch": "batching", "micro_batches": "micro-batching",
             "virtual_stages": "interleaving"}
 
@@ -169,7 +176,8 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
     """Raise InputError naming the first problem with a scalar `layout` and what would fit instead."""
     if layout.perfect:
         return
-    tp, ep, pp, dp, v = layout.tp, layout.ep, layout.pp, layout.dp, layout.virtual_stages
+    tp, ep, pp, v = layout.tp, layout.ep, layout.pp, layout.virtual_stages
+    dp = layout.dp * layout.cp  # EP may borrow data- and context-parallel ranks alike
     check_tensor_parallel(model, system, tp)
     if pp * v > model.layers:
         what = f"PP {pp}" if v == 1 else f"PP x virtual stages = {pp * v}"
@@ -200,13 +208,14 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
                              f"GPU, {fit.idle_gpus} of {ep} GPUs idle) or --redundant-experts {extra} "
                              f"({(model.moe.experts + extra) // ep} slots per GPU, hot experts copied)")
     if not training:
-        need = int(np.ceil(domains_per_replica(tp * dp, pp, system.chips)))
+        need = int(np.ceil(domains_per_replica(layout.stage_gpus, pp, system.chips)))
         if need > layout.domains:
             raise InputError(f"layout {layout} needs {layout.gpus} GPUs placed on {need} x {system.id} domains, "
                              f"only {layout.domains} given; use --domains {need} or fewer GPUs")
-    if batch is not None and np.any(np.asarray(batch) < dp * pp):
-        raise InputError(f"batch {np.min(batch):g} leaves some of the DP {dp} x PP {pp} = {dp * pp} sequence slots "
-                         f"empty; use a batch >= {dp * pp} (a multiple of it)")
+    slots = layout.dp * pp
+    if batch is not None and np.any(np.asarray(batch) < slots):
+        raise InputError(f"batch {np.min(batch):g} leaves some of the DP {layout.dp} x PP {pp} = {slots} sequence slots "
+                         f"empty; use a batch >= {slots} (a multiple of it)")
 
 
 def valid_mask(model, chips: int, tp, ep, pp, dp):
@@ -271,6 +280,11 @@ def stage_layers(model, layout: Layout) -> int:
 def expert_slots(model, layout: Layout):
     """E + R: routed experts plus redundant copies (EPLB), spread evenly over the EP GPUs."""
     return (model.moe.experts if model.moe else 0) + layout.redundant_experts
+
+
+def cp_on_scale_up(layout: Layout, chips: int):
+    """Whether a CP group (Megatron rank order: TP innermost, then CP) fits in one scale-up domain."""
+    return np.asarray(layout.tp) * layout.cp <= chips
 
 
 def ep_domains(layout: Layout, chips: int):

@@ -123,7 +123,7 @@ def kv_bytes_per_gpu(m: M.Model, layout: Layout, batch, context, bytes_per_kv=2.
     flight (all pp micro-batches) of `context` tokens each. `bytes_per_kv` may be an array."""
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
     kv_seq = M.kv_bytes_per_sequence(m, context, "bf16") * (np.asarray(bytes_per_kv, dtype=float) / 2.0)
-    return f * np.asarray(batch, dtype=float) * kv_seq / (layout.dp * kv_shard(m, layout.tp, layout.perfect))
+    return f * np.asarray(batch, dtype=float) * kv_seq / (layout.dp * layout.cp * kv_shard(m, layout.tp, layout.perfect))
 
 
 def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weight=2.0, bytes_per_kv=2.0,
@@ -134,7 +134,7 @@ def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weig
     dense, routed = params_per_gpu(m, layout)
     w = (dense + routed) * np.asarray(bytes_per_weight, dtype=float)
     kv = kv_bytes_per_gpu(m, layout, batch, context, bytes_per_kv)
-    tokens_group = np.asarray(batch, dtype=float) / (np.asarray(layout.pp) * layout.dp) * tokens_per_pass
+    tokens_group = np.asarray(batch, dtype=float) / (np.asarray(layout.pp) * layout.dp * layout.cp) * tokens_per_pass
     act = activation_bytes(m, tokens_group, activation_dtype) / layout.tp
     return MemoryPerGpu(weights_bytes=w, kv_bytes=kv, activations_bytes=act, total_bytes=w + kv + act)
 
@@ -146,7 +146,7 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
         free per GPU = usable·HBM − weights − activations          (of="total": vLLM's gpu_memory_utilization)
                      = usable·(HBM − weights) − activations        (of="free": TensorRT-LLM's
                                                                      kv_cache_free_gpu_mem_fraction)
-        tokens       = dp · free · kv_shard / (f · kv_bytes_per_token)
+        tokens       = dp · cp · free · kv_shard / (f · kv_bytes_per_token)
 
     Each of the dp groups keeps its own sequences' KV; within a group a token's KV is split kv_shard ways
     over the TP ranks (replicated beyond the KV heads) and over the stages (f of the layers each). With
@@ -160,7 +160,7 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
     free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
     per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect)
-    return layout.dp * free / per_token
+    return layout.dp * layout.cp * free / per_token
 
 
 # ---- activations ----------------------------------------------------------------------------------
@@ -261,14 +261,17 @@ def activation_bytes_per_gpu(m: M.Model, layout: Layout, seq_len, *, dropout=Tru
         full        n·I/t' + (layer − I/t')                 keep inputs, rebuild one layer
         reversible  2·I/t'·in_flight + layer + 2·I/t'       two output streams per micro-batch in flight
     (t' = t with sequence parallelism, else 1; I = 2·s·b·h; `layer` = one layer's full activations;
-    the mode is layout.recompute.)
+    the mode is layout.recompute; with context parallelism every term is of s/cp tokens, the unfused
+    score terms of s/cp queries against s keys.)
     """
     recompute = layout.recompute
-    la = layer_activations(m, seq_len, layout.micro_batch, dropout=dropout, flash_attention=flash_attention,
-                           act_bytes=act_bytes)
+    cp = float(layout.cp)  # context parallelism: each rank holds s/cp of the tokens (queries s/cp x keys s)
+    la = layer_activations(m, np.asarray(seq_len, dtype=float) / cp, layout.micro_batch, dropout=dropout,
+                           flash_attention=flash_attention, act_bytes=act_bytes)
     t = float(layout.tp)
     t_rep = t if layout.sequence_parallel else 1.0
-    rep, split, quad, inp = la.replicated / t_rep, la.split / t, la.quadratic / t, la.layer_input / t_rep
+    quad = la.quadratic * (1.0 if flash_attention else cp) / t
+    rep, split, inp = la.replicated / t_rep, la.split / t, la.layer_input / t_rep
     layer = rep + split + quad
     in_flight = in_flight_micro_batches(layout)
     n = stage_layers(m, layout) * in_flight
@@ -290,13 +293,14 @@ def training_memory(m: M.Model, layout: Layout, seq_len, *, dropout=True, flash_
     parallelism are the layout's.
     """
     dense, expert = params_per_gpu(m, layout)
-    wd, gd, od = model_state_bytes(dense, layout.dp, layout.zero, weight_bytes=weight_bytes,
+    ranks = layout.dp * layout.cp  # ZeRO shards over the data ranks, context ranks included (Megatron)
+    wd, gd, od = model_state_bytes(dense, ranks, layout.zero, weight_bytes=weight_bytes,
                                    grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
-    we, ge, oe = model_state_bytes(expert, layout.dp // layout.ep, layout.zero, weight_bytes=weight_bytes,
+    we, ge, oe = model_state_bytes(expert, ranks // layout.ep, layout.zero, weight_bytes=weight_bytes,
                                    grad_bytes=grad_bytes, optimizer_bytes=optimizer_bytes)
     act = np.asarray(activation_bytes_per_gpu(m, layout, seq_len, dropout=dropout,
                                               flash_attention=flash_attention, act_bytes=act_bytes), dtype=float)
-    logits = 4.0 * np.asarray(seq_len, dtype=float) * layout.micro_batch * m.vocab / layout.tp
+    logits = 4.0 * np.asarray(seq_len, dtype=float) / layout.cp * layout.micro_batch * m.vocab / layout.tp
     if layout.pp == 1:
         act_peak = act + logits
     else:  # last stage holds one micro-batch in flight (1F1B) — or all m for GPipe — plus the logits

@@ -14,12 +14,13 @@ factors); training multiplies it by the passes a step runs and adds what only tr
                                                           the s² scores (model.attention_dropout_bytes_per_token)
     t_tp       = m·t_tp,fwd·(2 + r_full)·(1 − overlap_tp)    2 all-reduces per layer each way (Shoeybi 2019 §3)
     t_ep       = m·t_ep,fwd·(2 + r_full)                     dispatch + combine, forward and backward
+    t_cp       = m·t_cp,fwd·(2 + r_full)                     K/V all-gathers (CP), and the gradients' reduce-scatters
     bubble     f = (P−1)/(v·m + P−1)                      GPipe and 1F1B (v = 1), interleaved 1F1B (v chunks)
                                                           (Huang et al. 2019; Narayanan et al. 2021 §2.2)
     t_pp       = 2·v·m·p2p(b·s·h·2/tp) · (1 − overlap_pp)  activations forward, gradients backward
     t_dp       = k_zero·AR(Ψ·2 bytes, dp) · (1 − overlap_dp)   k_zero = 1 (ZeRO 0–2), 1.5 (ZeRO-3/FSDP)
     t_opt      = Ψ_shard·28 bytes / HBM BW                Adam reads/writes fp32 states + bf16 copies
-    t_step     = (t_compute + t_elementwise + t_tp + t_ep)/(1 − f) + t_pp + t_dp + t_opt
+    t_step     = (t_compute + t_elementwise + t_tp + t_ep + t_cp)/(1 − f) + t_pp + t_dp + t_opt
 
 (r_full = 1 with a recomputed forward — full recomputation or reversible layers —, r_any = 1 with any
 recomputation: selective re-runs the attention core.) Collectives use the one network model of every
@@ -110,6 +111,7 @@ class TrainStep:
     elementwise_s: np.ndarray  # memory-bound non-matmul kernels (norms, residuals, activation, casts)
     tp_comm_s: np.ndarray
     ep_comm_s: np.ndarray
+    cp_comm_s: np.ndarray  # context parallelism's K/V all-gathers and their gradients' reduce-scatters
     bubble_s: np.ndarray
     pp_comm_s: np.ndarray
     dp_comm_s: np.ndarray  # exposed part
@@ -211,28 +213,32 @@ def train_step(m: M.Model, system: System, layout: Layout, seq_len, *, efficienc
     elementwise_s = mb * (per(fwd.elementwise_s) * (3.0 + redo)
                           + eff.elementwise * tokens_rank * extra_bytes / (P * ew_bw))
     tp_s = mb * per(fwd.tp_comm_s) * (2.0 + redo) * (1.0 - eff.overlap_tp)
+    # CP: the forward's K/V all-gathers, and the backward's reduce-scatters of their gradients (same bytes)
+    cp_s = mb * per(fwd.cp_comm_s) * (2.0 + redo)
     ep_s = mb * per(fwd.ep_comm_s) * (2.0 + redo)
     f_bubble = float(bubble_fraction(P, mb, v))
-    busy = compute_s + elementwise_s + tp_s + ep_s
+    busy = compute_s + elementwise_s + tp_s + ep_s + cp_s
     bubble_s = busy * f_bubble / (1.0 - f_bubble)
     # PP: one activation (forward) and one gradient (backward) per micro-batch per model chunk
     pp_s = 0.0 * s
     if P > 1:
         tier = up if n <= system.chips else out
-        send = NET.p2p_s(b * s * m.d_model * 2.0 / layout.tp, tier.bytes_per_s, tier.latency_s, tier.efficiency)
+        send = NET.p2p_s(b * s * m.d_model * 2.0 / (layout.tp * layout.cp), tier.bytes_per_s, tier.latency_s,
+                         tier.efficiency)
         pp_s = 2.0 * v * mb * send * (1.0 - eff.overlap_pp)
     # DP: gradient all-reduce (ZeRO-3: reduce-scatter + 2 all-gathers = 1.5x)
     dense, expert = params_per_gpu(m, layout)
     dp_s = 0.0 * s
-    if layout.dp > 1:
+    ranks = layout.dp * layout.cp  # weights are replicated over the data and the context ranks
+    if ranks > 1:
         k_zero = 1.5 if layout.zero >= 3 else 1.0
-        dp_s = dp_s + k_zero * _all_reduce(dense * grad_comm_bytes, layout.dp, layout.tp, system, up, out)
-        if expert and layout.dp // layout.ep > 1:
-            dp_s = dp_s + k_zero * _all_reduce(expert * grad_comm_bytes, layout.dp // layout.ep,
+        dp_s = dp_s + k_zero * _all_reduce(dense * grad_comm_bytes, ranks, layout.tp, system, up, out)
+        if expert and ranks // layout.ep > 1:
+            dp_s = dp_s + k_zero * _all_reduce(expert * grad_comm_bytes, ranks // layout.ep,
                                                layout.tp * layout.ep, system, up, out)
         dp_s = dp_s * (1.0 - eff.overlap_dp)
-    shard_dense = dense / (layout.dp if layout.zero >= 1 else 1)
-    shard_exp = expert / (max(layout.dp // layout.ep, 1) if layout.zero >= 1 else 1)
+    shard_dense = dense / (ranks if layout.zero >= 1 else 1)
+    shard_exp = expert / (max(ranks // layout.ep, 1) if layout.zero >= 1 else 1)
     opt_s = (shard_dense + shard_exp) * ADAM_UPDATE_BYTES / acc.hbm_bytes_per_s + 0.0 * s
     step_s = busy + bubble_s + pp_s + dp_s + opt_s
 
@@ -240,7 +246,8 @@ def train_step(m: M.Model, system: System, layout: Layout, seq_len, *, efficienc
     price = resolve_price(system, usd_per_gpu_hour)
     achieved = tokens / (step_s * n)
     return TrainStep(
-        compute_s=compute_s, elementwise_s=elementwise_s, tp_comm_s=tp_s, ep_comm_s=ep_s, bubble_s=bubble_s,
+        compute_s=compute_s, elementwise_s=elementwise_s, tp_comm_s=tp_s, ep_comm_s=ep_s, cp_comm_s=cp_s,
+        bubble_s=bubble_s,
         pp_comm_s=pp_s, dp_comm_s=dp_s, optimizer_s=opt_s, step_s=step_s, bubble_fraction=f_bubble,
         tokens_per_step=tokens, tokens_per_s=tokens / step_s, model_flops_per_token=f_model,
         hardware_flops_per_token=f_hw, mfu=achieved * f_model / peak, hfu=achieved * f_hw / peak,
