@@ -246,3 +246,25 @@ def test_context_parallel_training_halves_activations_and_reduces_over_dp_cp():
     t2 = train_step(m, s, Layout(cp=2, **base), 32768, flash_attention=True)
     assert float(t2.cp_comm_s) > 0 == float(t1.cp_comm_s) and t2.gpus == 16
     assert float(t2.compute_s) == pytest.approx(float(t1.compute_s) / 2, rel=0.02)  # GEMM curve at s/2 rows
+
+
+def test_speculative_decode_step_by_hand():
+    """MTP / speculative decoding in a step (speculative.py's closed form on the engine): γ = 1 draft token
+    accepted with α = 0.85 (DeepSeek-V3's reported MTP acceptance, 85-90%) gives E = 1 + α tokens per
+    verify step; the step is the verify pass of 2 tokens per sequence plus one draft at f of a decode step."""
+    from roofline.errors import InputError
+    from roofline.speculative import Speculation
+
+    m, s = CAT.model("deepseek-v3"), CAT.system("gb200-nvl72")
+    lay = Layout(tp=1, ep=64, dp=64)
+    kw = dict(layout=lay, weights_dtype="fp8", kv_dtype="fp8", details=False)
+    plain = step(m, s, 2048, 4096, **kw)
+    verify = step(m, s, 2048, 4096, phase="prefill", prompt=2, **kw)
+    sp = step(m, s, 2048, 4096, speculation=Speculation(gamma=1, alpha=0.85, draft_fraction=0.05), **kw)
+    t = float(verify.step_s) + 0.05 * float(plain.step_s)
+    assert float(sp.step_s) == pytest.approx(t, rel=1e-12)
+    assert float(sp.tokens_per_s) == pytest.approx(2048 * 1.85 / t, rel=1e-12)
+    assert sp.speculation["tokens_per_step"] == pytest.approx(1.85)
+    assert sp.speculation["speed_up"] == pytest.approx(1.85 * float(plain.step_s) / t, rel=1e-12)
+    with pytest.raises(InputError, match="speculative decoding"):
+        step(m, s, 64, 0, phase="prefill", prompt=128, speculation=Speculation(1, 0.8), **kw)

@@ -106,6 +106,7 @@ class PassResult:
     critical_batch: float | np.ndarray | None = None
     critical_batch_with_kv: np.ndarray | None = None
     latency_floor_s: float | None = None
+    speculation: dict | None = None  # with speculative decoding / MTP: γ, α, draft cost, tokens per step, times
     layout: str = ""
     efficiency: str = "ideal"
 
@@ -347,7 +348,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
          which: str = "mid", moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
          kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
-         details: bool = True, chips: int | None = None) -> PassResult:
+         details: bool = True, speculation=None, chips: int | None = None) -> PassResult:
     """Time, cost, bound and memory of one pass of `model` on `system` (module docstring formulas).
 
     batch: sequences per replica (B; all pp micro-batches in flight). context: tokens already cached per
@@ -358,7 +359,12 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     `which` ('mid', or the 'fast'/'slow' corners of their spread). `attention_flops=False,
     distinct_experts=False, kv_writes=False` with the pure roofline reproduces the lecture's board.
     `details=False` skips the critical batch and the latency floor (about 40 more passes of the engine on
-    the context's shape), for callers that only need the pass. `chips` is the former name of `gpus`.
+    the context's shape), for callers that only need the pass. `speculation` (speculative.Speculation: γ
+    draft tokens, acceptance α, draft cost f) turns a decode step into a verify pass of γ + 1 tokens per
+    sequence plus γ draft steps, emitting E = (1 − α^(γ+1))/(1 − α) tokens per sequence (speculative.py;
+    DeepSeek-V3's multi-token prediction is γ = 1 with an MTP module as the drafter); the time terms are the
+    verify pass's, the rates count E tokens, and critical batch and floor stay those of plain decode.
+    `chips` is the former name of `gpus`.
     """
     if phase not in ("decode", "prefill"):
         raise InputError(f"phase must be 'decode' or 'prefill', got {phase!r}")
@@ -400,10 +406,16 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
             f"{pick(r.weights_per_gpu_bytes) / 1e9:,.1f} GB + KV {pick(r.kv_per_gpu_bytes) / 1e9:,.1f} GB; use more "
             f"GPUs or parallelism, a smaller batch or context, or fp8/fp4 weights and KV")
 
+    spec = None
+    if speculation is not None:
+        if phase != "decode":
+            raise InputError("speculative decoding (--spec-gamma) verifies drafted tokens in decode; drop it or use "
+                             "--phase decode")
+        r, spec = _speculative(model, system, layout, batch, ctx, r, speculation, kw)
     if not details:
         return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
                        kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype), layout=str(layout),
-                       efficiency=eff.family)
+                       efficiency=eff.family, speculation=spec)
     # critical batch and latency floor, on this engine: where its compute term reaches its memory term
     # (at this context, and at context 0), and its step at the smallest batch (one sequence per slot)
     def crossing(c):
@@ -417,7 +429,30 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
                  kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype),
                  critical_batch=b_star if np.ndim(b_star) else float(b_star), critical_batch_with_kv=b_kv_star,
-                 latency_floor_s=float(floor), layout=str(layout), efficiency=eff.family)
+                 latency_floor_s=float(floor), layout=str(layout), efficiency=eff.family, speculation=spec)
+
+
+def _speculative(model, system, layout, batch, ctx, decode: PassResult, sp, kw):
+    """A speculative decode step (speculative.py's closed form on this engine): the verify pass of γ + 1
+    tokens per sequence on the cached context plus γ draft steps of f decode steps each, emitting
+    E tokens per sequence. Returns the verify pass with the step time and the rates of the whole step."""
+    from .speculative import expected_tokens_per_step
+
+    verify = core(model, system, layout, batch, ctx, float(sp.gamma + 1), "prefill", **kw)
+    draft = sp.gamma * sp.draft_fraction * decode.step_s
+    step_s = verify.step_s + draft
+    e = float(expected_tokens_per_step(sp.alpha, sp.gamma))
+    tokens = np.asarray(batch, dtype=float) * e
+    tok_s = tokens / step_s
+    gpus = verify.gpus
+    info = {"gamma": int(sp.gamma), "alpha": float(sp.alpha), "draft_fraction": float(sp.draft_fraction),
+            "tokens_per_step": e, "verify_s": _json_safe(np.asarray(verify.step_s).tolist()),
+            "draft_s": _json_safe(np.asarray(draft).tolist()),
+            "speed_up": _json_safe(np.asarray(e * decode.step_s / step_s).tolist())}
+    return replace(verify, step_s=step_s, step_upper_s=verify.step_upper_s + draft, tokens_per_s=tok_s,
+                   tokens_per_s_per_gpu=tok_s / gpus, tokens_per_s_per_sequence=e / step_s,
+                   usd_per_million_tokens=gpus * verify.usd_per_gpu_hour / SECONDS_PER_HOUR / tok_s * 1e6,
+                   mfu=verify.mfu * (e / (sp.gamma + 1)) * verify.step_s / step_s), info
 
 
 def step_time(model: M.Model, system: System, batch, tokens, context, *, layout: Layout | None = None,
