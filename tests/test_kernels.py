@@ -171,3 +171,12 @@ def test_ep_dispatch_across_nodes_measured_and_slower_than_inside_one():
     assert c.covered and "ep_combine" in c.source
     with pytest.raises(InputError, match="phase must be dispatch or combine"):
         K.ep_all_to_all_s("h100-sxm", "send", 1, hidden=7168, topk=8, experts=256)
+
+
+def test_plain_import_and_factor_step_do_not_load_the_tables():
+    """Start-up: the tables load lazily, only when a lookup is made (import roofline, a factor-model step)."""
+    code = ("import sys, roofline; from roofline.requests.step import StepRequest, run_step; "
+            "run_step(StepRequest.of(model='llama-3-8b', system='dgx-h100', batch=8, tp=8, realistic=True)); "
+            "print('roofline.kernels' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
