@@ -207,7 +207,7 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
     tp = np.where(terms.tp_covered, terms.tp_comm_s * scale[2], result.tp_comm_s)
     ep = np.where(terms.ep_covered, terms.ep_comm_s * scale[2], result.ep_comm_s)
     kernels = gemm + attn + result.elementwise_s
-    comm = tp + ep
+    comm = tp + ep + getattr(result, "cp_comm_s", 0.0)  # context-parallel all-gathers stay the engine's
     busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
     step = busy + result.pp_comm_s + result.overhead_s
     used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered,

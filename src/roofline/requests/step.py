@@ -41,6 +41,13 @@ class StepRequest(Request):
     pp: OptWhole(1) = None
     dp: OptWhole(1) = None
     domains: OptWhole(1, 1024) = None
+    cp: OptWhole(1, 1024) = None
+    moe_tp: OptWhole(1, 1024) = None
+    redundant_experts: OptWhole(0, 100_000) = None
+    spec_gamma: Whole(0, 64) = 0
+    spec_alpha: float = 0.7
+    draft_fraction: float = 0.05
+    overlap: bool = False
     realistic: bool = False
     decode_attention: Choice(*DECODE_ATTENTION) = "shared"
     kernels: Choice(*KERNELS) = "factor"
@@ -57,6 +64,17 @@ class StepRequest(Request):
         if self.decode_attention != "shared" and not self.realistic:
             raise rules.UsageError(f"{f('decode_attention')} is used by the efficiency model only; add "
                                    f"{f('realistic')} or drop {f('decode_attention')}")
+        if self.overlap and not self.realistic:
+            raise rules.UsageError(f"{f('overlap')} overlaps communication with compute in the realistic model (the "
+                                   f"pure roofline already takes their max); add {f('realistic')} or drop {f('overlap')}")
+        if not 0.0 <= self.spec_alpha <= 1.0:
+            raise rules.InputError(f"{f('spec_alpha')} must be an acceptance rate in [0, 1], got {self.spec_alpha:g}; "
+                                   "e.g. 0.85 for DeepSeek-V3's multi-token prediction")
+        if not (np.isfinite(self.draft_fraction) and self.draft_fraction >= 0):
+            raise rules.InputError(f"{f('draft_fraction')} must be >= 0 (a draft token's cost as a fraction of a "
+                                   f"decode step), got {self.draft_fraction:g}")
+        if self.spec_gamma and self.phase != "decode":
+            raise rules.UsageError(f"{f('spec_gamma')} drafts tokens for decode; drop it or use {f('phase')} decode")
         if self.kernels != "factor" and not self.realistic:
             raise rules.UsageError(f"{f('kernels')} {self.kernels} chooses the realistic model's kernel times; add "
                                    f"{f('realistic')} or drop {f('kernels')}")
@@ -70,17 +88,24 @@ class StepRequest(Request):
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
         if self.has_layout:
             tp, ep, pp, dp, doms = self.layout_degrees
-            if self.gpus is not None and self.gpus != tp * dp * pp:
+            cp = self.cp or 1
+            if self.gpus is not None and self.gpus != tp * dp * pp * cp:
                 raise rules.InputError(
-                    f"{f('gpus')} {self.gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} = {tp * dp * pp} "
-                    f"GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
-            self._layout = resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch)
+                    f"{f('gpus')} {self.gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} x CP{cp} = "
+                    f"{tp * dp * pp * cp} GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
+            self._layout = resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch, cp=cp,
+                                          expert_tp=self.moe_tp, redundant_experts=self.redundant_experts or 0)
+            if cp > 1 and self.phase == "decode":
+                raise rules.UsageError(f"{f('cp')} {cp} splits a prompt's tokens over GPUs: add {f('phase')} prefill "
+                                       f"(a decode step has one token per sequence; spread sequences with "
+                                       f"{f('dp')})")
         elif self.realistic:
             one_tp_group(self._model, self._system, self._chips)
 
     @property
     def has_layout(self) -> bool:
-        return any(v is not None for v in (self.tp, self.ep, self.pp, self.dp, self.domains))
+        return any(v is not None for v in (self.tp, self.ep, self.pp, self.dp, self.domains, self.cp, self.moe_tp,
+                                           self.redundant_experts))
 
     @property
     def layout_degrees(self) -> tuple[int, int, int, int, int]:
@@ -100,6 +125,13 @@ def one_tp_group(model, system, chips: int) -> None:
                          f"GPUs with -a ACCELERATOR -g N") from None
 
 
+def speculation(req: "StepRequest"):
+    """--spec-gamma γ --spec-alpha α --draft-fraction f as a speculative.Speculation (None without γ)."""
+    from ..speculative import Speculation
+
+    return Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
+
+
 def realistic(req: "StepRequest", layout) -> dict:
     """The efficiency model's pass (the engine with the family's cited factors) at the central factors and
     the two corners of their spread: the interval any prediction carries (docs/validation.md gives its error)."""
@@ -109,14 +141,15 @@ def realistic(req: "StepRequest", layout) -> dict:
 
     m, sysrec = req._model, req._system
     pqh = req.decode_attention == "per-query-head"
-    effs = {w: family_factors(sysrec.accelerator, req.weights_dtype, w, kv_read_multiplier=kv_read_multiplier(m, pqh, w))
+    effs = {w: family_factors(sysrec.accelerator, req.weights_dtype, w, kv_read_multiplier=kv_read_multiplier(m, pqh, w),
+                              overlap_comm=req.overlap)
             for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
-                 efficiency=effs[w])
+                 efficiency=effs[w], speculation=speculation(req), details=False)
          for w in WHICH}
     mid = t["mid"]
-    out = {"family": mid.efficiency, "layout": f"TP{layout.tp} EP{layout.ep} PP{layout.pp} DP{layout.dp}",
+    out = {"family": mid.efficiency, "layout": str(layout), "overlap_comm": req.overlap,
            "decode_attention": req.decode_attention,
            "step_s": float(mid.step_s), "low_s": float(t["fast"].step_s), "high_s": float(t["slow"].step_s),
            **{k: float(getattr(mid, k)) for k in ("compute_s", "memory_s", "comm_s", "overhead_s", "gemm_s",
@@ -137,6 +170,11 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
     from ..kernel_pass import apply, corner_terms
     from ..kernels import index
 
+    if getattr(layout, "cp", 1) > 1:
+        from ..errors import InputError
+
+        raise InputError("--kernels tables does not model context parallelism (the tables' attention is one GPU's "
+                         "whole sequence); drop --cp or use --kernels factor")
     kw = dict(phase=req.phase, prompt=req.prompt, tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp,
               moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype)
     steps, mid = {}, None
@@ -177,11 +215,12 @@ def run_step(req: StepRequest) -> dict:
          "prompt": req.prompt if req.phase == "prefill" else 1, "weights_dtype": req.weights_dtype,
          "kv_dtype": req.kv_dtype}
     if layout is not None:
-        d.update(tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp, domains=layout.domains)
+        d.update(tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp, domains=layout.domains, cp=layout.cp,
+                 moe_tp=layout.moe_tp, redundant_experts=layout.redundant_experts)
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
-             check_fit=layout is None)
+             check_fit=layout is None, speculation=speculation(req))
     d.update(r.to_dict())
     if req.realistic:  # no layout given: the GPUs as one TP group (the efficiency model needs a layout)
         d["realistic"] = realistic(req, layout if layout is not None else Layout(tp=chips))
