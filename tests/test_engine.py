@@ -268,3 +268,34 @@ def test_speculative_decode_step_by_hand():
     assert sp.speculation["speed_up"] == pytest.approx(1.85 * float(plain.step_s) / t, rel=1e-12)
     with pytest.raises(InputError, match="speculative decoding"):
         step(m, s, 64, 0, phase="prefill", prompt=128, speculation=Speculation(1, 0.8), **kw)
+
+
+def test_production_layout_flags_through_the_cli(run_cli):
+    """step --redundant-experts/--moe-tp/--cp/--spec-gamma/--overlap reach the engine: the JSON equals the
+    library's step for the same Layout; misuse is one line with exit 2 (usage) or 1 (bad value)."""
+    from roofline.speculative import Speculation
+
+    code, out, err = run_cli("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--ep", "72", "--dp", "72",
+                             "--redundant-experts", "32", "-b", "4608", "-c", "4096", "--weights-dtype", "fp8",
+                             "--kv-dtype", "fp8", "--spec-gamma", "1", "--spec-alpha", "0.85", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    lib = step(CAT.model("deepseek-v3"), CAT.system("gb200-nvl72"), 4608, 4096,
+               layout=Layout(tp=1, ep=72, dp=72, redundant_experts=32), weights_dtype="fp8", kv_dtype="fp8",
+               speculation=Speculation(1, 0.85))
+    assert d["step_s"] == pytest.approx(float(lib.step_s), rel=1e-12) and d["redundant_experts"] == 32
+    assert d["speculation"]["tokens_per_step"] == pytest.approx(1.85)
+    code, out, err = run_cli("step", "-m", "mixtral-8x7b", "-s", "dgx-h100", "--tp", "8", "--ep", "4", "--moe-tp", "2",
+                             "-b", "64", "--realistic", "--overlap", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["moe_tp"] == 2 and d["realistic"]["overlap_comm"] is True
+    added = run_cli("step", "-m", "mixtral-8x7b", "-s", "dgx-h100", "--tp", "8", "--ep", "4", "--moe-tp", "2",
+                    "-b", "64", "--realistic", "--json")
+    assert d["realistic"]["step_s"] <= json.loads(added[1])["realistic"]["step_s"]
+    for args, want, exit_code in (
+            (("--tp", "8", "--cp", "2", "--domains", "2"), "--cp 2 splits a prompt's tokens", 2),
+            (("--tp", "8", "--overlap"), "--overlap overlaps communication", 2),
+            (("--spec-gamma", "2", "--spec-alpha", "1.5"), "--spec-alpha must be an acceptance rate", 1)):
+        code, _, err = run_cli("step", "-m", "llama-3.1-70b", "-s", "dgx-h100", "-b", "8", *args)
+        assert code == exit_code and want in err and len(err.strip().splitlines()) == 1, err

@@ -118,7 +118,9 @@ class Layout:
         if self.perfect:
             return f"{self.tp} GPUs, perfect sharding"
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
-        return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}"
+        moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
+        red = f" +{self.redundant_experts} redundant experts" if self.redundant_experts else ""
+        return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -32,6 +32,13 @@ def register(app: typer.Typer) -> None:
         pp: Annotated[Optional[int], typer.Option("--pp", help="Pipeline stages (batch = sequences in flight over all stages).")] = None,
         dp: Annotated[Optional[int], typer.Option("--dp", help="Attention data-parallel groups inside one replica.")] = None,
         domains: Annotated[Optional[int], typer.Option("--domains", help="Scale-up domains available to the replica.")] = None,
+        cp: Annotated[Optional[int], typer.Option("--cp", help="Context-parallel degree: each prompt's tokens split over CP GPUs, K/V all-gathered per layer (prefill).")] = None,
+        moe_tp: Annotated[Optional[int], typer.Option("--moe-tp", help="GPUs each routed expert is sliced over (MoE TP x EP must divide TP x DP); default: TP when EP divides DP, else 1.")] = None,
+        redundant_experts: Annotated[Optional[int], typer.Option("--redundant-experts", help="Extra expert slots holding copies of hot experts (EPLB), so EP need only divide experts + copies.")] = None,
+        spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Speculative / MTP draft tokens per decode step (0 = off).")] = 0,
+        spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
+        draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
+        overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
         realistic: Annotated[bool, typer.Option("--realistic", help="Also predict with the cited efficiency model of the accelerator's family (roofline.efficiency), with the interval over its factors' spread.")] = False,
         decode_attention: Annotated[str, typer.Option("--decode-attention", help="With --realistic: shared (KV head read once per GQA group) or per-query-head (older kernels).")] = "shared",
         kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`).")] = "factor",
@@ -45,7 +52,9 @@ def register(app: typer.Typer) -> None:
                              batch=batch, context=context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
                              kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                              compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency, tp=tp,
-                             ep=ep, pp=pp, dp=dp, domains=domains, realistic=realistic,
+                             ep=ep, pp=pp, dp=dp, domains=domains, cp=cp, moe_tp=moe_tp,
+                             redundant_experts=redundant_experts, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
+                             draft_fraction=draft_fraction, overlap=overlap, realistic=realistic,
                              decode_attention=decode_attention, kernels=kernels, engine=engine)
         d = run_step(req)
         if json:
@@ -100,18 +109,22 @@ def _kernel_rows(k: dict) -> list:
 
 def _parallel_table(d: dict, req) -> None:
     """`roofline step --tp/--ep/--pp/--dp/--domains` as a table: one replica's decode loop or prefill pass
-    with TP all-reduces, EP dispatch/combine and PP sends on their tiers (parallel_step)."""
+    with TP all-reduces, EP dispatch/combine, CP all-gathers and PP sends on their tiers (the engine)."""
     tp, ep, pp, dp = d["tp"], d["ep"], d["pp"], d["dp"]
     if not bool(d["fits"]):
         from ..errors import DoesNotFitError
 
         raise DoesNotFitError(
-            f"{d['model']} needs {d['memory_per_gpu_bytes'] / 1e9:,.1f} GB per GPU under TP{tp} EP{ep} PP{pp} DP{dp} "
+            f"{d['model']} needs {d['memory_per_gpu_bytes'] / 1e9:,.1f} GB per GPU under {d['layout']} "
             f"(weights {d['weights_per_gpu_bytes'] / 1e9:,.1f}, KV {d['kv_per_gpu_bytes'] / 1e9:,.1f} GB); "
             f"raise TP/EP/PP, lower the batch or context, or use fp8 weights/KV")
     rows = [[k.replace("_s", "").replace("_", " "), seconds(float(d[k]))] for k in
-            ("compute_s", "weight_read_s", "kv_read_s", "kv_write_s", "tp_comm_s", "ep_comm_s", "pp_comm_s",
-             "step_s", "step_upper_s")]
+            ("compute_s", "weight_read_s", "kv_read_s", "kv_write_s", "tp_comm_s", "ep_comm_s", "cp_comm_s",
+             "pp_comm_s", "step_s", "step_upper_s")]
+    spec = d.get("speculation")
+    if spec:
+        rows += [[f"speculation: {spec['gamma']} draft token(s), acceptance {spec['alpha']:g}",
+                  f"{spec['tokens_per_step']:.3g} tokens per step, {spec['speed_up']:.3g}x plain decode"]]
     rows += [["bound", str(d["bound"])], ["tokens/s (replica)", fmt(d["tokens_per_s"])],
              ["tokens/s per GPU", fmt(d["tokens_per_s_per_gpu"])],
              ["tokens/s per sequence", fmt(d["tokens_per_s_per_sequence"])],
@@ -119,5 +132,5 @@ def _parallel_table(d: dict, req) -> None:
              ["memory per GPU", f"{si_bytes(d['memory_per_gpu_bytes'])} (weights {si_bytes(d['weights_per_gpu_bytes'])}, "
                                 f"KV {si_bytes(d['kv_per_gpu_bytes'])}, activations {si_bytes(d['activations_per_gpu_bytes'])})"],
              ["GPUs / domains", f"{int(d['gpus'])} / {d['domains']:.3g}"]] + _realistic_rows(d.get("realistic"))
-    table(f"{d['model']} on {d['system']}, TP{tp} EP{ep} PP{pp} DP{dp}, {req.phase}, B={req.batch}, "
+    table(f"{d['model']} on {d['system']}, {d['layout']}, {req.phase}, B={req.batch}, "
           f"context={req.context}", ["quantity", "value"], rows)

@@ -72,11 +72,13 @@ def hardware(system_id, accelerator_id, gpus, flags=("--system", "--accelerator"
     raise InputError(f"no hardware given: pass {s_flag} ID (e.g. dgx-h100) or {a_flag} ID {g_flag} N")
 
 
-def layout(model, system, tp, ep, pp, dp, domains, batch=None, **training):
-    """The layout module's rules (TP vs heads and the domain, EP vs experts, PP vs layers, GPUs vs domains,
-    batch vs sequence slots); returns the checked Layout."""
+def layout(model, system, tp, ep, pp, dp, domains, batch=None, cp=1, expert_tp=None, redundant_experts=0,
+           **training):
+    """The layout module's rules (TP vs heads and the domain, EP vs expert slots, MoE TP, PP vs layers, GPUs vs
+    domains, batch vs sequence slots); returns the checked Layout."""
     from ..layout import Layout, validate
 
-    lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, **training)
+    lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, cp=cp, expert_tp=expert_tp,
+                 redundant_experts=redundant_experts, **training)
     validate(model, system, lay, batch, training=bool(training))
     return lay
