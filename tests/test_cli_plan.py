@@ -103,8 +103,9 @@ def test_step_without_layout_keeps_number_and_adds_parts(run_cli):
 def test_step_bad_ep_message(run_cli):
     code, _, err = run_cli("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--ep", "72", "--dp", "72", "-b", "2048")
     assert code == 1
-    assert err.strip() == ("error: EP 72 does not divide deepseek-v3's 256 experts; use EP 64 "
-                           "(4 experts per GPU, 8 of 72 GPUs idle)")
+    assert err.strip() == ("error: EP 72 does not divide deepseek-v3's 256 expert slots (256 experts + 0 redundant); "
+                           "use EP 64 (4 experts per GPU, 8 of 72 GPUs idle) or --redundant-experts 32 (4 slots per "
+                           "GPU, hot experts copied)")
 
 
 def test_step_parallel_table(run_cli):
