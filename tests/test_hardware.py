@@ -10,8 +10,7 @@ import pytest
 
 from roofline import get_accelerator, get_system
 from roofline.errors import InputError
-from roofline.hardware import (Accelerator, hardware_ratio, hardware_ratio_flops, single_accelerator_system,
-                               usd_per_gpu_hour)
+from roofline.hardware import hardware_ratio, hardware_ratio_flops, single_accelerator_system, usd_per_gpu_hour
 
 # Datasheet figures (dense bf16 TFLOP/s, HBM TB/s, HBM GB) as the catalog cites them, and by hand:
 # R = (FLOPS/2)·b_w/BW with b_w = 2 (bf16) = FLOPS_bf16/BW (spec §0.3, T45); drain time = C/BW (lecture §1.5).

@@ -56,8 +56,8 @@ def _check_littles_law_bracket(d):
     """Little's law, L = λ·W (Little 1961), from the JSON alone, for schedulers whose admitted sequences ride
     every pass until they finish (continuous, chunked): the time-average number of sequences in passes is
     L_service = mean_batch x utilisation = λ · mean(finish − admit). Admission precedes the first token and
-    follows the arrival, so λ·(OUTPUT − 1)·mean TPOT <= L_service <= λ·W with W = mean TTFT + (OUTPUT − 1)·mean
-    TPOT (fixed output lengths), λ = requests/s."""
+    follows the arrival, so λ·(OUTPUT − 1)·mean TPOT <= L_service <= λ·W with
+    W = mean TTFT + (OUTPUT − 1)·mean TPOT (fixed output lengths), λ = requests/s."""
     lam = d["throughput_requests_per_s"]
     l_service = d["mean_batch"] * d["utilisation"]
     decode_part = (OUTPUT - 1) * d["tpot_mean_s"]
