@@ -5,17 +5,18 @@ AIConfigurator's `aiconfigurator-core` 0.12.0 wheel, Apache-2.0; see kernels_dat
 docs/kernels.md) hold latencies measured on real GPUs, one dense grid per (accelerator, kernel kind,
 engine, framework version, dtype and other exact keys). Each lookup answers, broadcasting over NumPy arrays,
 
-    KernelTime(seconds, covered, extrapolated, source)
+    KernelTime(seconds, covered, extrapolated, source, distance)
 
 - seconds: the interpolated time (NaN where not covered);
 - covered: a table exists for the exact keys (accelerator, engine, dtype, head_dim, MoE shape, …) and at
   least one measured grid corner surrounds the point;
 - extrapolated: the point left the table's range on some axis, or a surrounding grid corner was not
   measured (then the measured corners' weights are renormalised);
-- source: which table answered ("aiconfigurator-core 0.12.0 h100_sxm/gemm trtllm 1.3.0rc20 torch_flow bf16").
+- source: which table answered ("aiconfigurator-core 0.12.0 h100_sxm/gemm trtllm 1.3.0rc20 torch_flow bf16");
+- distance: Σ over axes of |ln(x / x clamped to the table's range)|, 0 inside it.
+fp16 is answered by the bf16 tables (the same tensor-core rate on every covered chip).
 
-Interpolation (Williams-style per-kernel tables, as AIConfigurator itself and LLMCompass-like simulators
-read them; the rule here is our own): log-log multilinear — ln t is interpolated linearly in ln x along
+Interpolation (our own rule, not the source package's): log-log multilinear — ln t is interpolated linearly in ln x along
 every axis, over the 2^d surrounding grid points. GEMM time is close to a power law in each of m, n, k
 piecewise (flat at small sizes where latency dominates, linear where compute or bandwidth does), which
 log-log interpolation follows exactly in either regime.
