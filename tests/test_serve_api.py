@@ -238,3 +238,33 @@ def test_a_full_queue_answers_503_at_once(client, monkeypatch):
     assert r.status_code == 503 and r.headers["retry-after"] == "2" and "busy" in r.json()["detail"]
     monkeypatch.setitem(app_module._WAITING, "fast", 0)
     assert client.post("/api/step", json={"model": "llama-3-70b", "system": "dgx-h100"}).status_code == 200
+
+
+def test_roofline_serve_command_serves_the_page_and_api_on_localhost():
+    """The real command in a child process: it says where it listens (127.0.0.1 by default), answers /api and
+    the page, and stops on SIGTERM."""
+    import socket
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "roofline", "serve", "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert f"serving on http://127.0.0.1:{port}/" in first
+        deadline, r = time.time() + 30, None
+        while time.time() < deadline:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/api", timeout=2)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert r is not None and r.status_code == 200 and "step" in r.json()["operations"]
+        assert "plotly.min.js" in httpx.get(f"http://127.0.0.1:{port}/", timeout=5).text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
