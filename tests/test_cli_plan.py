@@ -36,8 +36,9 @@ def test_plan_table_deepseek_racks(run_cli):
 
 
 def test_plan_json_deepseek_racks(run_cli):
-    """The same plan through --json. Every layout's EP divides DeepSeek-V3's 256 routed experts (EP 72, a whole
-    NVL72, does not: 256/72 is not whole; EP 64 is the largest divisor within a rack, 4 experts per GPU), its
+    """The same plan through --json. Every layout's EP divides DeepSeek-V3's 256 routed experts plus its redundant
+    copies (EP 72, a whole NVL72, needs R = −256 mod 72 = 32 copies: 288 slots, 4 per GPU, DeepSeek's EPLB; the
+    frontier uses whole racks that way instead of EP 64 with 8 GPUs idle), its
     replicas fill the racks (replicas = floor(72·domains / GPUs per replica), GPUs per replica = TP·PP·DP),
     tokens/s per user is 1/TPOT, and the planner's funnel adds up: feasible = structurally valid − too few
     sequences − no room on the domains − out of memory − missed targets; the frontier rows are the layouts."""
@@ -47,8 +48,9 @@ def test_plan_json_deepseek_racks(run_cli):
     experts, rack = 256, 72
     rows = d["layouts"]
     assert d["domains"] == [1, 2, 3, 4] and rows
-    assert all(experts % r["ep"] == 0 for r in rows)
-    assert max(r["ep"] for r in rows) == max(e for e in range(1, rack + 1) if experts % e == 0) == 64
+    assert all((experts + r["redundant_experts"]) % r["ep"] == 0 for r in rows)
+    assert all(r["redundant_experts"] == -experts % r["ep"] for r in rows if r["ep"] > 1)
+    assert any(r["ep"] == rack and r["redundant_experts"] == 32 for r in rows)
     for r in rows:
         assert r["gpus"] == r["tp"] * r["pp"] * r["dp"]
         assert r["replicas"] == rack * r["domains"] // r["gpus"]

@@ -296,6 +296,6 @@ def test_production_layout_flags_through_the_cli(run_cli):
     for args, want, exit_code in (
             (("--tp", "8", "--cp", "2", "--domains", "2"), "--cp 2 splits a prompt's tokens", 2),
             (("--tp", "8", "--overlap"), "--overlap overlaps communication", 2),
-            (("--spec-gamma", "2", "--spec-alpha", "1.5"), "--spec-alpha must be an acceptance rate", 1)):
+            (("--spec-gamma", "2", "--spec-alpha", "1.5"), "--spec-alpha must be >= 0 and <= 1", 1)):
         code, _, err = run_cli("step", "-m", "llama-3.1-70b", "-s", "dgx-h100", "-b", "8", *args)
         assert code == exit_code and want in err and len(err.strip().splitlines()) == 1, err

@@ -127,3 +127,21 @@ def test_plots_write_files(tmp_path):
     for path in (pl.pareto_frontier(p, tmp_path / "a.png"), pl.rack_map(256, 72, 2, tmp_path / "b.png"),
                  pl.pipeline_timeline(4, tmp_path / "c.png"), pl.memory_vs_stages(tmp_path / "d.png")):
         assert path.exists() and path.stat().st_size > 1000
+
+
+def test_plan_with_speculation_matches_the_engine_step():
+    """plan(speculation=...): every frontier point's TPOT is the engine's speculative step over its tokens per
+    step, (verify pass of γ + 1 tokens + γ·f decode steps)/E, for its layout — redundant experts included."""
+    from roofline.engine import step
+    from roofline.layout import Layout
+    from roofline.speculative import Speculation
+
+    sp = Speculation(1, 0.85, 0.05)
+    p = plan(DSV3, NVL72, [1], Workload(1024, 1024), speculation=sp)
+    rows = p.rows()
+    assert any(r["redundant_experts"] == 32 and r["ep"] == 72 for r in rows)
+    for r in rows[::6]:
+        lay = Layout(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], redundant_experts=r["redundant_experts"])
+        d = step(DSV3, NVL72, r["batch"], 1024 + 512, layout=lay, weights_dtype=r["weights_dtype"],
+                 kv_dtype=r["kv_dtype"], speculation=sp, details=False, check=False)
+        assert r["tpot_s"] == pytest.approx(float(d.step_s) / sp.tokens_per_step, rel=1e-12)

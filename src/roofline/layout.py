@@ -81,8 +81,9 @@ class Layout:
             raise InputError(f"zero stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
         if self.expert_tp is not None and (int(self.expert_tp) != self.expert_tp or self.expert_tp < 1):
             raise InputError(f"MoE TP must be a whole number >= 1, got {self.expert_tp}; omit it to derive it")
-        if int(self.redundant_experts) != self.redundant_experts or self.redundant_experts < 0:
-            raise InputError(f"redundant experts must be a whole number >= 0, got {self.redundant_experts}")
+        red = np.asarray(self.redundant_experts, dtype=float)
+        if np.any(~np.isfinite(red) | (red < 0) | (red != np.round(red))):
+            raise InputError(f"redundant experts must be a whole number >= 0, got {np.ravel(red)[0]:g}")
         if self.recompute not in RECOMPUTE_MODES:
             raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
@@ -119,7 +120,7 @@ class Layout:
             return f"{self.tp} GPUs, perfect sharding"
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
         moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
-        red = f" +{self.redundant_experts} redundant experts" if self.redundant_experts else ""
+        red = f" +{self.redundant_experts} redundant experts" if np.any(np.asarray(self.redundant_experts)) else ""
         return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 
     def to_dict(self) -> dict:
@@ -220,16 +221,16 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
                          f"empty; use a batch >= {slots} (a multiple of it)")
 
 
-def valid_mask(model, chips: int, tp, ep, pp, dp):
+def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0):
     """Vectorised `validate` (inference) for the planner: True where the layout is structurally valid."""
-    tp, ep, pp, dp = (np.asarray(x) for x in (tp, ep, pp, dp))
+    tp, ep, pp, dp, red = (np.asarray(x) for x in (tp, ep, pp, dp, redundant_experts))
     ok = (tp <= chips) & (model.heads % tp == 0) & (pp <= model.layers)
     if not model.mla:
         ok &= (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
     if model.moe:
-        ok &= (ep == 1) | (((dp % ep == 0) | (ep == tp * dp)) & (model.moe.experts % ep == 0))
+        ok &= ((ep == 1) & (red == 0)) | (((dp % ep == 0) | (ep == tp * dp)) & ((model.moe.experts + red) % ep == 0))
     else:
-        ok &= ep == 1
+        ok &= (ep == 1) & (red == 0)
     return ok
 
 

@@ -74,7 +74,7 @@ class Targets:
                 raise InputError(f"target {name} must be > 0 and finite, got {v}; omit it for no target")
 
 
-COLUMNS = ("tp", "ep", "pp", "dp", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
+COLUMNS = ("tp", "ep", "pp", "dp", "redundant_experts", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
            "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",
            "memory_per_gpu_bytes", "bound")
 
@@ -132,22 +132,33 @@ def pareto_mask(x, y):
 
 
 def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, batch_choices, dtypes):
-    """Structural candidates (tp, ep, pp, dp) × batch × dtype pairs, flattened to 1-D arrays."""
+    """Structural candidates (tp, ep, pp, dp, redundant experts) × batch × dtype pairs, flattened to 1-D arrays.
+
+    EP = TP·DP over power-of-two DP and, for MoE models, over whole domains (EP 72, 144 on NVL72 racks) with
+    the spare expert slots filled by copies of hot experts (R = −E mod EP redundant experts, EPLB)."""
     tps = [t for t in range(1, chips + 1) if model.heads % t == 0 and (t & (t - 1) == 0 or t == chips)]
     max_gpus = chips * max_domains
     pow2 = [2 ** i for i in range(0, int(np.log2(max_gpus)) + 1)]
     combos = []
     for tp in tps:
-        combos.append((tp, 1, 1))  # ep = 1, dp = 1 (more copies are replicas)
+        combos.append((tp, 1, 1, 0))  # ep = 1, dp = 1 (more copies are replicas)
         if model.moe:
-            combos += [(tp, tp * dp, dp) for dp in pow2 if tp * dp > 1 and tp * dp <= max_gpus]
-    lay = np.array([(tp, ep, pp, dp) for tp, ep, dp in combos for pp in pp_choices if pp <= model.layers], dtype=float)
-    lay = lay[P.valid_mask(model, chips, lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3])]
+            E = model.moe.experts
+            dps = sorted(set(pow2) | {chips * j // tp for j in range(1, max_domains + 1) if (chips * j) % tp == 0})
+            for dp in dps:
+                ep = tp * dp
+                if ep > 1 and ep <= max_gpus:
+                    red = -E % ep
+                    if red <= E:  # copies fill the spare slots; beyond 2 slots per expert nothing is gained
+                        combos.append((tp, ep, dp, red))
+    lay = np.array([(tp, ep, pp, dp, r) for tp, ep, dp, r in combos for pp in pp_choices if pp <= model.layers],
+                   dtype=float)
+    lay = lay[P.valid_mask(model, chips, lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4])]
     dt = np.arange(len(dtypes))
     li, bi, di = (a.ravel() for a in np.meshgrid(np.arange(len(lay)), np.asarray(batch_choices, dtype=float), dt,
                                                   indexing="ij"))
-    tp, ep, pp, dp = (lay[li, j] for j in range(4))
-    return tp, ep, pp, dp, bi, di
+    tp, ep, pp, dp, red = (lay[li, j] for j in range(5))
+    return tp, ep, pp, dp, red, bi, di
 
 
 def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), targets: Targets = Targets(), *,
@@ -155,13 +166,15 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
          scale_out_efficiency: float = 1.0, moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
-         realistic: bool = False, which: str = "mid") -> Plan:
+         realistic: bool = False, which: str = "mid", speculation=None) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
     realistic: step times from the efficiency model of the accelerator's family (the engine with the
     family's factors, each candidate's weight format picking its GEMM and streaming factors) instead of
     the pure roofline; `which` picks its central value or a corner of the factors' spread. It replaces
-    the explicit efficiency arguments, which must then stay at their defaults.
+    the explicit efficiency arguments, which must then stay at their defaults. `speculation`
+    (speculative.Speculation) decodes every candidate with γ draft tokens at acceptance α: TPOT = (verify
+    pass of γ + 1 tokens + γ·f decode steps)/E.
     """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
@@ -175,10 +188,10 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     for w, k in dtypes:
         dtype_bytes(w), dtype_bytes(k)
     chips, acc = system.chips, system.accelerator
-    tp, ep, pp, dp, batch, di = _grid(model, chips, int(doms.max()), pp_choices, batch_choices, dtypes)
+    tp, ep, pp, dp, red, batch, di = _grid(model, chips, int(doms.max()), pp_choices, batch_choices, dtypes)
     n_struct = tp.size
     ok_batch = batch >= dp * pp
-    tp, ep, pp, dp, batch, di = (a[ok_batch] for a in (tp, ep, pp, dp, batch, di))
+    tp, ep, pp, dp, red, batch, di = (a[ok_batch] for a in (tp, ep, pp, dp, red, batch, di))
     b_w = np.array([dtype_bytes(w) for w, _ in dtypes])[di]
     b_kv = np.array([dtype_bytes(k) for _, k in dtypes])[di]
     peak = np.array([acc.peak_flops(w) for w, _ in dtypes])[di]
@@ -191,7 +204,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
         eff = family_efficiency(family_for(acc), w_names, which)
     else:
         eff = replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency)
-    lay = P.Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=int(doms.max()))
+    lay = P.Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=int(doms.max()), redundant_experts=red)
     kw = dict(b_w=b_w, b_kv=b_kv, b_act=dtype_bytes(activation_dtype), peak_w=peak,
               peak_act=acc.peak_flops(activation_dtype), eff=eff,
               low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
@@ -199,6 +212,14 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     dec = core(model, system, lay, batch, workload.decode_context, 1.0, "decode", **kw)
     pre = core(model, system, lay, dp * pp, 0.0, float(workload.prompt), "prefill", times_only=True, **kw)
     tpot, ttft, bound = dec.step_s, pre, dec.bound_name
+    if speculation is not None:  # a verify pass of γ + 1 tokens and γ drafts emit E tokens per sequence
+        from .speculative import expected_tokens_per_step
+
+        verify = core(model, system, lay, batch, workload.decode_context, float(speculation.gamma + 1), "prefill",
+                      **kw)
+        e = float(expected_tokens_per_step(speculation.alpha, speculation.gamma))
+        tpot = (verify.step_s + speculation.gamma * speculation.draft_fraction * dec.step_s) / e
+        bound = verify.bound_name
     mem = memory_per_gpu(model, lay, batch, workload.prompt + workload.output, bytes_per_weight=b_w,
                          bytes_per_kv=b_kv)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
@@ -234,6 +255,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     names_w = np.array([w for w, _ in dtypes])[di]
     names_k = np.array([k for _, k in dtypes])[di]
     cols_all = {"tp": tp.astype(int), "ep": ep.astype(int), "pp": pp.astype(int), "dp": dp.astype(int),
+                "redundant_experts": red.astype(int),
                 "batch": batch.astype(int), "weights_dtype": names_w, "kv_dtype": names_k, "domains": best_n,
                 "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
                 "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
@@ -256,7 +278,8 @@ def _explain(model, system, c, fits, meets, placed, mem, prefill_act, usable, ta
     """Sentences for the rejected candidates that would have beaten the best feasible tokens/s per GPU."""
     out = []
     per_gpu = c["tokens_per_s_per_gpu"]
-    label = lambda i: (f"TP{c['tp'][i]} EP{c['ep'][i]} PP{c['pp'][i]} DP{c['dp'][i]} batch {c['batch'][i]} "  # noqa: E731
+    label = lambda i: (f"TP{c['tp'][i]} EP{c['ep'][i]} PP{c['pp'][i]} DP{c['dp'][i]}"  # noqa: E731
+                       f"{' +%d redundant experts' % c['redundant_experts'][i] if c['redundant_experts'][i] else ''} batch {c['batch'][i]} "
                        f"{c['weights_dtype'][i]}/{c['kv_dtype'][i]} on {c['domains'][i]} domain(s)")
     for mask, kind in ((placed & ~fits, "memory"), (placed & fits & ~meets, "target")):
         idx = np.flatnonzero(mask & (per_gpu > best_ok))

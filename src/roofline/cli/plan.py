@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         all_layouts: Annotated[bool, typer.Option("--all", help="List every feasible layout, not just the frontier.")] = False,
         realistic: Annotated[bool, typer.Option("--realistic", help="Step times from the cited efficiency model of the accelerator's family (roofline.efficiency) instead of the pure roofline.")] = False,
+        spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Speculative / MTP draft tokens per decode step for every layout (0 = off).")] = 0,
+        spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
+        draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
         simulate: Annotated[Optional[int], typer.Option("--simulate", help="Simulate the K best layouts under the workload below and re-rank them by goodput (docs/simulator.md).")] = None,
         rate: Annotated[float, typer.Option("--rate", help="With --simulate: mean arrival rate, requests/s.")] = 10.0,
         requests: Annotated[int, typer.Option("--requests", "-n", help="With --simulate: requests to simulate.")] = 2000,
@@ -60,7 +63,8 @@ def register(app: typer.Typer) -> None:
                              moe_imbalance=moe_imbalance, scale_up_efficiency=scale_up_efficiency,
                              scale_out_efficiency=scale_out_efficiency, compute_efficiency=compute_efficiency,
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
-                             all=all_layouts, realistic=realistic)
+                             all=all_layouts, realistic=realistic, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
+                             draft_fraction=draft_fraction)
         d = run_plan(req)
         if simulate is not None:
             from ._plan_simulate import simulated

@@ -59,6 +59,9 @@ class PlanRequest(Request):
     usd_per_gpu_hour: Price = None
     all_layouts: bool = Field(False, alias="all")
     realistic: bool = False
+    spec_gamma: Whole(0, 64) = 0
+    spec_alpha: float = 0.7
+    draft_fraction: float = 0.05
 
     def check(self) -> None:
         f = self.flag
@@ -69,7 +72,15 @@ class PlanRequest(Request):
                            f"shorten the prompt or output to fit {self._model.max_context:,} tokens")
         if self.context is not None:
             rules.context_fits(self._model, self.context + 1, f"{f('context')} + 1 =")
+        rules.speculation(f("spec_alpha"), self.spec_alpha, f("draft_fraction"), self.draft_fraction)
         # --realistic with explicit efficiencies: refused by planner.plan itself (one rule, one place)
+
+
+def speculation(req: PlanRequest):
+    """--spec-gamma γ --spec-alpha α --draft-fraction f for every candidate's decode (None without γ)."""
+    from ..speculative import Speculation
+
+    return Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
 
 
 def run_plan(req: PlanRequest) -> dict:
@@ -83,7 +94,7 @@ def run_plan(req: PlanRequest) -> dict:
     p = plan(req._model, req._system, req._domains, Workload(req.prompt, req.output, req.context), tg,
              efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req.moe_imbalance,
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
-             usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+             usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req))
     rows = p.rows(pareto_only=not req.all_layouts)
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
          "counts": p.counts, "layouts": rows, "rejected": p.rejected}

@@ -200,3 +200,12 @@ def finite_array_check(name: str, arr, inputs: str) -> None:
     if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
         raise InputError(f"{name} came out as inf or NaN from {inputs}; an input is too large or too small "
                          f"for finite arithmetic — bring it into a realistic range")
+
+
+def speculation(alpha_name: str, alpha, fraction_name: str, fraction) -> tuple[float, float]:
+    """Speculative decoding's acceptance rate in [0, 1] and draft cost >= 0 (a fraction of a decode step)."""
+    a = number(alpha_name, alpha, ge=0.0, le=1.0, fix="an acceptance rate per draft token, e.g. 0.85 for "
+               "DeepSeek-V3's multi-token prediction")
+    f = number(fraction_name, fraction, ge=0.0, fix="a draft token's cost as a fraction of a decode step, e.g. 0.05")
+    return a, f
+

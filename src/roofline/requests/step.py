@@ -67,12 +67,7 @@ class StepRequest(Request):
         if self.overlap and not self.realistic:
             raise rules.UsageError(f"{f('overlap')} overlaps communication with compute in the realistic model (the "
                                    f"pure roofline already takes their max); add {f('realistic')} or drop {f('overlap')}")
-        if not 0.0 <= self.spec_alpha <= 1.0:
-            raise rules.InputError(f"{f('spec_alpha')} must be an acceptance rate in [0, 1], got {self.spec_alpha:g}; "
-                                   "e.g. 0.85 for DeepSeek-V3's multi-token prediction")
-        if not (np.isfinite(self.draft_fraction) and self.draft_fraction >= 0):
-            raise rules.InputError(f"{f('draft_fraction')} must be >= 0 (a draft token's cost as a fraction of a "
-                                   f"decode step), got {self.draft_fraction:g}")
+        rules.speculation(f("spec_alpha"), self.spec_alpha, f("draft_fraction"), self.draft_fraction)
         if self.spec_gamma and self.phase != "decode":
             raise rules.UsageError(f"{f('spec_gamma')} drafts tokens for decode; drop it or use {f('phase')} decode")
         if self.kernels != "factor" and not self.realistic:
