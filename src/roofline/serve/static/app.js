@@ -315,14 +315,15 @@ PAGES.moe = {
       const zr = [], tr = [];
       for (let g = 0; g < system.chips; g++) {
         const rank = d * system.chips + g;
-        if (rank < ep) { zr.push(per); tr.push(`rack ${d + 1}, GPU ${g}: experts ${rank * per}–${(rank + 1) * per - 1}`); }
-        else { zr.push(0); tr.push(`rack ${d + 1}, GPU ${g}: idle`); }
+        if (rank < ep) { zr.push(rank * per); tr.push(`rack ${d + 1}, GPU ${g}: experts ${rank * per}–${(rank + 1) * per - 1}`); }
+        else { zr.push(null); tr.push(`rack ${d + 1}, GPU ${g}: idle`); }
       }
       z.push(zr); text.push(tr);
     }
-    draw("p-map", [{ type: "heatmap", z, text, hoverinfo: "text", colorscale: [[0, "#eeeeee"], [1, "#1f5fbf"]], showscale: false, xgap: 2, ygap: 2 }],
+    draw("p-map", [{ type: "heatmap", z, text, hoverinfo: "text", colorscale: "Viridis", xgap: 2, ygap: 2,
+                     colorbar: { title: { text: "first expert id" } } }],
          { title: { text: `expert placement: ${model.experts} experts on EP ${ep} (${per} per GPU), ${doms} rack(s)` },
-           xaxis: ax(`GPU within the rack (0–${system.chips - 1})`), yaxis: Object.assign(ax("rack (scale-up domain)"), { tickvals: z.map((_, i) => i), ticktext: z.map((_, i) => String(i + 1)) }) });
+           plot_bgcolor: "#e9ecef", xaxis: ax(`GPU within the rack (0–${system.chips - 1}; grey: idle)`), yaxis: Object.assign(ax("rack (scale-up domain)"), { tickvals: z.map((_, i) => i), ticktext: z.map((_, i) => String(i + 1)) }) });
     readout([
       ["EP / TP / DP", ep, `${ep} / ${tp} / ${ep / tp}`, "ep"],
       ["racks (domains)", cur.domains, String(cur.domains), "domains"],
