@@ -164,6 +164,12 @@ def tiers(system: System, eff: Efficiency) -> tuple[N.Tier, N.Tier]:
             N.Tier("scale-out", system.scale_out_bytes_per_s, out_lat, eff.scale_out))
 
 
+def busy(kernels, comm, overlap_comm: bool):
+    """The time a stage is busy: its kernels and its collectives overlapped (max) or one after the other
+    (sum). The one place a pass's terms are combined (kernel_pass.apply combines measured terms with it)."""
+    return np.maximum(kernels, comm) if overlap_comm else kernels + comm
+
+
 def _pick(opt, default):
     return default if opt is None else opt
 
@@ -273,10 +279,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
     kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
     comm_stage = tp_s + ep_s + cp_s
-    if perfect:
-        stage = kernels
-    else:
-        stage = np.maximum(kernels, comm_stage) if eff.overlap_comm else kernels + comm_stage
+    stage = kernels if perfect else busy(kernels, comm_stage, eff.overlap_comm)
     step_s = loop(stage) + pp_s + overhead
     if times_only:
         return step_s

@@ -206,10 +206,11 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
     attn = np.where(terms.attention_covered, terms.attention_s * scale[1], result.attention_s)
     tp = np.where(terms.tp_covered, terms.tp_comm_s * scale[2], result.tp_comm_s)
     ep = np.where(terms.ep_covered, terms.ep_comm_s * scale[2], result.ep_comm_s)
+    from .engine import busy
+
     kernels = gemm + attn + result.elementwise_s
     comm = tp + ep + getattr(result, "cp_comm_s", 0.0)  # context-parallel all-gathers stay the engine's
-    busy = np.maximum(kernels, comm) if overlap_comm else kernels + comm
-    step = busy + result.pp_comm_s + result.overhead_s
+    step = busy(kernels, comm, overlap_comm) + result.pp_comm_s + result.overhead_s
     used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered,
             "ep_comm": np.broadcast_to(terms.ep_covered, np.shape(step))}
     return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp, "ep_comm": ep}
