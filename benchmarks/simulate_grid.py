@@ -61,6 +61,18 @@ def _run(ctx, grid, **kw):
     return list(rows), wall, sum(cpu), client_cpu, max(per_process.values())
 
 
+def _pool_task(args):
+    return _timed(*args)
+
+
+def _run_pool(pool, ctx, grid):
+    """The same grid on a plain concurrent.futures process pool: what two processes give on this machine
+    now, without Dask (the control for the LocalCluster's figure)."""
+    t = time.perf_counter()
+    out = list(pool.map(_pool_task, [(ctx, g) for g in grid]))
+    return [r for r, _, _ in out], time.perf_counter() - t
+
+
 def _rss_mb():
     import psutil
 
@@ -85,10 +97,17 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
     start_s = time.perf_counter() - t
     addr = cluster.scheduler_address
     _run(ctx, warm, scheduler=addr)
-    r1, r2 = [], []
-    for _ in range(repeats):  # alternated, so that a change in the machine's load falls on both
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+    _run_pool(pool, ctx, warm)
+    r1, r2, r3 = [], [], []
+    for _ in range(repeats):  # alternated, so that a change in the machine's load falls on all three
         r1.append(_run(ctx, grid, workers=1))
         r2.append(_run(ctx, grid, scheduler=addr))
+        r3.append(_run_pool(pool, ctx, grid))
+    pool.shutdown()
     rss = client.run(_rss_mb)
     k = 200
     t = time.perf_counter()
@@ -107,8 +126,14 @@ def main(n: int = 20_000, repeats: int = 3) -> None:
     print(f"{'executor':<34}{'wall s':>10}{'requests/s':>14}{'CPU s/scenario':>16}")
     print(f"{'1 worker (in process)':<34}{m1:>10.2f}{16 * n / m1:>14,.0f}{cpu1:>16.3f}")
     print(f"{'2 workers (LocalCluster)':<34}{m2:>10.2f}{16 * n / m2:>14,.0f}{cpu2:>16.3f}")
-    print(f"speed-up 1 -> 2 workers: {m1 / m2:.2f}x (runs: 1 worker {', '.join(f'{x:.2f}' for x in t1)}; "
-          f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {r1[0][0] == r2[0][0]}")
+    m3 = statistics.median(r[1] for r in r3)
+    print(f"{'2 processes (ProcessPoolExecutor)':<34}{m3:>10.2f}{16 * n / m3:>14,.0f}")
+    # speed-ups as the median of the ratios of runs made back to back (robust to the machine's load drifting)
+    s2 = statistics.median(a[1] / b[1] for a, b in zip(r1, r2))
+    s3 = statistics.median(a[1] / c[1] for a, c in zip(r1, r3))
+    print(f"speed-up 1 -> 2 workers: {s2:.2f}x, median of paired runs (1 worker {', '.join(f'{x:.2f}' for x in t1)}; "
+          f"2 workers {', '.join(f'{x:.2f}' for x in t2)} s); rows identical: {r1[0][0] == r2[0][0] == r3[0][0]}")
+    print(f"control, a plain pool of 2 processes: {s3:.2f}x (what two processes of this session get now)")
     print(f"CPU per scenario in a worker / in process: {cpu2 / cpu1:.2f}; client-side CPU with 2 workers "
           f"{client2:.2f} s per grid; machine load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"CPU-time speed-up (grid CPU s in process / busiest worker's CPU s): {cpu_speedup:.2f}x, an estimate "
