@@ -227,3 +227,9 @@ def test_a_task_whose_worker_dies_is_run_again(tmp_path):
     with local_cluster(1) as cluster, Client(cluster):
         out = run_tasks(_die_once, [(str(tmp_path / "m"),)], ["dies once"], scheduler=cluster.scheduler_address)
     assert out == [42] and (tmp_path / "m").read_text() == "died"
+
+
+def test_scenario_longer_than_the_context_is_refused(run_cli):
+    code, out, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "-n", "50", "--grid",
+                             "prompt_tokens=1000,9000")
+    assert code == 1 and "scenario 'prompt_tokens=9000': prompt_tokens + output_tokens = 9,256 exceeds" in err

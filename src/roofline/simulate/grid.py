@@ -247,14 +247,23 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
 
     w_seq, s_seq = scenario_seeds(ctx.seed, sc)
     r = sc.replicas
+    maxc = ctx.model.max_context or None
     if ctx.trace is not None:
         wl = ctx.trace
         if r > 1:
             raise InputError("a trace is replayed on one replica; drop replicas or the trace")
+        total = wl.prompt_tokens + wl.output_tokens
+        if maxc and np.any(total > maxc):
+            k = int(np.argmax(total > maxc))
+            raise InputError(f"trace request {k} has prompt + output = {total[k]:,.0f} tokens, more than "
+                             f"{ctx.model.id}'s max_context {maxc:,}; shorten it or use a longer-context model")
     else:
+        if maxc and sc.prompt_tokens + sc.output_tokens > maxc:
+            raise InputError(f"prompt_tokens + output_tokens = {sc.prompt_tokens + sc.output_tokens:,} exceeds "
+                             f"{ctx.model.id}'s max_context {maxc:,}; lower them to fit")
         wl = generate(np.random.default_rng(w_seq), rate_per_s=sc.rate / r, n=math.ceil(sc.requests / r),
                       arrivals=sc.arrivals, cv=sc.cv, lengths_kind=sc.lengths, prompt_tokens=sc.prompt_tokens,
-                      output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=ctx.model.max_context or None)
+                      output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=maxc)
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
     tr = Simulation(wl, dep, pol, seed=s_seq).run()
