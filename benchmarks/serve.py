@@ -1,11 +1,12 @@
 """`roofline serve` speed and stamina, on 127.0.0.1 (the server runs as `roofline serve` in a child process).
 
 1. Interaction latency of a 10^4-point sweep (issue 17: a slider move re-renders from a server answer in
-   < 50 ms): POST /api/sweep -> JSON parsed, median of 15, as rows (the CLI's --json) and as columns (what the
-   page asks for), with the server's own share (its Server-Timing header); against the same sweep re-run as
+   < 50 ms): POST /api/sweep -> parsed, median of 15, as rows (the CLI's --json), as JSON columns and as binary
+   columns (what the page asks for), with the server's own share (its Server-Timing header); against the same
+   sweep re-run as
    `roofline sweep --json` in a fresh process (what a terminal user waits for), ratio measured in this run.
-   With a Chromium and Playwright present, also the page's own loop in a real browser: fetch (columns) +
-   JSON.parse + one curve per context + Plotly.react of the 10^4 points, median of 15; and the board page's
+   With a Chromium and Playwright present, also the page's own loop in a real browser: fetch (binary columns)
+   + decode + one curve per context + Plotly.react of the 10^4 points, median of 15; and the board page's
    own render time after a batch-slider move from the keyboard (window.rooflineLast.ms), median of 15.
 2. A bounded load test: CLIENTS concurrent clients for SECONDS seconds over mixed endpoints (step, sweep, plan,
    tiers, overtrain, catalog, simulate), each client sending its next request when the last one is answered:
@@ -29,6 +30,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = {"model": "llama-3.1-70b", "system": "dgx-h100", "batch": "1:4096:2500",  # 1,085 distinct batches
@@ -85,10 +88,19 @@ def sweep_latency(base: str, layout: str, runs: int = 15) -> tuple[float, float,
         for _ in range(runs + 2):
             t0 = time.perf_counter()
             r = c.post(f"{base}/api/sweep?layout={layout}", json=SWEEP)
-            d = r.json()
+            if layout == "binary":  # header + zero-copy NumPy views of the columns
+                h = int.from_bytes(r.content[:4], "little")
+                head = json.loads(r.content[4:4 + h])
+                cols = {c["name"]: np.frombuffer(r.content, "<f8" if c["dtype"] == "float64" else "u1",
+                                                 c["bytes"] // (8 if c["dtype"] == "float64" else 1),
+                                                 4 + h + c["offset"]) for c in head["columns"]}
+                n = len(cols["batch"])
+            else:
+                d = r.json()
+                n = len(d) if isinstance(d, list) else len(d["batch"])
             times.append(time.perf_counter() - t0)
             server.append(float(r.headers["server-timing"].split("dur=")[1].split(";")[0]) / 1e3)
-            n, size = (len(d) if isinstance(d, list) else len(d["batch"])), len(r.content)
+            size = len(r.content)
     return statistics.median(times[2:]), statistics.median(server[2:]), n, size  # two warm-up requests
 
 
@@ -121,9 +133,9 @@ def browser_latency(base: str, runs: int = 15):
       const times = [], fetched = [];
       for (let i = 0; i < runs + 2; i++) {
         const t0 = performance.now();
-        const res = await fetch('/api/sweep?layout=columns', {method: 'POST',
+        const res = await fetch('/api/sweep?layout=binary', {method: 'POST',
           headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
-        const cols = await res.json();
+        const cols = decodeColumns(await res.arrayBuffer());  // the page's own decoder (app.js)
         fetched.push(performance.now() - t0);
         const by = new Map();  // one curve per context, as the board page draws them
         cols.context.forEach((c, i) => { if (!by.has(c)) by.set(c, {x: [], y: [], mode: 'lines'});
@@ -203,10 +215,10 @@ def main(argv=None) -> int:
     try:
         cli_s = cli_sweep_s()
         print(f"machine: {os.cpu_count()} CPU(s) seen by Python, load average {os.getloadavg()[0]:.1f}")
-        for layout in ("rows", "columns"):
+        for layout in ("rows", "columns", "binary"):
             api_s, srv_s, n, size = sweep_latency(base, layout)
             print(f"sweep of {n:,} points as {layout}: POST -> parsed median {api_s * 1e3:.1f} ms (server "
-                  f"{srv_s * 1e3:.1f} ms, {size / 1e6:.2f} MB JSON); `roofline sweep --json` in a new process "
+                  f"{srv_s * 1e3:.1f} ms, {size / 1e6:.2f} MB); `roofline sweep --json` in a new process "
                   f"{cli_s * 1e3:.0f} ms -> {cli_s / api_s:.1f}x; target < 50 ms: {'met' if api_s < 0.05 else 'MISSED'}")
         if not args.no_browser:
             b = browser_latency(base)

@@ -268,3 +268,28 @@ def test_roofline_serve_command_serves_the_page_and_api_on_localhost():
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_sweep_binary_columns_decode_to_the_rows(client):
+    """?layout=binary: a JSON header and little-endian arrays whose values are exactly the rows' numbers."""
+    import json
+
+    import numpy as np
+
+    body = {"model": "llama-3-70b", "system": "dgx-h100", "batch": "1:512:9", "context": "512,2048"}
+    rows = client.post("/api/sweep", json=body).json()
+    r = client.post("/api/sweep?layout=binary", json=body)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/octet-stream"
+    blob = r.content
+    h = int.from_bytes(blob[:4], "little")
+    head = json.loads(blob[4:4 + h])
+    assert head["format"] == "roofline-columns-1" and head["points"] == len(rows) and (4 + h) % 8 == 0
+    data = blob[4 + h:]
+    cols = {}
+    for c in head["columns"]:
+        raw = data[c["offset"]:c["offset"] + c["bytes"]]
+        v = np.frombuffer(raw, "<f8" if c["dtype"] == "float64" else "u1")
+        cols[c["name"]] = ([head["categories"]["bound"][i] for i in v] if c["name"] == "bound"
+                           else [bool(x) for x in v] if c["dtype"] == "bool" else v.tolist())
+    assert [c["name"] for c in head["columns"]] == list(rows[0])
+    assert [dict(zip(cols, vals)) for vals in zip(*cols.values())] == rows

@@ -65,7 +65,8 @@ def create_app():
                 return _error(JSONResponse, 400, str(exc))
             return _error(JSONResponse, 500, f"internal error in {op.name}: {type(exc).__name__}: {exc}; "
                                              f"please report it with the request body")
-        return Response(content=text, media_type="application/json", headers={"Server-Timing": timing})
+        kind = "application/octet-stream" if isinstance(text, bytes) else "application/json"
+        return Response(content=text, media_type=kind, headers={"Server-Timing": timing})
 
     for op in ops.values():
         _route(app, op, answer, Request)

@@ -30,10 +30,37 @@ async function ask(op, body) {
   return data;
 }
 const cache = {};
-// A sweep as rows; asked in the columnar layout (half the bytes, faster to parse) when the server has it.
+// The binary column layout (?layout=binary): uint32 header length, JSON header, 8-byte aligned little-endian
+// arrays. Float64 columns become Float64Array views (no number is parsed); bool and category columns arrays.
+function decodeColumns(buf) {
+  const h = new DataView(buf).getUint32(0, true);
+  const head = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, h)));
+  const base = 4 + h, out = {};
+  for (const c of head.columns) {
+    if (c.dtype === "float64") { out[c.name] = new Float64Array(buf, base + c.offset, c.bytes / 8); continue; }
+    const u = new Uint8Array(buf, base + c.offset, c.bytes);
+    out[c.name] = c.dtype === "bool" ? Array.from(u, (x) => x === 1) : Array.from(u, (x) => head.categories[c.name][x]);
+  }
+  return out;
+}
+async function binaryColumns(op, body) {
+  const key = op + "?binary " + JSON.stringify(body || {});
+  if (answers.has(key)) return answers.get(key);
+  const res = await fetch(`/api/${op}?layout=binary`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body || {}),
+  });
+  if (!res.ok) throw new Error((await res.json()).detail || `${op}: HTTP ${res.status}`);
+  const cols = decodeColumns(await res.arrayBuffer());
+  answers.set(key, cols);
+  return cols;
+}
+// A sweep as rows; asked as binary columns (no JSON to parse) when the server has them.
 async function sweepRows(body) {
   let cols;
-  try { cols = await api("sweep?layout=columns", body); } catch (e) { return api("sweep", body); }
+  try { cols = await binaryColumns("sweep", body); } catch (e) {
+    if (!/layout/.test(e.message)) throw e;  // a refused input: its message; an older server: rows
+    return api("sweep", body);
+  }
   const keys = Object.keys(cols), n = cols[keys[0]].length, rows = new Array(n);
   for (let i = 0; i < n; i++) { const r = {}; for (const k of keys) r[k] = cols[k][i]; rows[i] = r; }
   return rows;
