@@ -101,6 +101,12 @@ def register(app: typer.Typer) -> None:
                                kv_bytes=kv_bytes, remat_accelerator=remat_accelerator,
                                remat_active_params=remat_active_params, tier=tier, plot=plot)
         d = run_prices(req)
+        if plot:
+            from ..plots.pricing import plot_cost_vs_context
+
+            tiered = [p for p in req._prices if p.context_tiers] or req._prices
+            plot_cost_vs_context(plot, tiered[0], req._remat_acc, active_params=req.remat_active_params,
+                                 kv_bytes=None)
         if json:
             return print_json(d)
         remat = d["remat_usd_per_token"]
@@ -153,6 +159,12 @@ def register(app: typer.Typer) -> None:
                               remat_accelerator=remat_accelerator, remat_active_params=remat_active_params,
                               usd_per_gpu_hour=usd_per_gpu_hour, plot=plot)
         d = run_tiers(req)
+        if plot:
+            from ..catalog.prices import price_lists
+            from ..plots.pricing import plot_cached_token_cost
+            from ..requests.prices import tier_options
+
+            plot_cached_token_cost(plot, tier_options(req)[0], list(price_lists().values()))
         if json:
             return print_json(d)
         kv, remat, acc = d["kv_bytes_per_token"], d["remat_usd_per_token"], req._acc

@@ -58,7 +58,7 @@ def register(app: typer.Typer) -> None:
         json: JsonOpt = False,
     ) -> None:
         """Simulate serving MODEL on a system: TTFT, TPOT, latency percentiles, throughput, goodput, $/Mtok."""
-        from ..requests.simulate import SimulateRequest, run_simulate
+        from ..requests.simulate import SimulateRequest, simulate
         from .render import progress as progress_bar
 
         if grid is not None or workers is not None or scheduler is not None:
@@ -86,7 +86,17 @@ def register(app: typer.Typer) -> None:
             memory_efficiency=memory_efficiency, realistic=realistic, plot=plot)
         n = None if trace or duration else requests
         with progress_bar(n, "simulating requests", quiet=json) as advance:
-            d = run_simulate(req, advance)
+            d, tr = simulate(req, advance)
+        if plot:
+            from pathlib import Path
+
+            from ..plots.simulate import latency_distributions, occupancy_over_time, train_timeline
+            from ..simulate import Targets
+
+            Path(plot).mkdir(parents=True, exist_ok=True)
+            latency_distributions(tr, f"{plot}/latency.png", Targets(ttft_target_s, tpot_target_s))
+            occupancy_over_time(tr, f"{plot}/occupancy.png")
+            train_timeline(tr, f"{plot}/timeline.png")
         if json:
             return print_json(d)
         rows = [["requests", f"{d['requests']:,}"], ["makespan", seconds(d["makespan_s"])],

@@ -62,7 +62,8 @@ class PricesRequest(Request):
 
 
 def run_prices(req: PricesRequest) -> dict:
-    """The `roofline prices infer --json` dict: every inference each price list supports, with ranges."""
+    """The `roofline prices infer --json` dict: every inference each price list supports, with ranges
+    (`plot` names the figure the CLI draws; the request layer writes no files)."""
     from .. import pricing
     from ..tiers import remat_cost_on
 
@@ -70,11 +71,6 @@ def run_prices(req: PricesRequest) -> dict:
     ap = req._active or pricing.ACTIVE_PARAMS_RANGE
     results = {p.id: pricing.infer_all(p, req._accelerators, req._tiers, kv_bytes=req.kv_bytes, remat_usd=remat,
                                        active_params=ap) for p in req._prices}
-    if req.plot:
-        from ..plots.pricing import plot_cost_vs_context
-
-        tiered = [p for p in req._prices if p.context_tiers] or req._prices
-        plot_cost_vs_context(req.plot, tiered[0], req._remat_acc, active_params=req.remat_active_params, kv_bytes=None)
     d = {"remat_usd_per_token": remat, "kv_bytes_per_token": req.kv_bytes,
          "accelerators": [a.id for a in req._accelerators], "tiers": [t.id for t in req._tiers],
          "inferences": {k: [i.to_dict() for i in v] for k, v in results.items()},
@@ -128,6 +124,15 @@ class TiersRequest(Request):
             rules.output_path(f("plot"), self.plot, (".png", ".svg", ".pdf"))
 
 
+def tier_options(req: TiersRequest):
+    """(tiers.options for the request's token and tiers, remat cost per token): what run_tiers prices and
+    what `roofline tiers --plot` draws."""
+    from .. import tiers as T
+
+    remat = T.remat_cost_on(req._acc, active_params=req._active, usd_per_gpu_hour=req.usd_per_gpu_hour)
+    return T.options(req._kv, req._tiers, remat), remat
+
+
 def run_tiers(req: TiersRequest) -> dict:
     """The `roofline tiers --json` dict: tiers with their retrieve and hold costs, the cheapest option by
     hold time (bands), priced holds with the drain-time rule's tier, and HBM vs remat break-even."""
@@ -137,19 +142,13 @@ def run_tiers(req: TiersRequest) -> dict:
 
     tl, kv = req._tiers, req._kv
     holds = np.asarray(req._holds, dtype=float)
-    remat = T.remat_cost_on(req._acc, active_params=req._active, usd_per_gpu_hour=req.usd_per_gpu_hour)
-    opts = T.options(kv, tl, remat)
+    opts, remat = tier_options(req)
     bands = T.bands(opts)
     costs = opts.cost(holds)
     best = T.cheapest(opts, holds)
     rule = T.tier_for_hold(holds, tl)
     hbm = [t for t in tl if t.medium == "hbm"]
     t_be = float(T.break_even_s(0.0, T.hold_cost_usd_per_s(kv, hbm[0]), remat, 0.0)) if hbm else None
-    if req.plot:
-        from ..catalog.prices import price_lists
-        from ..plots.pricing import plot_cached_token_cost
-
-        plot_cached_token_cost(req.plot, opts, list(price_lists().values()))
     d = {
         "kv_bytes_per_token": kv, "remat_usd_per_token": remat, "remat_active_params": req._active,
         "tiers": [{"id": t.id, "medium": t.medium, "capacity_bytes": t.capacity_bytes,

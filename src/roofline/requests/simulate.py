@@ -134,7 +134,12 @@ def workload(req: SimulateRequest, rng):
 
 def run_simulate(req: SimulateRequest, progress=None) -> dict:
     """The `roofline simulate --json` dict (header, summary, per-class figures with --fast-fraction).
-    `progress(n)` is called as requests finish. With `plot`, the three figures are written there."""
+    `progress(n)` is called as requests finish."""
+    return simulate(req, progress)[0]
+
+
+def simulate(req: SimulateRequest, progress=None):
+    """(the --json dict, the simulation's Trace): the CLI draws `--plot` from the trace."""
     import numpy as np
 
     from ..efficiency import Efficiency
@@ -173,13 +178,4 @@ def run_simulate(req: SimulateRequest, progress=None) -> dict:
                 sc = summarize(tr, targets, mask=tr.priority == c)
                 d.update({f"{name}_{k}": getattr(sc, k) for k in ("requests", "ttft_p50_s", "ttft_p99_s",
                                                                     "tpot_p50_s", "e2e_p50_s")})
-    if req.plot:
-        from pathlib import Path
-
-        from ..plots.simulate import latency_distributions, occupancy_over_time, train_timeline
-
-        Path(req.plot).mkdir(parents=True, exist_ok=True)
-        latency_distributions(tr, f"{req.plot}/latency.png", targets)
-        occupancy_over_time(tr, f"{req.plot}/occupancy.png")
-        train_timeline(tr, f"{req.plot}/timeline.png")
-    return rules.finite(d, describe(req))
+    return rules.finite(d, describe(req)), tr
