@@ -299,3 +299,32 @@ def test_production_layout_flags_through_the_cli(run_cli):
             (("--spec-gamma", "2", "--spec-alpha", "1.5"), "--spec-alpha must be >= 0 and <= 1", 1)):
         code, _, err = run_cli("step", "-m", "llama-3.1-70b", "-s", "dgx-h100", "-b", "8", *args)
         assert code == exit_code and want in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_pope_batch_sharded_multiquery_attention_by_hand():
+    """PaLM 540B (48 query heads, one multi-query KV head) on 64 chips: TP 64 by heads is refused (64 does
+    not divide 48); with attention sharded over the batch (Pope et al. 2022 §3.3) each chip holds the whole
+    KV of B/64 sequences — 1/64 of the cache instead of a full replica of the single KV head — and every
+    layer adds two all-to-alls resharding q (48·256) and the attention output (48·256) between head and
+    batch sharding: 2 x 48 x 256 x 2 B per token, 1/64 of them sent per chip, 63/64 of that leaving it."""
+    from roofline import network as N
+    from roofline.errors import InputError
+    from roofline.layout import validate
+
+    m, s = CAT.model("palm-540b"), CAT.system("tpu-v5p-256")
+    with pytest.raises(InputError, match="TP 64 does not divide palm-540b's 48 attention heads"):
+        validate(m, s, Layout(tp=64))
+    lay = Layout(tp=64, attention="batch")
+    validate(m, s, lay, batch=512)
+    with pytest.raises(InputError, match="x TP 64 \\(attention by batch\\) = 64 sequence slots"):
+        validate(m, s, lay, batch=32)
+    B, ctx = 512, 2000
+    r = step(m, s, B, ctx, layout=lay, details=False)
+    kv_seq = float(M.kv_bytes_per_sequence(m, ctx + 1))
+    assert float(r.kv_per_gpu_bytes) == pytest.approx(B * kv_seq / 64, rel=1e-12)
+    heads = step(m, s, B, ctx, layout=Layout(tp=64), details=False, check=False)  # the refused stand-in
+    assert float(heads.kv_per_gpu_bytes) == pytest.approx(B * kv_seq, rel=1e-12)  # one KV head on every chip
+    act = m.d_model * 2.0
+    ar = N.best_all_reduce_s(B * act, 64, s.scale_up_bytes_per_s, s.scale_up_latency_s)
+    a2a = N.all_to_all_s(B * 48 * (256 + 256) * 2.0 / 64, 64, s.scale_up_bytes_per_s, s.scale_up_latency_s)
+    assert float(r.tp_comm_s) == pytest.approx(m.layers * (2 * ar + a2a), rel=1e-12)

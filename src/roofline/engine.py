@@ -13,6 +13,7 @@ group, f = v·ceil(L/(pp·v))/L):
                 KV  = f·(b/dp)·kv_seq(ctx)/kv_shard · G                          t = KV/(BW·η_kv)
     elementwise φ·f·T_g·E(tp)/(BW·η_ew)                       norms, residual adds, rotary, activation, casts
     TP          f·[(L + L_dense)·AR(T_g·D·b_a, tp) + L_moe·AR(T_g·D·b_a, moe_tp)]   best of ring/one-shot
+                (+ f·L·A2A(T_g·N·(H_qk + H_v)·b_a/tp, tp) with attention sharded by batch, Pope et al. 2022)
     CP          f·L·AG(K,V of the sequences' ctx + len tokens / layer, cp)       context parallelism (prefill)
     EP          f·L_moe·2·A2A(T_e/(moe_tp·ep)·k·D·b_a·λ) on moe_tp·ep GPUs, scale-out share 1 − 1/n_domains
     PP          per loop: Σ_boundaries p2p(T·D·b_a/(tp·dp)) (decode: pp boundaries incl. wrap-around)
@@ -226,7 +227,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         dense_read = M.dense_params(m) + 0.0 * Tg
         expert_read = moe_l * slots * Ne / (moe_tp * ep)
     bw = acc.hbm_bytes_per_s
-    shard = kv_shard(m, tp, perfect)
+    shard = kv_shard(m, tp, perfect, layout.attention)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
     w_bytes = f * (dense_read / tp + expert_read) * b_w
     kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx, "bf16") * kv_scale / (shard * cp)
@@ -252,6 +253,10 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
             tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
+        if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the attention output back
+            qk, v = M.qk_v_dims(m)
+            per_gpu = Tg * m.heads * (qk + v) * np.asarray(b_act, dtype=float) / tp
+            tp_s = tp_s + f * m.layers * N.all_to_all_s(per_gpu, tp, up_bw, up.latency_s)
         if moe_l and np.any(ep > 1):
             n_dom = np.ceil(moe_tp * ep / chips)
             a2a = N.all_to_all_two_tier_s(Te / (moe_tp * ep) * k * act * lam, n_dom, ep / n_dom, up_bw, out_bw,

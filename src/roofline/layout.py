@@ -21,6 +21,11 @@
         attention moves the same bytes). Weights are replicated over cp, like DP.
     perfect  the lecture's sharding: weights, KV, compute and bandwidth split evenly over tp GPUs with no
         communication and no divisibility rules (what `roofline step` without a layout computes).
+    attention  how the TP group splits attention: "heads" (Megatron: TP divides the heads; a KV head is
+        replicated beyond K ranks) or "batch" (Pope et al. 2022 §3.3, multi-query attention sharded over the
+        batch: each of the tp GPUs holds the whole KV of B/tp sequences, so no head rule applies; the
+        projections stay weight-stationary over tp and two all-to-alls per layer reshard q and the
+        attention output between head and batch sharding).
     domains  scale-up domains available to one replica.
 Training adds micro_batch (b), micro_batches (m), schedule, virtual_stages (v), zero, recompute and
 sequence_parallel (Korthikanti et al. 2022: the d-wide operators split over the TP ranks).
@@ -41,6 +46,7 @@ import numpy as np
 from .errors import InputError
 
 RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
+ATTENTION_SHARDINGS = ("heads", "batch")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
@@ -55,6 +61,7 @@ class Layout:
     domains: int = 1
     cp: int = 1
     perfect: bool = False
+    attention: str = "heads"  # how TP splits attention: by heads (Megatron) or by batch (Pope et al. 2022 MQA)
     expert_tp: int | None = None  # GPUs each routed expert is sliced over (--moe-tp); None: derived
     redundant_experts: int = 0  # extra expert slots holding copies of hot experts (EPLB)
     # training
@@ -84,6 +91,9 @@ class Layout:
         red = np.asarray(self.redundant_experts, dtype=float)
         if np.any(~np.isfinite(red) | (red < 0) | (red != np.round(red))):
             raise InputError(f"redundant experts must be a whole number >= 0, got {np.ravel(red)[0]:g}")
+        if self.attention not in ATTENTION_SHARDINGS:
+            raise InputError(f"attention sharding must be one of {', '.join(ATTENTION_SHARDINGS)}, got "
+                             f"{self.attention!r}")
         if self.recompute not in RECOMPUTE_MODES:
             raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
@@ -120,6 +130,7 @@ class Layout:
             return f"{self.tp} GPUs, perfect sharding"
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
         moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
+        moe += " attention by batch" if self.attention == "batch" else ""
         red = f" +{self.redundant_experts} redundant experts" if np.any(np.asarray(self.redundant_experts)) else ""
         return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 
@@ -181,7 +192,12 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
         return
     tp, ep, pp, v = layout.tp, layout.ep, layout.pp, layout.virtual_stages
     dp = layout.dp * layout.cp  # EP may borrow data- and context-parallel ranks alike
-    check_tensor_parallel(model, system, tp)
+    if layout.attention == "batch":  # weight-stationary projections, attention split by sequence: no head rule
+        if tp > system.chips:
+            raise InputError(f"TP {tp} exceeds the {system.chips} GPUs of one {system.id} scale-up domain; use TP <= "
+                             f"{system.chips} and add DP or PP")
+    else:
+        check_tensor_parallel(model, system, tp)
     if pp * v > model.layers:
         what = f"PP {pp}" if v == 1 else f"PP x virtual stages = {pp * v}"
         raise InputError(f"{what} exceeds {model.id}'s {model.layers} layers; use at most {model.layers // v} stages")
@@ -215,10 +231,11 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
         if need > layout.domains:
             raise InputError(f"layout {layout} needs {layout.gpus} GPUs placed on {need} x {system.id} domains, "
                              f"only {layout.domains} given; use --domains {need} or fewer GPUs")
-    slots = layout.dp * pp
+    slots = layout.dp * pp * (tp if layout.attention == "batch" else 1)
     if batch is not None and np.any(np.asarray(batch) < slots):
-        raise InputError(f"batch {np.min(batch):g} leaves some of the DP {layout.dp} x PP {pp} = {slots} sequence slots "
-                         f"empty; use a batch >= {slots} (a multiple of it)")
+        by = f" x TP {tp} (attention by batch)" if layout.attention == "batch" else ""
+        raise InputError(f"batch {np.min(batch):g} leaves some of the DP {layout.dp} x PP {pp}{by} = {slots} sequence "
+                         f"slots empty; use a batch >= {slots} (a multiple of it)")
 
 
 def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0):
@@ -258,12 +275,12 @@ def off_domain_boundaries(stage_gpus, pp, chips):
     return np.where((d > 1) & (pp > 1), crossings, 0.0)
 
 
-def kv_shard(model, tp, perfect=False):
-    """How many ways one sequence's KV is split across a TP group: min(tp, K) heads; MLA's single latent
-    is replicated on every TP rank (why DeepSeek serves attention with DP, not TP); perfect sharding
-    splits it tp ways."""
+def kv_shard(model, tp, perfect=False, attention="heads"):
+    """How many ways the KV is split across a TP group: min(tp, K) heads; MLA's single latent is replicated
+    on every TP rank (why DeepSeek serves attention with DP, not TP); perfect sharding, or attention sharded
+    by batch (each rank holds whole sequences), splits it tp ways."""
     tp = np.asarray(tp, dtype=float)
-    if perfect:
+    if perfect or attention == "batch":
         return tp
     return np.ones_like(tp) if model.mla else np.minimum(tp, model.kv_heads)
 

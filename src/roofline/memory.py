@@ -123,7 +123,8 @@ def kv_bytes_per_gpu(m: M.Model, layout: Layout, batch, context, bytes_per_kv=2.
     flight (all pp micro-batches) of `context` tokens each. `bytes_per_kv` may be an array."""
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
     kv_seq = M.kv_bytes_per_sequence(m, context, "bf16") * (np.asarray(bytes_per_kv, dtype=float) / 2.0)
-    return f * np.asarray(batch, dtype=float) * kv_seq / (layout.dp * layout.cp * kv_shard(m, layout.tp, layout.perfect))
+    shard = kv_shard(m, layout.tp, layout.perfect, layout.attention)
+    return f * np.asarray(batch, dtype=float) * kv_seq / (layout.dp * layout.cp * shard)
 
 
 def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weight=2.0, bytes_per_kv=2.0,
@@ -159,7 +160,7 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
     hbm = system.accelerator.hbm_bytes
     free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
-    per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect)
+    per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect, layout.attention)
     return layout.dp * layout.cp * free / per_token
 
 

@@ -295,6 +295,11 @@ def weight_read_params(m: Model, tokens=None):
 
 
 # ---- attention FLOPs and KV bytes -------------------------------------------------------------
+def qk_v_dims(m: Model) -> tuple[int, int]:
+    """(query/key, value) head dims: H for MHA/GQA/MQA; MLA's nope + rope query/key and its value dim."""
+    return _qk_v_dims(m)
+
+
 def _qk_v_dims(m: Model) -> tuple[int, int]:
     if m.mla:
         return m.mla.qk_nope_head_dim + m.mla.qk_rope_head_dim, m.mla.v_head_dim
