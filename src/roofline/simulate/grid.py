@@ -237,6 +237,15 @@ def deployment_for(ctx: GridContext, sc: Scenario):
     return layout_deployment(ctx.model, ctx.system, *lay, **kw)
 
 
+def check_context(ctx: GridContext, sc: Scenario) -> None:
+    """The scenario's median prompt + output must fit the model's context (draws are capped to it)."""
+    maxc = ctx.model.max_context
+    if maxc and sc.prompt_tokens + sc.output_tokens > maxc:
+        raise InputError(f"scenario {sc.label!r}: prompt_tokens + output_tokens = "
+                         f"{sc.prompt_tokens + sc.output_tokens:,} exceeds {ctx.model.id}'s max_context {maxc:,}; "
+                         f"lower them to fit")
+
+
 def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     """Simulate one scenario; its row: the scenario's options, gpus, and the metrics.summarize keys
     (throughput and goodput for all replicas) plus goodput_per_gpu and kv_capacity_tokens."""
@@ -258,9 +267,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
             raise InputError(f"trace request {k} has prompt + output = {total[k]:,.0f} tokens, more than "
                              f"{ctx.model.id}'s max_context {maxc:,}; shorten it or use a longer-context model")
     else:
-        if maxc and sc.prompt_tokens + sc.output_tokens > maxc:
-            raise InputError(f"prompt_tokens + output_tokens = {sc.prompt_tokens + sc.output_tokens:,} exceeds "
-                             f"{ctx.model.id}'s max_context {maxc:,}; lower them to fit")
+        check_context(ctx, sc)
         wl = generate(np.random.default_rng(w_seq), rate_per_s=sc.rate / r, n=math.ceil(sc.requests / r),
                       arrivals=sc.arrivals, cv=sc.cv, lengths_kind=sc.lengths, prompt_tokens=sc.prompt_tokens,
                       output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=maxc)
@@ -286,6 +293,9 @@ def run_grid(ctx: GridContext, scenarios: list[Scenario], *, workers: int | None
         varying = [k for k in WORKLOAD_KEYS if k != "replicas" and len({getattr(s, k) for s in scenarios}) > 1]
         if varying:
             raise InputError(f"a trace fixes the requests; the grid must not vary {', '.join(varying)}")
+    if ctx.trace is None:  # refuse before anything runs
+        for s in scenarios:
+            check_context(ctx, s)
     labels = [s.label for s in scenarios]
     if len(set(labels)) != len(labels):
         scenarios = [replace(s, label=f"#{i} {s.label}") for i, s in enumerate(scenarios)]
