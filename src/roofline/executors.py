@@ -13,11 +13,13 @@ index, not by completion order.
   laptop, a SLURM job through dask-jobqueue, a Kubernetes deployment; see docs/distributed.md). The
   workers there must have the same `roofline` installed.
 
-Failures (on Dask): a task that raises is retried `retries` times, and a task whose worker process dies
-is re-run on another by the scheduler (up to its `allowed-failures`, default 3); the last error is raised as a RooflineError naming the
-task (`scenario 'rate=40 policy=static' failed: ...`), the other tasks are cancelled. Dask is imported
-only here and only when a cluster is used, so `import roofline` and one-off simulations stay light.
-Why Dask rather than Ray: docs/distributed.md.
+Failures: bad input (a RooflineError) is never retried; it is raised again with the task's name
+(`scenario 'rate=5 layout=TP3': TP 3 does not divide ...`). On Dask, any other exception is retried
+`retries` times and a task whose worker process dies is re-run by the scheduler (up to its
+`allowed-failures`, default 3); the last error is raised as a RooflineError naming the task, and the
+other tasks are cancelled. In process, such an exception is a bug and propagates unchanged. Dask is
+imported only here and only when a cluster is used, so `import roofline` and one-off simulations stay
+light. Why Dask rather than Ray: docs/distributed.md.
 """
 
 from __future__ import annotations
