@@ -19,41 +19,24 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (SI
 
 
 def resolve_hardware(system: str | None, accelerator: str | None, gpus: int | None):
-    """(System, chips) from --system, or --accelerator with --gpus; one clear error otherwise."""
-    from ..catalog import get_catalog
-    from ..errors import InputError
-    from ..hardware import single_accelerator_system
+    """(System, chips) from --system, or --accelerator with --gpus: the request layer's rule
+    (roofline.requests.resolve.hardware), for commands not yet routed through a request."""
+    from ..requests import resolve, rules
 
-    cat = get_catalog()
-    if system and accelerator:
-        raise InputError("give either --system or --accelerator (with --gpus), not both")
-    if system:
-        sysrec = cat.system(system)
-        chips = sysrec.chips if gpus is None else gpus
-        if chips < 1 or chips > sysrec.chips:
-            raise InputError(f"--gpus must be between 1 and {sysrec.chips} for {sysrec.id}, got {chips}; "
-                             f"use a larger system or fewer GPUs")
-        return sysrec, chips
-    if accelerator:
-        n = 1 if gpus is None else gpus
-        return single_accelerator_system(cat.accelerator(accelerator), n), n
-    raise InputError("no hardware given: pass --system ID (e.g. dgx-h100) or --accelerator ID --gpus N")
+    if gpus is not None:
+        rules.whole("--gpus", gpus)
+    return resolve.hardware(system, accelerator, gpus)
 
 
 def resolve_model(name: str):
-    from ..catalog import model
+    """A catalog id or a config.json path (checked as UTF-8 text): roofline.requests.resolve.model."""
+    from ..requests import resolve
 
-    return model(name)
+    return resolve.model(name, "--model")
 
 
 def check_one_tp_group(model, system, chips: int) -> None:
-    """--realistic without a layout runs the GPUs as one TP group: that must be a valid TP degree."""
-    from ..errors import InputError
-    from ..layout import check_tensor_parallel
+    """--realistic without a layout runs the GPUs as one TP group (roofline.requests.step.one_tp_group)."""
+    from ..requests.step import one_tp_group
 
-    try:
-        check_tensor_parallel(model, system, chips)
-    except InputError as exc:
-        raise InputError(f"--realistic without --tp/--ep/--pp/--dp runs the {chips} GPUs as one TP group, but "
-                         f"{exc}; give a layout (step/plan), e.g. --tp 8 --dp {max(chips // 8, 1)}, or fewer "
-                         f"GPUs with -a ACCELERATOR -g N") from None
+    one_tp_group(model, system, chips)
