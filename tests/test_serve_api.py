@@ -293,3 +293,24 @@ def test_sweep_binary_columns_decode_to_the_rows(client):
                            else [bool(x) for x in v] if c["dtype"] == "bool" else v.tolist())
     assert [c["name"] for c in head["columns"]] == list(rows[0])
     assert [dict(zip(cols, vals)) for vals in zip(*cols.values())] == rows
+
+
+def test_chunked_oversized_body_is_413(client):
+    def chunks():
+        for _ in range(40):
+            yield b" " * 4096
+
+    r = client.post("/api/step", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "65,536" in r.json()["detail"]
+
+
+def test_a_library_fault_is_500_with_one_line(client, monkeypatch):
+    from roofline.serve import app as app_module
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("first line\nsecond line")
+
+    monkeypatch.setattr(app_module, "execute", boom)
+    r = client.post("/api/step", json={"model": "llama-3-70b", "system": "dgx-h100"})
+    assert r.status_code == 500 and "\n" not in r.json()["detail"]
+    assert r.json()["detail"].startswith("internal error in step: RuntimeError: first line second line")

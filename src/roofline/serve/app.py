@@ -44,13 +44,16 @@ def create_app():
 
         timing = "app;dur=0;desc=cached"
         try:
-            if op.name in CONSTANT and op.name in cache:
+            if len(raw) > limits.MAX_BODY_BYTES:  # a body sent without Content-Length (chunked)
+                return _error(JSONResponse, 413, f"request body of {len(raw):,} bytes exceeds this server's limit "
+                                                 f"of {limits.MAX_BODY_BYTES:,}; send only the operation's fields")
+            if op.name in CONSTANT and layout == "rows" and op.name in cache:
                 text = cache[op.name]
             else:
                 t0 = time.perf_counter()
                 text = execute(op, parse_body(raw), layout)
                 timing = f"app;dur={(time.perf_counter() - t0) * 1e3:.1f}"
-                if op.name in CONSTANT:
+                if op.name in CONSTANT and layout == "rows":
                     cache[op.name] = text
         except Refused as exc:
             return _error(JSONResponse, exc.status, exc.message, exc.field)
@@ -63,7 +66,8 @@ def create_app():
 
             if isinstance(exc, RooflineError):
                 return _error(JSONResponse, 400, str(exc))
-            return _error(JSONResponse, 500, f"internal error in {op.name}: {type(exc).__name__}: {exc}; "
+            why = " ".join(str(exc).split())  # one line whatever the exception says
+            return _error(JSONResponse, 500, f"internal error in {op.name}: {type(exc).__name__}: {why}; "
                                              f"please report it with the request body")
         kind = "application/octet-stream" if isinstance(text, bytes) else "application/json"
         return Response(content=text, media_type=kind, headers={"Server-Timing": timing})
