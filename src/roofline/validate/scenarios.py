@@ -19,7 +19,10 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
 - ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
-- decode_step_s: t_decode(B, C).   decode_tokens_per_s_per_sequence: 1/t_decode(B, C).
+- decode_step_s: t_decode(B, C).   decode_tokens_per_s_per_sequence: 1/t_decode(B, C); with multi-token
+  prediction (mtp_draft_tokens γ, mtp_acceptance α, draft_fraction f) E/t of engine.step's speculative step
+  (a verify pass of γ + 1 tokens plus γ·f decode steps, E = (1 − α^(γ+1))/(1 − α)).
+- prefill_node_throughput: B·I/t_prefill(B, I) · 8/n input tokens/s per 8-GPU node.
 - decode_node_throughput (DeepSeek day 6): one decode step of B sequences, each verifying
   1 + d tokens (MTP: d draft tokens, acceptance a) at KV length C; value = B·(1 + a·d)/t · 8/n
   output tokens/s per 8-GPU node.
@@ -51,7 +54,7 @@ from ..memory import kv_capacity_tokens
 
 METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
 RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence",
-                  "decode_node_throughput", "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
+                  "decode_node_throughput", "prefill_node_throughput", "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
 
 
 @dataclass(frozen=True)
@@ -168,12 +171,27 @@ def _system(meas: Measurement, extra: dict):
 
 
 def _layout(meas) -> Layout:
+    """The row's inference layout: tp, ep, pp, dp, domains, and the production-layout fields cp, moe_tp,
+    redundant_experts and attention (heads | batch)."""
     r = meas.row
+    moe_tp = r.get("moe_tp")
     return Layout(tp=int(r.get("tp", 1)), ep=int(r.get("ep", 1)), pp=int(r.get("pp", 1)), dp=int(r.get("dp", 1)),
-                  domains=int(r.get("domains", 1)))
+                  domains=int(r.get("domains", 1)), cp=int(r.get("cp", 1)),
+                  expert_tp=None if moe_tp is None else int(moe_tp),
+                  redundant_experts=int(r.get("redundant_experts", 0)), attention=str(r.get("attention", "heads")))
 
 
-def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
+def _speculation(meas):
+    """A decode row's multi-token prediction / speculative decoding (mtp_draft_tokens γ, mtp_acceptance α,
+    draft_fraction f, default 0: the draft is free), or None."""
+    from ..speculative import Speculation
+
+    r = meas.row
+    d = int(r.get("mtp_draft_tokens", 0))
+    return Speculation(d, float(r.get("mtp_acceptance", 0.0)), float(r.get("draft_fraction", 0.0))) if d else None
+
+
+def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, speculation=None):
     r = meas.row
     fam = family_for(_accelerator(meas, extra or {}))
     if r.get("ideal_network"):  # communication of a layout the engine cannot express: bandwidth only
@@ -184,7 +202,7 @@ def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None):
                             kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which))
     return step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
                 weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
-                check_context=False, details=False)
+                check_context=False, details=False, speculation=speculation)
 
 
 def _decode_attention(meas) -> str:
@@ -258,7 +276,19 @@ def _decode_step(meas, m, which, extra):
 
 
 def _decode_speed(meas, m, which, extra):
-    return 1.0 / _decode_step(meas, m, which, extra)
+    """Tokens/s per sequence: 1/step, or E/step with multi-token prediction (engine.step's speculation)."""
+    sp = _speculation(meas)
+    if sp is None:
+        return 1.0 / _decode_step(meas, m, which, extra)
+    r = _pass(meas, m, "decode", meas.row["batch"], meas.row["context"], which=which, extra=extra, speculation=sp)
+    return float(r.tokens_per_s_per_sequence)
+
+
+def _prefill_node_throughput(meas, m, which, extra):
+    """Input tokens/s per 8-GPU node of one prefill pass of B prompts of I tokens on the n GPUs."""
+    r = meas.row
+    t = _pass(meas, m, "prefill", r["batch"], 0, prompt=r["input_tokens"], which=which, extra=extra).step_s
+    return float(r["batch"] * r["input_tokens"] / t * 8.0 / meas.chips)
 
 
 def _node_throughput(meas, m, which, extra):
@@ -290,7 +320,7 @@ def _train_step(meas, m, which, extra):
                  micro_batch=int(r.get("micro_batch", 1)), micro_batches=int(r.get("micro_batches", 1)),
                  schedule=r.get("schedule", "1f1b"), virtual_stages=int(r.get("virtual_stages", 1)),
                  zero=int(r.get("zero", 1)), recompute=r.get("recompute", "none"),
-                 sequence_parallel=bool(r.get("sequence_parallel", True)))
+                 sequence_parallel=bool(r.get("sequence_parallel", True)), cp=int(r.get("cp", 1)))
     if lay.gpus != meas.chips:
         raise InputError(f"{meas.id}: layout tp·pp·dp = {lay.gpus} GPUs, but chips = {meas.chips}; fix the row")
     eff = replace(family_efficiency(family_for(system.accelerator), dtype, which),
@@ -320,6 +350,7 @@ SCENARIOS = {
     "decode_step_s": _decode_step,
     "decode_tokens_per_s_per_sequence": _decode_speed,
     "decode_node_throughput": _node_throughput,
+    "prefill_node_throughput": _prefill_node_throughput,
     "prefill_mfu": _prefill_mfu,
     "training_mfu": _training,
     "training_tokens_per_s_per_gpu": _training_tokens,
