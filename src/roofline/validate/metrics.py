@@ -18,8 +18,9 @@ import numpy as np
 #: THE documented bounds (one place): tests/test_validate.py fails when a median |error| rises above
 #: these. They are set just above today's measured error so that regressions fail the build; the
 #: issue's goals (<= 15% decode/throughput, <= 10% training MFU) are stated in docs/validation.md
-#: next to the measured values, met or not.
-BOUNDS = {"all": 0.13, "decode": 0.31, "throughput": 0.10, "prefill": 0.25, "training_mfu": 0.13,
+#: next to the measured values, met or not. Prefill moved 0.25 -> 0.27 when the pre-registered large-scale
+#: MoE set (issue 14) entered the dataset (prefill median 22.8% -> 25.8%; its rows are reported apart).
+BOUNDS = {"all": 0.13, "decode": 0.31, "throughput": 0.10, "prefill": 0.27, "training_mfu": 0.13,
           "training_throughput": 0.20}
 
 #: The issue's goals (issue 7): median |error| on decode and throughput <= 15%, training MFU <= 10%.
