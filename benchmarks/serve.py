@@ -135,7 +135,7 @@ def browser_latency(base: str, runs: int = 15):
         const t0 = performance.now();
         const res = await fetch('/api/sweep?layout=binary', {method: 'POST',
           headers: {'content-type': 'application/json'}, body: JSON.stringify(body)});
-        const cols = decodeColumns(await res.arrayBuffer());  // the page's own decoder (app.js)
+        const cols = decodeColumns(await res.arrayBuffer());  // the page's own decoder (core.js)
         fetched.push(performance.now() - t0);
         const by = new Map();  // one curve per context, as the board page draws them
         cols.context.forEach((c, i) => { if (!by.has(c)) by.set(c, {x: [], y: [], mode: 'lines'});
