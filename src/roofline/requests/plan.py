@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import Field
+from .base import Field
 
 from . import resolve, rules
 from .base import Fraction, OptReal, OptWhole, Price, Real, Request, Whole

@@ -60,7 +60,7 @@ class SimulateRequest(Request):
         self._model = resolve.model(self.model, f("model"))
         self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
                                                      (f("system"), f("accelerator"), f("gpus")))
-        fs = {k for k in type(self).model_fields if self.changed(k)}
+        fs = {k for k in type(self).fields() if self.changed(k)}
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import Field
+from .base import Field
 
 from . import resolve, rules
 from .base import Choice, Dtype, Fraction, OptText, OptWhole, Price, Request, Whole, describe
