@@ -130,7 +130,7 @@ def parse_family(row: dict, where: str) -> FamilyEfficiency:
             out[name] = Factor(float(v[0]), float(v[1]), float(v[2]), v[3])
         except InputError as exc:
             raise CatalogError(f"{where}: factor {name!r}: {exc}") from None
-    return FamilyEfficiency(family=str(row["id"]), date=str(row.get("date", "")), **out)
+    return FamilyEfficiency(family=str(row["id"]), date=str(row.get("date", "")), **out)  # type: ignore[arg-type]
 
 
 def families() -> dict[str, FamilyEfficiency]:

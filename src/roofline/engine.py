@@ -41,6 +41,7 @@ detokenisation (inside τ_pass), KV of the pass's own tokens re-read inside atte
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -237,14 +238,17 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     kvr_s = kvr_bytes * eff.kv_read_multiplier / (bw * _pick(eff.kv_memory, eff.memory))
     gemm_m = w_s + kvw_s
     attn_m = kvr_s
-    ew = 0.0
+    ew: Any = 0.0
     if np.any(np.asarray(eff.elementwise) > 0):
         ew_bytes = f * Tg * M.elementwise_bytes_per_token(m, tp, low_precision, act_bytes=float(np.max(b_act)),
                                                           sequence_parallel=layout.sequence_parallel)
         ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
 
     # communication on the tiers (none under perfect sharding)
-    tp_s = ep_s = cp_s = pp_s = 0.0
+    tp_s: Any = 0.0
+    ep_s: Any = 0.0
+    cp_s: Any = 0.0
+    pp_s: Any = 0.0
     if not perfect:
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
@@ -399,7 +403,8 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
     acc = system.accelerator
     price = resolve_price(system, usd_per_gpu_hour)
-    kw = dict(b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
+    kw: dict[str, Any] = dict(
+              b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
               peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
               low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance, price=price,
               usable_memory=usable_memory, attention_flops=attention_flops, distinct_experts=distinct_experts,

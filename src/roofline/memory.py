@@ -169,10 +169,10 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
 class LayerActivations:
     """Bytes of one layer, one micro-batch, split the way Korthikanti et al. split them."""
 
-    replicated: float  # LayerNorm inputs, QKV and MLP-in inputs, dropout masks: not split by TP w/o SP
-    split: float  # the rest of the s·b·h terms (divided by t)
-    quadratic: float  # the a·s²·b attention-core terms (divided by t); 0 with FlashAttention
-    layer_input: float  # 2·s·b·h: the checkpoint full recomputation keeps
+    replicated: np.ndarray  # LayerNorm inputs, QKV and MLP-in inputs, dropout masks: not split by TP w/o SP
+    split: np.ndarray  # the rest of the s·b·h terms (divided by t)
+    quadratic: np.ndarray  # the a·s²·b attention-core terms (divided by t); 0 with FlashAttention
+    layer_input: np.ndarray  # 2·s·b·h: the checkpoint full recomputation keeps
 
 
 def layer_activations(m: M.Model, seq_len, micro_batch, *, dropout=True, flash_attention=False,

@@ -126,14 +126,21 @@ def mlp_params(d_model: int, d_ff: int, gated: bool, bias: bool = False) -> floa
     return float(p)
 
 
+def _moe(m: Model) -> MoE:
+    if m.moe is None:
+        raise ValueError(f"{m.id} has no mixture-of-experts layers")
+    return m.moe
+
+
 def expert_params(m: Model) -> float:
     """One routed expert in one layer."""
-    return mlp_params(m.d_model, m.moe.d_ff_expert, m.gated_mlp, m.moe.expert_bias)
+    e = _moe(m)
+    return mlp_params(m.d_model, e.d_ff_expert, m.gated_mlp, e.expert_bias)
 
 
 def _moe_always_on_per_layer(m: Model) -> float:
     """Shared experts and router of one MoE layer (read for every token)."""
-    e = m.moe
+    e = _moe(m)
     shared_ff = e.d_ff_shared or e.shared * e.d_ff_expert
     shared = mlp_params(m.d_model, shared_ff, m.gated_mlp) if shared_ff else 0.0
     return shared + m.d_model * e.experts + (e.experts if e.router_bias else 0)

@@ -143,7 +143,7 @@ class TrainStep:
         return self.gpu_hours(tokens) * self.usd_per_gpu_hour
 
     def to_dict(self, tokens=None) -> dict:
-        out = {}
+        out: dict = {}
         for f in fields(self):
             v = getattr(self, f.name)
             if isinstance(v, TrainingMemory):

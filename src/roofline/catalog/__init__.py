@@ -170,6 +170,7 @@ class Catalog:
                 raise CatalogError(f"{name}: section {section!r} must be a list of rows")
             for i, row in enumerate(rows):
                 where = f"{name}: {section}[{i}]"
+                rec: Accelerator | System | Model
                 if section == "accelerators":
                     rec = parse_accelerator(row, where)
                 elif section == "systems":

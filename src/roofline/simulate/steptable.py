@@ -186,13 +186,13 @@ def layout_deployment(model: M.Model, system, tp: int = 1, ep: int = 1, pp: int 
 # ---- the table ---------------------------------------------------------------------------------
 def _batch_grid(max_batch: float) -> list[float]:
     small = np.arange(1, min(64, max_batch) + 1, dtype=float)
-    big = np.geomspace(64, max_batch, max(2, int(np.log(max_batch / 64) / np.log(1.05)) + 2)) if max_batch > 64 else []
+    big = np.geomspace(64, max_batch, max(2, int(np.log(max_batch / 64) / np.log(1.05)) + 2)) if max_batch > 64 else np.empty(0)
     return sorted(set(np.round(np.concatenate([small, big, [max_batch]]), 6).tolist()))
 
 
 def _ratio_grid(max_ratio: float) -> list[float]:
     small = np.arange(1, min(16, max_ratio) + 1, dtype=float)
-    big = np.geomspace(16, max_ratio, max(2, int(np.log(max_ratio / 16) / np.log(1.2)) + 2)) if max_ratio > 16 else []
+    big = np.geomspace(16, max_ratio, max(2, int(np.log(max_ratio / 16) / np.log(1.2)) + 2)) if max_ratio > 16 else np.empty(0)
     return sorted(set(np.round(np.concatenate([small, big, [max_ratio]]), 6).tolist()))
 
 

@@ -110,7 +110,8 @@ def load_dataset(path: str | None = None) -> tuple[dict, tuple[Measurement, ...]
     if not isinstance(doc, dict) or not isinstance(doc.get("measurements"), list):
         raise InputError(f"{name}: expected a mapping with a `measurements:` list (and optional accelerators, "
                          "models, systems sections); see roofline/validate/data/measurements.yaml")
-    extra, accs = {}, dict(get_catalog().accelerators)
+    extra: dict = {}
+    accs = dict(get_catalog().accelerators)
     for i, row in enumerate(doc.get("accelerators") or []):  # hardware as the source ran it (e.g. power-capped)
         acc = parse_accelerator(dict(row), f"{name}: accelerators[{i}]")
         extra[acc.id] = accs[acc.id] = acc
