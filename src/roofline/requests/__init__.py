@@ -5,11 +5,13 @@
 
 `run_X(XRequest)` returns exactly the dict `roofline X --json` prints. The CLI (`roofline.cli`), the
 library's public functions and the HTTP API enter here, so every input rule is written once
-(`rules.py`, plain functions the library calls without pydantic; the pydantic models in the other
-modules wrap them). Bad input raises `InputError` (one line; the CLI exits 1) or `UsageError` (options
+(`rules.py`, plain functions; each request class declares its fields with them and validates in plain
+Python with `XRequest.of`, or through a pydantic v2 model generated on first use with
+`XRequest.model_validate` — base.py). Bad input raises `InputError` (one line; the CLI exits 1) or `UsageError` (options
 that cannot be combined or a missing option; exit 2). See docs/inputs.md.
 
-Importing this package is free: each request module (and pydantic) loads on first use of its names.
+Importing this package is free: each request module loads on first use of its names (pydantic only for
+model_validate/model_json_schema).
 """
 
 from __future__ import annotations
