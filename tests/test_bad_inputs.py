@@ -54,6 +54,9 @@ CASES = [
     # --- misleading messages
     (f"{TRAIN} --global-batch 0", 1, "--global-batch must be a whole number >= 1, got 0"),
     (f"{SIM} --policy fifo", 1, "continuous, chunked, static, train, disaggregated, got 'fifo'"),
+    ("--catalog {fp8only} step -m llama-3-8b -a fp8only", 1, "--weights-dtype bf16 needs bf16 matmul throughput"),
+    ("--catalog {fp8only} step -m llama-3-8b -a fp8only --weights-dtype fp8", 1, "lists no 16-bit (bf16/fp16)"),
+    ("--catalog {fp8only} sweep -m llama-3-8b -a fp8only", 1, "needs bf16 matmul throughput"),
     # --- more files and outputs
     ("step -m {missing_json} -s dgx-h100", 1, "does not exist"),
     ("step -m {tmp} -s dgx-h100", 1, "unknown model"),
@@ -226,9 +229,13 @@ def files(tmp_path_factory):
     (d / "good.csv").write_text("arrival_s,prompt_tokens,output_tokens\n0,10,5\n1,20,10\n")
     (d / "empty.csv").write_text("")
     (d / "folder").mkdir()
+    (d / "fp8only.yaml").write_text(
+        "accelerators:\n  - {id: fp8only, name: FP8-only chip, vendor: test, dense_tflops: {fp8: 1000}, hbm_gb: 80,\n"
+        "     hbm_tb_per_s: 3, scale_up_gb_per_s: 450, scale_out_gb_per_s: 50, tdp_w: 700, usd_per_hour: 2,\n"
+        "     price_source: test, price_date: '2026', source: test, date: '2026'}\n")
     return {"bin": d / "bin.bin", "bin_json": d / "bin.json", "latin_json": d / "latin.json",
             "latin_yaml": d / "latin.yaml", "latin_csv": d / "latin.csv", "long_csv": d / "long.csv",
-            "good_csv": d / "good.csv", "empty": d / "empty.csv", "tmp": d / "folder",
+            "good_csv": d / "good.csv", "fp8only": d / "fp8only.yaml", "empty": d / "empty.csv", "tmp": d / "folder",
             "missing": d / "missing.yaml", "missing_json": d / "missing.json", "nodir": d / "no" / "such",
             "out_xyz": d / "out" / "p.xyz", "out_txt": d / "out.txt", "out_csv": d / "o.csv",
             "out_parquet": d / "o.parquet"}

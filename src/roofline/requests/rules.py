@@ -103,9 +103,13 @@ def dtype_supported(name: str, accelerator, value: str) -> None:
 
     want = COMPUTE_DTYPE[value]
     cores = accelerator.flops_per_s
+    listed = ", ".join(sorted(cores))
+    if want in cores and "bf16" not in cores and "fp16" not in cores:  # the weights run, the activations do not
+        raise InputError(f"{accelerator.id} lists no 16-bit (bf16/fp16) matmul throughput (it lists {listed}), which "
+                         f"the attention kernels and activations use; add a bf16 figure to its catalog row "
+                         f"(dense_tflops) or pick another accelerator")
     if want in cores or "bf16" in cores or "fp16" in cores:
         return
-    listed = ", ".join(sorted(cores))
     raise InputError(f"{name} {value} needs {want} matmul throughput (or 16-bit cores to up-cast to), which "
                      f"{accelerator.id} does not list (it lists {listed}); use {name} with one of those formats")
 
