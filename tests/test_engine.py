@@ -328,3 +328,36 @@ def test_pope_batch_sharded_multiquery_attention_by_hand():
     ar = N.best_all_reduce_s(B * act, 64, s.scale_up_bytes_per_s, s.scale_up_latency_s)
     a2a = N.all_to_all_s(B * 48 * (256 + 256) * 2.0 / 64, 64, s.scale_up_bytes_per_s, s.scale_up_latency_s)
     assert float(r.tp_comm_s) == pytest.approx(m.layers * (2 * ar + a2a), rel=1e-12)
+
+
+def test_sparse_attention_by_hand(run_cli):
+    """Sparse attention caps the tokens a query attends (lecture §1.2: "a square root in this term"; top-k as
+    DeepSeek-V3.2's DSA): KV reads and attention FLOPs follow attended(ctx), the cache keeps every token.
+    The lecture's frontier MoE at 100K context with top-2,048: KV read = B·2,048·kv/BW; with sqrt:8,
+    8·√100,000 = 2,529.8 tokens. prices infer: Gemini's 200K tier ⇒ kv = 1e11/(300·2,048) = 162,760 B."""
+    from roofline.engine import SparseAttention, attended
+
+    assert attended(100_000, SparseAttention("sqrt", 8)) == pytest.approx(8 * 100_000 ** 0.5)
+    assert attended(1000, SparseAttention("topk", 2048)) == 1000  # short contexts attend everything
+    m, s = CAT.model("lecture-frontier-moe"), CAT.system("gb200-nvl72")
+    kw = dict(weights_dtype="fp8", kv_dtype="fp8", details=False)
+    dense = step(m, s, 2048, 100_000, **kw)
+    topk = step(m, s, 2048, 100_000, sparse_attention=SparseAttention("topk", 2048), **kw)
+    kv_tok = M.kv_bytes_per_token(m, "fp8")
+    assert float(topk.kv_read_s) == pytest.approx(2048 * 2048 * kv_tok / s.hbm_bytes_per_s, rel=1e-12)
+    assert float(topk.kv_per_gpu_bytes) == float(dense.kv_per_gpu_bytes)
+    assert float(topk.attention_compute_s) == pytest.approx(float(dense.attention_compute_s) * 2048 / 100_001, rel=1e-9)
+    code, out, err = run_cli("step", "-m", "lecture-frontier-moe", "-s", "gb200-nvl72", "-b", "2048", "-c", "100000",
+                             "--weights-dtype", "fp8", "--kv-dtype", "fp8", "--sparse-attention", "topk:2048", "--json")
+    assert code == 0, err
+    assert json.loads(out)["step_s"] == pytest.approx(float(topk.step_s), rel=1e-12)
+    code, out, err = run_cli("sweep", "-m", "lecture-frontier-moe", "-s", "gb200-nvl72", "--batch", "2048",
+                             "--context", "100000", "--weights-dtype", "fp8", "--kv-dtype", "fp8",
+                             "--sparse-attention", "topk:2048", "--json")
+    assert code == 0, err
+    assert json.loads(out)[0]["kv_read_s"] == pytest.approx(float(topk.kv_read_s), rel=1e-12)
+    code, out, err = run_cli("prices", "infer", "gemini-3-pro", "--sparse-attention", "topk:2048", "--json")
+    assert code == 0, err
+    assert json.loads(out)["inferences"]["gemini-3-pro"][0]["value"] == pytest.approx(1e11 / (300 * 2048), rel=1e-9)
+    code, _, err = run_cli("step", "-m", "llama-3-8b", "-s", "dgx-h100", "--sparse-attention", "sqrt:x")
+    assert code == 1 and "--sparse-attention must be sqrt:C or topk:K" in err

@@ -166,6 +166,45 @@ def tiers(system: System, eff: Efficiency) -> tuple[N.Tier, N.Tier]:
             N.Tier("scale-out", system.scale_out_bytes_per_s, out_lat, eff.scale_out))
 
 
+@dataclass(frozen=True)
+class SparseAttention:
+    """Sparse attention: each query attends at most `c·√context` tokens ("sqrt", the lecture's form: DeepSeek's
+    sparse-attention papers "put a square root in this term" [S 00:12:25–00:12:40], constant unstated) or
+    `k` tokens ("topk": DeepSeek-V3.2's DSA selects 2,048 per query). Attention FLOPs and KV reads scale
+    with the attended tokens; the cache still holds every token (memory unchanged). Ignores the selector's
+    own cost (DSA's lightning indexer reads a small key cache of every token) and sliding-window layers'
+    own cap (applied on top)."""
+
+    kind: str  # "sqrt" | "topk"
+    value: float  # c, or k tokens
+
+    def __post_init__(self):
+        if self.kind not in ("sqrt", "topk"):
+            raise InputError(f"sparse attention must be sqrt:C or topk:K, got {self.kind!r}; e.g. topk:2048")
+        require_positive(f"sparse attention {self.kind} parameter", self.value)
+
+    @classmethod
+    def parse(cls, text: str) -> "SparseAttention":
+        """'sqrt:C' or 'topk:K' (the CLI's --sparse-attention)."""
+        kind, _, val = str(text).partition(":")
+        try:
+            value = float(val)
+        except ValueError:
+            raise InputError(f"--sparse-attention must be sqrt:C or topk:K with a number, got {text!r}; "
+                             "e.g. topk:2048 or sqrt:8") from None
+        return cls(kind, value)
+
+
+def attended(context, sparse: "SparseAttention | None"):
+    """Tokens one query attends at `context` cached tokens: all of them, or min(context, c·√context) /
+    min(context, k) under sparse attention. Broadcasts."""
+    c = np.asarray(context, dtype=float)
+    if sparse is None:
+        return c
+    cap = sparse.value * np.sqrt(c) if sparse.kind == "sqrt" else sparse.value
+    return np.minimum(c, cap)
+
+
 def busy(kernels, comm, overlap_comm: bool):
     """The time a stage is busy: its kernels and its collectives overlapped (max) or one after the other
     (sum). The one place a pass's terms are combined (kernel_pass.apply combines measured terms with it)."""
@@ -179,12 +218,13 @@ def _pick(opt, default):
 def core(model: M.Model, system: System, layout: Layout, batch, context, L, phase: str, *, b_w, b_kv, b_act,
          peak_w, peak_act, eff: Efficiency, low_precision=False, imbalance=1.0, price=1.0,
          usable_memory=DEFAULT_USABLE_MEMORY, attention_flops=True, distinct_experts=True, kv_writes=True,
-         causal=True, times_only=False, terms_only=False):
+         causal=True, sparse=None, times_only=False, terms_only=False):
     """Array core of the engine (module docstring): every numeric argument and the layout's degrees may
     be NumPy arrays that broadcast (the planner passes its whole candidate grid). No validation here.
     Returns a PassResult, only the step times with `times_only` (the simulator's table), or the loop's
     (compute, memory) terms with `terms_only` (the critical batch's bisection). `causal=False`
-    counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention)."""
+    counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention).
+    `sparse` (a SparseAttention) caps the tokens each query attends, for attention FLOPs and KV reads."""
     m = model
     tp, ep, pp, dp = (np.asarray(x, dtype=float) for x in (layout.tp, layout.ep, layout.pp, layout.dp))
     B, ctx, L = (np.asarray(x, dtype=float) for x in (batch, context, L))
@@ -208,10 +248,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     attn = 0.0
     if attention_flops:
         if phase == "decode":
-            attn = M.attention_flops_per_token(m, ctx + 1)
+            attn = M.attention_flops_per_token(m, attended(ctx + 1, sparse))
+        elif causal:
+            attn = M.attention_flops_per_token(m, attended(ctx + (L + 1.0) / 2.0, sparse))  # mean causal position
         else:
-            attn = (M.prefill_attention_flops_per_token(m, L, ctx) if causal
-                    else M.attention_flops_per_token(m, ctx + L))
+            attn = M.attention_flops_per_token(m, attended(ctx + L, sparse))
     gemm_flops = f * (Tg * 2 * dense_mm / tp + Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam)
     attn_flops = f * Tg * attn / tp
     gemm_c = gemm_flops / (peak_w * gemm_efficiency(Tg, eff))
@@ -231,7 +272,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     shard = kv_shard(m, tp, perfect, layout.attention)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
     w_bytes = f * (dense_read / tp + expert_read) * b_w
-    kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, ctx, "bf16") * kv_scale / (shard * cp)
+    kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, attended(ctx, sparse), "bf16") * kv_scale / (shard * cp)
     kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
     w_s = w_bytes / (bw * eff.memory)
     kvw_s = kvw_bytes / (bw * eff.memory)
@@ -360,7 +401,8 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
          which: str = "mid", moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
          kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
-         details: bool = True, speculation=None, chips: int | None = None) -> PassResult:
+         details: bool = True, speculation=None, sparse_attention: SparseAttention | None = None,
+         chips: int | None = None) -> PassResult:
     """Time, cost, bound and memory of one pass of `model` on `system` (module docstring formulas).
 
     batch: sequences per replica (B; all pp micro-batches in flight). context: tokens already cached per
@@ -376,6 +418,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     sequence plus γ draft steps, emitting E = (1 − α^(γ+1))/(1 − α) tokens per sequence (speculative.py;
     DeepSeek-V3's multi-token prediction is γ = 1 with an MTP module as the drafter); the time terms are the
     verify pass's, the rates count E tokens, and critical batch and floor stay those of plain decode.
+    `sparse_attention` (SparseAttention) caps the tokens each query attends (c·√context or top-k).
     `chips` is the former name of `gpus`.
     """
     if phase not in ("decode", "prefill"):
@@ -408,7 +451,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
               peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
               low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance, price=price,
               usable_memory=usable_memory, attention_flops=attention_flops, distinct_experts=distinct_experts,
-              kv_writes=kv_writes)
+              kv_writes=kv_writes, sparse=sparse_attention)
     r = core(model, system, layout, batch, ctx, L, phase, **kw)
     if check_fit and not np.all(r.fits):
         i = np.unravel_index(np.argmax(r.memory_per_gpu_bytes), np.shape(r.memory_per_gpu_bytes))

@@ -78,25 +78,30 @@ def _span(arr) -> tuple[float, float]:
     return float(np.min(a)), float(np.max(a))
 
 
-def kv_from_context_tier(p: PriceList, accelerators, active_params=ACTIVE_PARAMS_RANGE) -> list[Inference]:
-    """KV bytes per token implied by each context tier: kv = N_active·b_w/(R·ctx*) (T34).
+def kv_from_context_tier(p: PriceList, accelerators, active_params=ACTIVE_PARAMS_RANGE, sparse=None) -> list[Inference]:
+    """KV bytes per token implied by each context tier: kv = N_active·b_w/(R·ctx*) (T34); with sparse attention
+    (engine.SparseAttention) a query reads only attended(ctx*) of the ctx* cached tokens, so kv =
+    N_active·b_w/(R·attended(ctx*)) — c·√ctx* or top-k (lecture §1.2 [S 00:12:25]: "divide by a sparsity term").
 
     Central value: the lecture's R = 300, W_active = 1e11 B. Range: R and b_w over every accelerator ×
     {fp8, bf16} it runs natively (R from Accelerator.ratio), N_active over `active_params`."""
+    from .engine import attended
+
     out = []
     R, bw, labels = accelerator_ratios(accelerators)
     N = np.asarray(active_params, dtype=float)
     require_positive("active parameters", N)
     for t in p.context_tiers:
-        grid = lecture.kv_from_price_kink(R[:, None], N[None, :] * bw[:, None], t.above_tokens)
-        central = float(lecture.kv_from_price_kink(LECTURE_R, LECTURE_ACTIVE_PARAMS, t.above_tokens))
+        read = float(attended(t.above_tokens, sparse))  # tokens one query reads at the tier
+        grid = lecture.kv_from_price_kink(R[:, None], N[None, :] * bw[:, None], read)
+        central = float(lecture.kv_from_price_kink(LECTURE_R, LECTURE_ACTIVE_PARAMS, read))
         lo, hi = _span(grid)
         step_in = t.input_usd_per_token / p.input_usd_per_token
         step_out = t.output_usd_per_token / p.output_usd_per_token
         out.append(Inference(
             p.id, f"KV bytes/token from the {t.above_tokens:,.0f}-token tier", central, lo, hi, "B/token",
-            "kv = W_active / (R · ctx*)",
-            {"ctx*": t.above_tokens, "R": f"{R.min():.0f}-{R.max():.0f} ({len(labels)} accelerator/dtype pairs)",
+            "kv = W_active / (R · ctx*)" if sparse is None else f"kv = W_active / (R · attended(ctx*)), {sparse.kind} {sparse.value:g}",
+            {"ctx*": t.above_tokens, "attended tokens at ctx*": read, "R": f"{R.min():.0f}-{R.max():.0f} ({len(labels)} accelerator/dtype pairs)",
              "N_active": f"{N.min():.3g}-{N.max():.3g}", "bytes/weight": "1 (fp8) or 2 (bf16)",
              "central": "R = 300, W_active = 1e11 B (lecture)", "price step": f"input x{step_in:.2f}, output x{step_out:.2f}"},
             "lecture §5.1 [S 01:35:53-01:38:22]",
@@ -276,9 +281,9 @@ def architecture_layouts(kv_target: float, top: int = 10, layers_max: int = 128)
 
 
 def infer_all(p: PriceList, accelerators, tiers, *, kv_bytes=2048.0, remat_usd=None,
-              active_params=ACTIVE_PARAMS_RANGE) -> list[Inference]:
-    """Every inference that `p`'s prices support."""
-    out = kv_from_context_tier(p, accelerators, active_params) + active_from_context_tier(p, accelerators)
+              active_params=ACTIVE_PARAMS_RANGE, sparse=None) -> list[Inference]:
+    """Every inference that `p`'s prices support (`sparse`: an engine.SparseAttention for the KV-from-tier one)."""
+    out = kv_from_context_tier(p, accelerators, active_params, sparse) + active_from_context_tier(p, accelerators)
     out += decode_ratio(p) + variants(p) + hold_prices(p, tiers)
     if remat_usd is not None:
         out += cache_discount(p, kv_bytes, remat_usd, list(tiers))

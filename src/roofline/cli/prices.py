@@ -91,7 +91,9 @@ def register(app: typer.Typer) -> None:
     def infer(ids: Annotated[Optional[list[str]], typer.Argument(help="Price list id(s); default: all.")] = None,
               accelerator: AccsOpt = None, active_params: ActiveOpt = None, kv_bytes: KvOpt = 2048.0,
               remat_accelerator: RematAccOpt = "h100-sxm", remat_active_params: RematParamsOpt = 1e11,
-              tier: TierIdsOpt = None, plot: PlotOpt = None, json: JsonOpt = False) -> None:
+              tier: TierIdsOpt = None, plot: PlotOpt = None,
+              sparse_attention: Annotated[Optional[str], typer.Option("--sparse-attention", help="The served model's sparse attention for the KV-from-tier inference: sqrt:C or topk:K.")] = None,
+              json: JsonOpt = False) -> None:
         """Run every inference each price list supports: KV bytes or active params from a context tier,
         decode memory-boundness from output/input, batch ratio from a fast mode, hold prices and tiers
         from cache prices, what the hit discount affords. Each row states its assumptions and range."""
@@ -99,7 +101,8 @@ def register(app: typer.Typer) -> None:
 
         req = PricesRequest.of(style="cli", ids=ids, accelerator=accelerator, active_params=active_params,
                                kv_bytes=kv_bytes, remat_accelerator=remat_accelerator,
-                               remat_active_params=remat_active_params, tier=tier, plot=plot)
+                               remat_active_params=remat_active_params, tier=tier, plot=plot,
+                               sparse_attention=sparse_attention)
         d = run_prices(req)
         if plot:
             from ..plots.pricing import plot_cost_vs_context

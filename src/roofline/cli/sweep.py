@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Add the cited efficiency model's step time and its interval (the GPUs as one TP group).")] = False,
+        sparse_attention: Annotated[Optional[str], typer.Option("--sparse-attention", help="Each query attends at most c·sqrt(context) (sqrt:C) or k tokens (topk:K).")] = None,
         csv: Annotated[Optional[str], typer.Option("--csv", help="Stream every point to this CSV file as it is computed.")] = None,
         parquet: Annotated[Optional[str], typer.Option("--parquet", help="Stream every point to this Parquet file (zstd; bound as a dictionary column).")] = None,
         chunk_points: Annotated[Optional[int], typer.Option("--chunk-points", help="Points per vectorised chunk (default 200,000: bounded memory for any sweep size).")] = None,
@@ -51,7 +52,7 @@ def register(app: typer.Typer) -> None:
                               batch=batch, context=context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
                               kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                               compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
-                              realistic=realistic, csv=csv, parquet=parquet, plot=plot, chunk_points=chunk_points,
+                              realistic=realistic, sparse_attention=sparse_attention, csv=csv, parquet=parquet, plot=plot, chunk_points=chunk_points,
                               json=json)
         m, sysrec, chips = req._model, req._system, req._chips
         if csv or parquet:

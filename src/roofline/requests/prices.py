@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from . import rules
+from . import resolve, rules
 from .base import OptReal, OptText, Price, Real, Request, describe
 
 #: KV bytes per token when none is given (the lecture's 2,048: one shared KV layer x 2 x 128 x 8 heads, fp8)
@@ -42,6 +42,7 @@ class PricesRequest(Request):
     remat_active_params: Real(gt=0, le=1e16, fix="active parameters, e.g. 1e11") = 1e11
     tier: Any = None
     plot: OptText = None
+    sparse_attention: Optional[str] = None
 
     def check(self) -> None:
         from ..catalog import get_catalog
@@ -57,6 +58,7 @@ class PricesRequest(Request):
         self._tiers = [memory_tier(i) for i in tiers] if tiers else list(memory_tiers().values())
         self._active = tuple(_numbers(f("active_params"), self.active_params, gt=0, le=1e16))
         self._remat_acc = cat.accelerator(self.remat_accelerator)
+        self._sparse = resolve.sparse_attention(self.sparse_attention)
         if self.plot is not None:
             rules.output_path(f("plot"), self.plot, (".png", ".svg", ".pdf"))
 
@@ -70,7 +72,7 @@ def run_prices(req: PricesRequest) -> dict:
     remat = remat_cost_on(req._remat_acc, active_params=req.remat_active_params)
     ap = req._active or pricing.ACTIVE_PARAMS_RANGE
     results = {p.id: pricing.infer_all(p, req._accelerators, req._tiers, kv_bytes=req.kv_bytes, remat_usd=remat,
-                                       active_params=ap) for p in req._prices}
+                                       active_params=ap, sparse=req._sparse) for p in req._prices}
     d = {"remat_usd_per_token": remat, "kv_bytes_per_token": req.kv_bytes,
          "accelerators": [a.id for a in req._accelerators], "tiers": [t.id for t in req._tiers],
          "inferences": {k: [i.to_dict() for i in v] for k, v in results.items()},

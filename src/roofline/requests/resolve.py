@@ -82,3 +82,10 @@ def layout(model, system, tp, ep, pp, dp, domains, batch=None, cp=1, expert_tp=N
                  redundant_experts=redundant_experts, attention=attention, **training)
     validate(model, system, lay, batch, training=bool(training))
     return lay
+
+
+def sparse_attention(text):
+    """--sparse-attention sqrt:C | topk:K as an engine.SparseAttention (None when not given)."""
+    from ..engine import SparseAttention
+
+    return None if text is None else SparseAttention.parse(text)

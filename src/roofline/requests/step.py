@@ -45,6 +45,7 @@ class StepRequest(Request):
     moe_tp: OptWhole(1, 1024) = None
     redundant_experts: OptWhole(0, 100_000) = None
     attention: Optional[Choice("heads", "batch")] = None
+    sparse_attention: Optional[str] = None
     spec_gamma: Whole(0, 64) = 0
     spec_alpha: float = 0.7
     draft_fraction: float = 0.05
@@ -82,6 +83,7 @@ class StepRequest(Request):
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
                            f"longer context")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        resolve.sparse_attention(self.sparse_attention)  # sqrt:C or topk:K, checked here: one line
         if self.has_layout:
             tp, ep, pp, dp, doms = self.layout_degrees
             cp = self.cp or 1
@@ -143,7 +145,8 @@ def realistic(req: "StepRequest", layout) -> dict:
             for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
-                 efficiency=effs[w], speculation=speculation(req), details=False)
+                 efficiency=effs[w], speculation=speculation(req), details=False,
+                 sparse_attention=resolve.sparse_attention(req.sparse_attention))
          for w in WHICH}
     mid = t["mid"]
     out = {"family": mid.efficiency, "layout": str(layout), "overlap_comm": req.overlap,
@@ -217,7 +220,7 @@ def run_step(req: StepRequest) -> dict:
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
-             check_fit=layout is None, speculation=speculation(req))
+             check_fit=layout is None, speculation=speculation(req), sparse_attention=resolve.sparse_attention(req.sparse_attention))
     d.update(r.to_dict())
     if req.realistic:  # no layout given: the GPUs as one TP group (the efficiency model needs a layout)
         d["realistic"] = realistic(req, layout if layout is not None else Layout(tp=chips))

@@ -81,6 +81,7 @@ class SweepRequest(Request):
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
     realistic: bool = False
+    sparse_attention: Optional[str] = None
     csv: OptText = None
     parquet: OptText = None
     plot: OptText = None
@@ -168,7 +169,7 @@ def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times
                 peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
                 low_precision=req.weights_dtype in LOW_PRECISION, imbalance=1.0,
                 price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
-                times_only=times_only)
+                times_only=times_only, sparse=resolve.sparse_attention(req.sparse_attention))
 
 
 def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
