@@ -229,17 +229,18 @@ def test_step_table_fast_lookups_equal_the_reference_interpolation(llama_dgx):
 
 
 def test_workload_caps_and_duration_count_by_hand():
-    """simulate and simulate --grid draw from one generator: lognormal lengths capped at 16 x the median and,
-    with a context limit, at the context split in proportion to the medians; a duration draws
-    rate·T·1.2 + 10·√(rate·T) + 10 arrivals and keeps those inside T."""
+    """simulate and simulate --grid draw from one generator: lognormal lengths capped at 16 x the median and
+    below the context, pairs over the context redrawn together (the distribution conditioned on fitting);
+    a duration draws rate·T·1.2 + 10·√(rate·T) + 10 arrivals and keeps those inside T."""
     import numpy as np
 
     from roofline.simulate.workload import generate, length_caps, requests_for_duration
 
-    assert length_caps(1024, 1024, 8192) == (4096, 4096)  # min(16·1024, 8192·1/2) each
+    assert length_caps(1024, 1024, 8192) == (8191, 8191)  # min(16·1024, 8192 - 1) each
     assert length_caps(1024, 128, None) == (16384, 2048)
     assert requests_for_duration(10, 100) == int(1000 * 1.2 + 10 * 1000 ** 0.5 + 10) == 1526
     wl = generate(np.random.default_rng(3), rate_per_s=10, n=0, lengths_kind="lognormal", prompt_tokens=1024,
                   output_tokens=1024, sigma=1.5, max_context=8192, duration_s=100)
     assert np.all(wl.arrival_s < 100) and 900 < wl.n < 1100
     assert np.all(wl.prompt_tokens + wl.output_tokens <= 8192)
+    assert wl.prompt_tokens.max() > 4096  # a long prompt with a short output fits: no proportional split

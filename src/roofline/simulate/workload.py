@@ -250,14 +250,13 @@ def requests_for_duration(rate_per_s: float, duration_s: float) -> int:
 
 
 def length_caps(prompt_tokens: float, output_tokens: float, max_context: float | None) -> tuple[int, int]:
-    """Largest prompt and output a lognormal draw may take: 16 × the median, and within the model's
-    context — the context is split between prompt and output in proportion to their medians, so
-    prompt + output <= max_context for every request (the medians themselves are checked to fit)."""
+    """Largest prompt and output a lognormal draw may take on its own: 16 × the median, and less than the
+    model's context (`generate` then redraws the pairs whose sum exceeds the context)."""
     p, o = prompt_tokens, output_tokens
     if not max_context:
         return int(16 * p), int(16 * o)
-    p_cap = max(int(p), min(int(16 * p), int(max_context * p / (p + o))))
-    return p_cap, max(int(o), min(int(16 * o), int(max_context - p_cap)))
+    return (max(int(p), min(int(16 * p), int(max_context) - 1)),
+            max(int(o), min(int(16 * o), int(max_context) - 1)))
 
 
 def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: str = "poisson", cv: float = 2.0,
@@ -280,5 +279,17 @@ def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: s
         if t.size == 0:
             raise InputError(f"no request arrives within --duration {duration_s:g} s; raise --rate or --duration")
     p_cap, o_cap = length_caps(prompt_tokens, output_tokens, max_context)
-    return make_workload(t, lengths(rng, t.size, lengths_kind, prompt_tokens, sigma, maximum=p_cap),
-                         lengths(rng, t.size, lengths_kind, output_tokens, sigma, maximum=o_cap))
+    prompts = lengths(rng, t.size, lengths_kind, prompt_tokens, sigma, maximum=p_cap)
+    outputs = lengths(rng, t.size, lengths_kind, output_tokens, sigma, maximum=o_cap)
+    for _ in range(100 if max_context else 0):  # a pair over the context is redrawn together: the lengths'
+        over = prompts + outputs > max_context  # distribution conditioned on fitting the model
+        if not over.any():
+            break
+        k = int(over.sum())
+        prompts[over] = lengths(rng, k, lengths_kind, prompt_tokens, sigma, maximum=p_cap)
+        outputs[over] = lengths(rng, k, lengths_kind, output_tokens, sigma, maximum=o_cap)
+    else:
+        if max_context:
+            raise InputError(f"lognormal lengths around prompt {prompt_tokens:g} and output {output_tokens:g} tokens "
+                             f"rarely fit the model's context {max_context:,.0f}; lower the medians or sigma")
+    return make_workload(t, prompts, outputs)
