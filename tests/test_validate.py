@@ -187,3 +187,22 @@ def test_kv_capacity_batch_by_hand():
     tiny = replace(r, row={**r.row, "input_tokens": 10_000_000})
     with pytest.raises(InputError, match="the KV cache holds"):
         kv_capacity_batch(tiny, m, extra)
+
+
+def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions():
+    """`roofline validate --kernels tables` (scenarios.evaluate(kernels="tables")) gives, row for row, the
+    predictions committed before the comparison of issue 19 (docs/kernels_predictions.json); a training row
+    keeps the factor model."""
+    import json
+    from pathlib import Path
+
+    from roofline.validate import scenarios
+
+    pred = json.loads((Path(__file__).resolve().parents[1] / "docs" / "kernels_predictions.json").read_text())["rows"]
+    extra, rows = scenarios.load_dataset()
+    byid = {r.id: r for r in rows}
+    for p in pred[::40]:
+        ev = scenarios.evaluate(byid[p["id"]], extra, kernels="tables")
+        assert [ev.predicted, ev.low, ev.high] == pytest.approx(p["tables"], rel=1e-9), p["id"]
+    train = next(r for r in rows if r.scenario == "training_mfu")
+    assert scenarios.evaluate(train, extra, kernels="tables").predicted == scenarios.evaluate(train, extra).predicted

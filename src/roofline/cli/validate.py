@@ -17,6 +17,7 @@ def register(app: typer.Typer) -> None:
         write_docs: Annotated[Optional[Path], typer.Option("--write-docs", help="Write the generated validation markdown here (e.g. docs/validation.md); the plot goes next to it.")] = None,
         dataset: Annotated[Optional[Path], typer.Option("--dataset", help="A measurements YAML file instead of the packaged one.")] = None,
         rows: Annotated[bool, typer.Option("--rows", help="Also print every measurement with its prediction.")] = False,
+        kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
@@ -33,7 +34,11 @@ def register(app: typer.Typer) -> None:
         if write_docs is not None:
             output_path("--write-docs", write_docs, (".md",))
         with progress(None, "predicting the published measurements", quiet=json):
-            evals = evaluate_all(str(dataset) if dataset else None)
+            if kernels not in ("factor", "tables"):
+                from ..requests.rules import UsageError
+
+                raise UsageError(f"--kernels must be factor or tables, got {kernels!r}; pick one of those")
+            evals = evaluate_all(str(dataset) if dataset else None, kernels)
         summaries = by_metric(evals)
         if write_docs is not None:
             from ..plots.validation import predicted_vs_measured

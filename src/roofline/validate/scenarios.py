@@ -37,6 +37,7 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -192,6 +193,36 @@ def _speculation(meas):
     return Speculation(d, float(r.get("mtp_acceptance", 0.0)), float(r.get("draft_fraction", 0.0))) if d else None
 
 
+#: the kernel times the inference rows are predicted with: "factor" (the family's cited factors) or "tables"
+#: (measured kernel tables where covered; `evaluate(..., kernels="tables")`)
+_KERNELS: ContextVar[str] = ContextVar("kernels", default="factor")
+
+
+def row_engine(meas) -> str:
+    """Whose measured kernels a row is predicted with in table mode: the engine its id or source names
+    (vllm, sglang), else TensorRT-LLM (fixed before the pre-registered comparison of issue 19)."""
+    text = f"{meas.id} {meas.source}".lower()
+    return "vllm" if "vllm" in text else "sglang" if "sglang" in text else "trtllm"
+
+
+def _with_tables(meas, m, res, phase, batch, context, prompt, which, extra):
+    """`res` (the factor pass) with its GEMM, attention, TP all-reduce and EP terms from measured kernel
+    tables where the row's accelerator, dtypes and shapes are covered (kernel_pass.corner_terms / apply):
+    central value from the row's engine, corners from the spread across engines widened by extrapolation."""
+    from ..kernel_pass import apply, corner_terms
+
+    r = meas.row
+    lay = _layout(meas)
+    terms, scale = corner_terms(m, _system(meas, extra or {}), batch, context, which=which, engine=row_engine(meas),
+                                phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep, pp=lay.pp, dp=lay.dp,
+                                moe_tp=lay.moe_tp, weights_dtype=str(r.get("weights_dtype", "bf16")),
+                                kv_dtype=str(r.get("kv_dtype", "bf16")))
+    if r.get("ideal_network"):  # the factor model's ideal network stays: no measured all-reduce
+        terms = replace(terms, tp_covered=np.zeros_like(terms.tp_covered))
+    step_s, _, _ = apply(res, terms, overlap_comm=bool(r.get("overlap_comm", False)), scale=(scale, scale, scale))
+    return replace(res, step_s=step_s)
+
+
 def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, speculation=None):
     r = meas.row
     fam = family_for(_accelerator(meas, extra or {}))
@@ -201,9 +232,12 @@ def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, spe
     wd = r.get("weights_dtype", "bf16")
     eff = family_efficiency(fam, wd, which, overlap_comm=bool(r.get("overlap_comm", False)),
                             kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which))
-    return step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
-                weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
-                check_context=False, details=False, speculation=speculation)
+    res = step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
+               weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
+               check_context=False, details=False, speculation=speculation)
+    if _KERNELS.get() == "tables" and speculation is None:
+        res = _with_tables(meas, m, res, phase, batch, context, prompt, which, extra)
+    return res
 
 
 def _decode_attention(meas) -> str:
@@ -358,16 +392,24 @@ SCENARIOS = {
 }
 
 
-def evaluate(meas: Measurement, extra: dict | None = None) -> Evaluation:
-    """Predict one measurement: central value and the interval over the efficiency corners."""
+def evaluate(meas: Measurement, extra: dict | None = None, kernels: str = "factor") -> Evaluation:
+    """Predict one measurement: central value and the interval over the efficiency corners. `kernels`
+    "tables" takes the inference rows' kernel terms from measured tables where covered (training rows keep
+    the factor model: the tables are inference kernels)."""
+    if kernels not in ("factor", "tables"):
+        raise InputError(f"kernels must be factor or tables, got {kernels!r}")
     extra = extra or {}
     m = _model(meas.model, extra)
     fn = SCENARIOS[meas.scenario]
-    vals = {w: fn(meas, m, w, extra) for w in WHICH}
+    token = _KERNELS.set(kernels)
+    try:
+        vals = {w: fn(meas, m, w, extra) for w in WHICH}
+    finally:
+        _KERNELS.reset(token)
     return Evaluation(meas, vals["mid"], min(vals.values()), max(vals.values()))
 
 
-def evaluate_all(path: str | None = None) -> list[Evaluation]:
-    """Evaluate every packaged measurement (or those of `path`)."""
+def evaluate_all(path: str | None = None, kernels: str = "factor") -> list[Evaluation]:
+    """Evaluate every packaged measurement (or those of `path`), with the factor model or measured kernels."""
     extra, rows = load_dataset(path)
-    return [evaluate(r, extra) for r in rows]
+    return [evaluate(r, extra, kernels) for r in rows]
