@@ -42,12 +42,10 @@ REPORT = ROOT / "docs" / "kernels_validation.md"
 
 
 def row_engine(meas) -> str:
-    text = f"{meas.id} {meas.source}".lower()
-    if "vllm" in text:
-        return "vllm"
-    if "sglang" in text:
-        return "sglang"
-    return "trtllm"
+    """The library's rule (validate.scenarios.row_engine), which `roofline validate --kernels tables` uses."""
+    from roofline.validate.scenarios import row_engine as rule
+
+    return rule(meas)
 
 
 def tables_pass(orig, scenarios, log: dict, posthoc: bool = False):
