@@ -191,3 +191,25 @@ def test_help_lists_commands_and_imports_no_plotting():
     probe = "import sys, roofline, roofline.cli; print('matplotlib' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+
+
+def test_each_command_registers_from_the_modules_named_for_it():
+    """cli.COMMANDS names, for every top-level command, the module(s) that register it (a one-command run
+    builds only those): the table equals what the command modules register."""
+    import importlib
+
+    import typer
+
+    from roofline import cli
+
+    found: dict[str, set] = {}
+    for name in cli.command_modules():
+        app = typer.Typer()
+        mod = importlib.import_module(f"roofline.cli.{name}")
+        if name == "kernels_catalog":  # adds a subcommand to the `catalog` group
+            found.setdefault("catalog", set()).add(name)
+            continue
+        mod.register(app)
+        for cmd in [c.name or c.callback.__name__ for c in app.registered_commands] + [g.name for g in app.registered_groups]:
+            found.setdefault(cmd, set()).add(name)
+    assert {k: set(v) for k, v in cli.COMMANDS.items()} == found

@@ -39,14 +39,38 @@ def _root(
         add_catalog_file(path)
 
 
-def _register_all() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if info.name in ("render", "common") or info.name.startswith("_"):
-            continue
-        importlib.import_module(f"{__name__}.{info.name}").register(app)
+#: the command module(s) that register each top-level command (checked against the modules by
+#: tests/test_cli_core.py): a one-command run imports and builds only its own, since typer builds the
+#: parameters of every registered command on each call (60 ms for all of them)
+COMMANDS = {"board": ("board",), "calibrate": ("calibrate",), "calibrate-check": ("calibrate",),
+            "catalog": ("catalog", "kernels_catalog"), "plan": ("plan",), "prices": ("prices",),
+            "tiers": ("prices",), "report": ("report",), "serve": ("serve",), "simulate": ("simulate",),
+            "step": ("step",), "sweep": ("sweep",), "train": ("train",), "overtrain": ("train",),
+            "validate": ("validate",)}
+_registered: set[str] = set()
 
 
-_register_all()
+def command_modules() -> list[str]:
+    """Every module of this package that defines `register(app)`."""
+    return [i.name for i in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name)
+            if i.name not in ("render", "common") and not i.name.startswith("_")]
+
+
+def register(modules=None) -> None:
+    """Register the given command modules (default: all) on `app`, each once."""
+    for name in command_modules() if modules is None else modules:
+        if name not in _registered:
+            importlib.import_module(f"{__name__}.{name}").register(app)
+            _registered.add(name)
+
+
+def _register_for(args: list[str]) -> None:
+    """Only the command being run (its first non-option argument), else every command (help, errors)."""
+    first = next((a for a in args if not a.startswith("-")), None)
+    if first in COMMANDS and "--help" not in args[: args.index(first)]:
+        register(COMMANDS[first])
+    else:
+        register()
 
 
 def hoist_catalog(argv: list[str]) -> list[str]:
@@ -78,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     from ..requests.rules import UsageError
 
     args = hoist_catalog(list(sys.argv[1:] if argv is None else argv))
+    _register_for(args)
     if not args or "--help" in args:  # help text needs no arithmetic: keep NumPy out of its start-up
         guard = contextlib.nullcontext()
     else:

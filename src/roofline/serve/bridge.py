@@ -54,8 +54,9 @@ def click_root():
     if _CLICK is None:
         import typer
 
-        from ..cli import app
+        from ..cli import app, register
 
+        register()  # every command (a one-command CLI run registers only its own)
         _CLICK = typer.main.get_command(app)
     return _CLICK
 
