@@ -10,18 +10,11 @@ from __future__ import annotations
 import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-
-def _median_s(fn, n=7):
-    out = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return statistics.median(out)
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from _timing import median_time  # noqa: E402
 
 
 def main() -> int:
@@ -34,15 +27,15 @@ def main() -> int:
     m = np.geomspace(1, 65536, 1000)[:, None]
     n = np.geomspace(256, 65536, 1000)[None, :]
     K.gemm_s("h100-sxm", "fp8", 1, 1024, 1024)  # warm
-    t_lookup = _median_s(lambda: K.gemm_s("h100-sxm", "fp8", m, n, 8192), n=3)
+    t_lookup = median_time(lambda: K.gemm_s("h100-sxm", "fp8", m, n, 8192), repeat=3)
 
     def req(kernels):
         return StepRequest.of(style="cli", model="llama-3-70b", system="dgx-h100", batch=64, context=4096, tp=8,
                               realistic=True, weights_dtype="fp8", kv_dtype="fp8", kernels=kernels)
 
     run_step(req("tables"))  # warm both paths
-    f = _median_s(lambda: run_step(req("factor")))
-    t = _median_s(lambda: run_step(req("tables")))
+    f = median_time(lambda: run_step(req("factor")))
+    t = median_time(lambda: run_step(req("tables")))
     print("measured kernel tables (benchmarks/kernels.py)")
     print(f"  first lookup in a fresh process (index + one grid): {statistics.median(cold) * 1e3:.0f} ms "
           f"(min {min(cold) * 1e3:.0f})")

@@ -11,27 +11,16 @@ Target (issue 3/13): DeepSeek-V3 on 1-16 GB200 NVL72 racks in < 2 s.
 Usage: .venv/bin/python benchmarks/plan.py
 """
 
-import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _plain import PlainPass  # noqa: E402
-
+from _timing import median_time  # noqa: E402
 from roofline.catalog import get_catalog  # noqa: E402
 from roofline.planner import Workload, _grid, plan  # noqa: E402
 from roofline.units import dtype_bytes  # noqa: E402
-
-
-def median_time(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(subset: int = 2000, repeats: int = 5) -> None:

@@ -14,38 +14,16 @@ Targets: (1) >= 1e6 points/s; one-configuration `roofline step` <= 0.25 s (issue
 
 from __future__ import annotations
 
-import statistics
-import subprocess
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _plain import PlainPass  # noqa: E402
-
+from _timing import median_time, wall  # noqa: E402
 from roofline import model as M  # noqa: E402
 from roofline.catalog import model, system  # noqa: E402
 from roofline.engine import step, step_time  # noqa: E402
-from roofline.layout import Layout  # noqa: E402
-
-
-def median_time(fn, repeat=5):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
-def wall(cmd, repeat=7):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times)
 
 
 def main() -> None:
