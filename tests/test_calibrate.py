@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import yaml
 
-from roofline.calibrate.decode import LlamaDecoder, OPS_PER_LAYER, OPS_PER_PASS, decode_check, predict_decode, tiny_model
+from roofline.calibrate.decode import (
+    OPS_PER_LAYER,
+    OPS_PER_PASS,
+    LlamaDecoder,
+    decode_check,
+    predict_decode,
+    tiny_model,
+)
 from roofline.calibrate.microbench import fit_half_rows, run_microbenchmarks, torch_available
 from roofline.calibrate.profile import calibrated_family, load_profile, profile_document
 from roofline.catalog import Catalog, parse_accelerator

@@ -35,8 +35,8 @@ def test_step_accelerator_gpus_and_prefill_and_dtypes(run_cli):
 def test_step_realistic_matches_the_engine_and_brackets(run_cli):
     """--realistic = engine.step with the family's factors under the layout, central value inside its interval, slower
     than the pure roofline; per-query-head KV reads make a GQA decode slower still."""
-    from roofline import get_model, get_system
     from helpers import layout_step
+    from roofline import get_model, get_system
 
     args = ("step", "-m", "llama-3-70b", "-s", "dgx-h100", "-b", "64", "-c", "4096", "--tp", "8", "--realistic", "--json")
     code, out, err = run_cli(*args)

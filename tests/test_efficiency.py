@@ -6,8 +6,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
-from roofline.efficiency import (WHICH, Efficiency, Factor, factor_table, families, family_efficiency, family_for,
-                                 gemm_efficiency, kv_read_multiplier, realistic)
+from roofline.efficiency import (
+    WHICH,
+    Efficiency,
+    Factor,
+    factor_table,
+    families,
+    family_efficiency,
+    family_for,
+    gemm_efficiency,
+    kv_read_multiplier,
+    realistic,
+)
 from roofline.engine import step
 from roofline.errors import InputError
 from roofline.hardware import single_accelerator_system

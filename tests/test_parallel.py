@@ -1,11 +1,12 @@
 """Parallel layouts: lecture goldens T16–T26 (§2–§3), hand-checked memory per GPU, the engine's step under a
 layout (cross-checked against the perfect-sharding step), Hypothesis properties, validity messages."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from dataclasses import replace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline import layout as P
 from roofline import lecture as LEC

@@ -2,10 +2,11 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from roofline.catalog import get_catalog
 from helpers import layout_step as parallel_step
+from roofline.catalog import get_catalog
 from roofline.planner import Targets, Workload, pareto_mask, plan
 
 CAT = get_catalog()

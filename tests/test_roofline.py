@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from roofline import lecture as L
 from roofline import model as M
 from roofline.catalog import accelerator, get_catalog, model, system
-from roofline.errors import DoesNotFitError, InputError
 from roofline.efficiency import Efficiency
 from roofline.engine import step
+from roofline.errors import DoesNotFitError, InputError
 
 IDEAL = dict(attention_flops=False, distinct_experts=False, kv_writes=False)
 

@@ -108,9 +108,8 @@ def _lookup(d, key: str):
 
 def _check_numbers_equal_cli(pg):
     """Every readout cell with a data-key equals the CLI's --json for the body the page sent last."""
-    from serve_cli import cli_json
-
     from roofline.serve.ops import OPERATIONS
+    from serve_cli import cli_json
 
     last = pg.evaluate("window.rooflineLast")
     cells = pg.eval_on_selector_all("#readout td[data-key]", "tds => tds.map(t => [t.dataset.key, t.dataset.value])")

@@ -7,8 +7,14 @@ from roofline.catalog import get_catalog
 from roofline.errors import InputError
 from roofline.simulate import BoardStep, Deployment, Policy, RooflineStep, make_workload, simulate
 from roofline.simulate.metrics import summarize
-from roofline.speculative import (Speculation, draw_verify_steps, expected_tokens_per_step,
-                                  fast_slow_with_speculation, speculative_step, tokens_per_step_distribution)
+from roofline.speculative import (
+    Speculation,
+    draw_verify_steps,
+    expected_tokens_per_step,
+    fast_slow_with_speculation,
+    speculative_step,
+    tokens_per_step_distribution,
+)
 
 
 @pytest.mark.parametrize("alpha,gamma,expected", [(0.0, 4, 1.0), (1.0, 4, 5.0), (0.8, 4, 3.3616), (0.5, 1, 1.5),

@@ -80,8 +80,8 @@ def test_remat_roofline_cross_check():
     """Remat through roofline.step (prefill, attention off) equals the lecture form (W_active/F)·p
     for a dense model: 2·N FLOPs per token at peak."""
     from roofline import model as M
-    from roofline.hardware import single_accelerator_system
     from roofline.engine import step
+    from roofline.hardware import single_accelerator_system
 
     cat = get_catalog()
     m, acc = cat.model("llama-3-8b"), cat.accelerator("h100-sxm")

@@ -1,21 +1,20 @@
 """Training step time: bubble closed forms, hand calculations, and published runs (with tolerances)."""
 
+from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
-
-from roofline.catalog import get_catalog
-from roofline.errors import InputError
-from roofline.hardware import System
-from roofline.model import Model
-from dataclasses import replace
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline import training as T
+from roofline.catalog import get_catalog
 from roofline.efficiency import realistic
+from roofline.errors import InputError
+from roofline.hardware import System
 from roofline.layout import Layout
+from roofline.model import Model
 
 RUNS = yaml.safe_load((Path(__file__).parent / "data" / "training_runs.yaml").read_text())
 A100 = get_catalog().accelerator("a100-80gb")

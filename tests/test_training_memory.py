@@ -1,16 +1,16 @@
 """Training memory: ZeRO worked example, Korthikanti et al. 2022 closed forms, hand calculations,
 and Hypothesis monotonicity (more recomputation, higher ZeRO stage, larger parallel degree)."""
 
-import numpy as np
 import pytest
-from hypothesis import assume, given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from roofline.errors import InputError
-from roofline.model import Model
 from roofline import memory as TM
 from roofline import training as TR
 from roofline.catalog import get_catalog
+from roofline.errors import InputError
 from roofline.layout import RECOMPUTE_MODES, Layout, validate
+from roofline.model import Model
 
 
 def TrainLayout(**kw):

@@ -30,6 +30,7 @@ spread), the K and N sizes of a GEMM.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
+
 import numpy as np
 
 from .errors import CatalogError, InputError, require_fraction, require_positive

@@ -23,11 +23,9 @@ decoding, prefix caching.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-
-from dataclasses import replace
 
 from . import layout as P
 from . import model as M

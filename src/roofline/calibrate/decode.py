@@ -15,8 +15,6 @@ measured: median over rounds of the minimum over repeats of one step's wall time
 from __future__ import annotations
 
 import math
-
-import time
 from dataclasses import dataclass
 from importlib import resources
 
@@ -25,8 +23,8 @@ import numpy as np
 from ..catalog import parse_model
 from ..efficiency import FamilyEfficiency, family_efficiency
 from ..engine import step
-from ..layout import Layout
 from ..hardware import Accelerator, single_accelerator_system
+from ..layout import Layout
 from .microbench import _Ops, resolve_backend
 
 #: Dispatched operations per layer in `_layer` below (counted by hand from the code: 2 RMSNorms × 6,

@@ -83,7 +83,6 @@ def register(app: typer.Typer) -> None:
         from ..catalog import parse_accelerator
         from ..efficiency import factor_table
         from ..errors import InputError
-
         from ..requests.rules import output_dir
 
         output_dir("--out", out)  # before the ~20 s of microbenchmarks

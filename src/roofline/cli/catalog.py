@@ -35,7 +35,6 @@ def register(app: typer.Typer) -> None:
     def systems(json: JsonOpt = False) -> None:
         """Scale-up domains: chips per domain, links per chip, latencies, HBM per domain."""
         from ..catalog import get_catalog
-
         from ..requests.catalog import CatalogRequest, run_catalog
 
         if json:

@@ -132,7 +132,6 @@ def register(app: typer.Typer) -> None:
         """KV layouts (layers, KV heads, head dim, dtype, shared layers, MLA) nearest a KV bytes/token."""
         from ..errors import InputError
         from ..pricing import architecture_layouts
-
         from ..requests.rules import number
 
         number("KV_BYTES", kv_bytes, gt=0, le=1e9, fix="target KV bytes per token, e.g. 1666.67")

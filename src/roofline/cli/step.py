@@ -6,8 +6,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (AcceleratorOpt, ComputeEffOpt, GpusOpt, JsonOpt, KvDtypeOpt, MemoryEffOpt, ModelOpt,
-                     PriceOpt, SystemOpt, WeightsDtypeOpt)
+from .common import (
+    AcceleratorOpt,
+    ComputeEffOpt,
+    GpusOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    MemoryEffOpt,
+    ModelOpt,
+    PriceOpt,
+    SystemOpt,
+    WeightsDtypeOpt,
+)
 from .render import fmt, print_json, seconds, si_bytes, table
 
 
@@ -113,7 +123,6 @@ def _kernel_rows(k: dict) -> list:
 def _parallel_table(d: dict, req) -> None:
     """`roofline step --tp/--ep/--pp/--dp/--domains` as a table: one replica's decode loop or prefill pass
     with TP all-reduces, EP dispatch/combine, CP all-gathers and PP sends on their tiers (the engine)."""
-    tp, ep, pp, dp = d["tp"], d["ep"], d["pp"], d["dp"]
     if not bool(d["fits"]):
         from ..errors import DoesNotFitError
 

@@ -6,8 +6,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (AcceleratorOpt, ComputeEffOpt, GpusOpt, JsonOpt, KvDtypeOpt, MemoryEffOpt, ModelOpt,
-                     PriceOpt, SystemOpt, WeightsDtypeOpt)
+from .common import (
+    AcceleratorOpt,
+    ComputeEffOpt,
+    GpusOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    MemoryEffOpt,
+    ModelOpt,
+    PriceOpt,
+    SystemOpt,
+    WeightsDtypeOpt,
+)
 from .render import print_json, table
 
 GridOpt = Annotated[str, typer.Option(help="Comma list (1,8,64) or log range start:stop:count (1:4096:13).")]

@@ -21,10 +21,9 @@ def register(app: typer.Typer) -> None:
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
+        from ..requests.rules import output_path, text_file
         from ..validate import by_metric, evaluate_all
         from ..validate.report import SUMMARY_COLUMNS, summary_rows
-
-        from ..requests.rules import output_path, text_file
         from .render import progress
 
         if dataset is not None:  # missing, binary or non-UTF-8: one line before any work

@@ -36,11 +36,11 @@ def rack_map(experts: int, gpus_per_rack: int, racks: int, path, up_over_out: fl
     """Experts placed on the GPUs of `racks` racks (§2.2–2.3): each cell a GPU with its expert ids, idle
     GPUs hatched; the bar shows the share of a GPU's all-to-all traffic that stays on its rack (1/n)
     and leaves it (1 − 1/n), and the resulting slowdown vs one rack."""
-    from ..network import fraction_off_domain
+    import matplotlib.pyplot as plt
+
     from ..layout import place_experts
     from ..lecture import ep_slowdown_over_domains as two_domain_ep_slowdown
-
-    import matplotlib.pyplot as plt
+    from ..network import fraction_off_domain
 
     fig, axes = new_figure(nrows=2, width=11.0, height=4.8)  # the map gets the full width: labels stay legible
     ax, ax2 = np.asarray(axes).ravel()[:2]

@@ -19,7 +19,6 @@ import pkgutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 #: provenance tag of each worked example in spec §9 (the lecture spec's own tag column, copied as data):
 #: S said by Reiner Pope, D said by the host and accepted, F the host's flashcards, I inferred, X external
 SPEC_TAGS = {

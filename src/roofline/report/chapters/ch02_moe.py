@@ -9,10 +9,10 @@ from .. import Chapter, Figure, Worked
 
 def chapter(fig_dir: Path) -> Chapter:
     from ...catalog import get_catalog
-    from ...network import all_to_all_two_tier_s, fraction_off_domain
     from ...layout import place_experts
     from ...lecture import ep_slowdown_over_domains as two_domain_ep_slowdown
     from ...moe_scaling import S_BASE, experts_for_multiplier, quality_multiplier, sparsity_quality_equivalence
+    from ...network import all_to_all_two_tier_s, fraction_off_domain
     from ...plots.parallel import rack_map
 
     cat = get_catalog()

@@ -10,14 +10,13 @@ from .. import Chapter, Figure, Worked
 def chapter(fig_dir: Path) -> Chapter:
     import numpy as np
 
+    from ...board import board, pipeline_hop_s
     from ...catalog import get_catalog
     from ...lecture import memory_per_gpu as lecture_memory_per_gpu
     from ...lecture import stage_boundary_ratio, weight_fetch_s
     from ...lecture import token_latency_with_hops as decode_token_latency
     from ...planner import Workload, plan
     from ...plots.parallel import memory_vs_stages, pareto_frontier, pipeline_timeline
-
-    from ...board import board, pipeline_hop_s
 
     cat0 = get_catalog()
     nvl = cat0.system("gb200-nvl72")

@@ -18,10 +18,10 @@ def _gpt_1t():
 
 
 def chapter(fig_dir: Path) -> Chapter:
-    from ... import training as T
     from ... import memory as TM
-    from ...layout import Layout
+    from ... import training as T
     from ...catalog import get_catalog
+    from ...layout import Layout
     from ...plots import training as P
 
     cat = get_catalog()
@@ -69,6 +69,6 @@ def chapter(fig_dir: Path) -> Chapter:
              f"bubble {float(r.bubble_s):.1f} s, PP {float(r.pp_comm_s):.2f} s, DP {float(r.dp_comm_s):.2f} s.",
              "Zero-bubble schedules (Qi et al. 2023) split the backward into input- and weight-gradient passes "
              "and fill the bubble with the latter — the lecture's 'use the bubble for the weight-gradient step'."]
-    return Chapter(3.4, "3.4 Training: pipeline bubbles, step time and memory", 
+    return Chapter(3.4, "3.4 Training: pipeline bubbles, step time and memory",
                    "Training time and memory per GPU for a TP/PP/DP layout, checked against published runs.",
                    items, figs, notes)

@@ -10,10 +10,10 @@ from .. import Chapter, Worked
 
 
 def chapter(fig_dir: Path) -> Chapter:
-    from ... import reversible as R
     from ... import memory as TM
-    from ...layout import Layout
+    from ... import reversible as R
     from ...catalog import get_catalog
+    from ...layout import Layout
 
     sq = lambda v: v**2  # noqa: E731
     fw = R.feistel_forward(3, 5, sq)
