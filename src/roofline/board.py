@@ -15,6 +15,7 @@ FLOPs, KV writes) so that every difference carries its reason.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -136,6 +137,7 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     if sparsity is not None:
         require_positive("sparsity (--sparsity)", sparsity, fix="s = N_total/N_active is at least 1")
         params_active = params_total / sparsity
+    assert params_active is not None  # exactly one of the two was given (checked above)
     require_positive("active parameters (--params-active)", params_active, fix="e.g. 1e11")
     if params_active > params_total * (1 + 1e-12):
         raise InputError(f"active parameters {params_active:.4g} exceed total {params_total:.4g}; "
@@ -145,6 +147,7 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
         require_positive("ratio R (--ratio)", ratio, fix="about 300 on most GPUs (spec §1.4)")
         F = ratio * BW
     else:
+        assert flops_per_s is not None  # exactly one of ratio and flops was given (checked above)
         require_positive("FLOP/s per GPU (--flops)", flops_per_s, fix="dense peak, e.g. 9e15 for B200 fp4")
         F = float(L.flops_to_F(flops_per_s * gpus, bytes_per_weight))
     R = F / BW
@@ -165,7 +168,7 @@ def board(*, params_total: float, params_active: float | None = None, sparsity: 
     e = gpus if ep is None else ep
     require_positive("expert-parallel GPUs (--ep)", e, fix="GPUs that hold experts, default all")
     w_gpu, kv_gpu, mem_gpu = (float(x) for x in L.memory_per_gpu(w_tot, batch, context, kv, e, stages))
-    fast = (None, None)
+    fast: tuple[float | None, ...] = (None, None)
     if fast_batch is not None:
         require_positive("fast-mode batch (--fast-batch)", fast_batch, fix="a batch smaller than --batch")
         fast = tuple(float(x) for x in L.fast_mode(batch, fast_batch, w_tot, w_act, F, BW, kv, context))
@@ -217,7 +220,7 @@ def _bound_name(r) -> str:
     return str(getattr(r, "bound_name", r.bound))
 
 #: the engine's switches, turned on one at a time from the board's idealisation to roofline.step
-ENGINE_STEPS = (
+ENGINE_STEPS: tuple[tuple[str, Any, str], ...] = (
     ("board", None, "the lecture's closed form: compute 2·N_active FLOPs per token (embedding included), "
                     "every weight read, no attention FLOPs, no KV writes"),
     ("embedding", dict(attention_flops=False, distinct_experts=False, kv_writes=False),
@@ -252,13 +255,16 @@ def compare(model, system, batch, context, *, weights_dtype="fp8", kv_dtype="fp8
     rows = [dict(step="board", compute_s=bd.t_compute_s, weight_read_s=bd.t_weights_s, kv_read_s=bd.t_kv_s,
                  kv_write_s=0.0, step_s=bd.roofline_step_s, bound=bd.bound,
                  usd_per_million_tokens=bd.usd_per_million_tokens, reason=ENGINE_STEPS[0][2])]
-    kw = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, chips=n, usd_per_gpu_hour=price, check_context=False)
+    kw: dict[str, Any] = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, gpus=n, usd_per_gpu_hour=price,
+                              check_context=False)
     for name, switches, reason in ENGINE_STEPS[1:]:
         r = step(model, system, batch, context, **kw, **switches)
         rows.append(dict(step=name, compute_s=float(r.compute_s), weight_read_s=float(r.weight_read_s),
                          kv_read_s=float(r.kv_read_s), kv_write_s=float(r.kv_write_s), step_s=float(r.step_s),
                          bound=_bound_name(r), usd_per_million_tokens=float(r.usd_per_million_tokens), reason=reason))
     eng = step(model, system, batch, context, **kw)
+    assert eng.critical_batch is not None and eng.critical_batch_with_kv is not None  # details=True (default)
+    assert eng.latency_floor_s is not None
     # batch-1 penalty: cost per token at B = 1 over the cost at a batch far past every crossover, no KV
     big = 1e7
     e1, einf = (step(model, system, b, 0, **kw) for b in (1, big))

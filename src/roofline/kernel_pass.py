@@ -63,9 +63,9 @@ class TableTerms:
     distance: np.ndarray  # largest extrapolation distance of any lookup (ln units; 0 inside every table)
     sources: dict  # term name -> tuple of table source ids
     engine: str
-    ep_comm_s: np.ndarray = 0.0  # EP dispatch + combine (DeepEP tables), loop total
-    ep_covered: np.ndarray = False
-    ep_extrapolated: np.ndarray = False
+    ep_comm_s: np.ndarray | float = 0.0  # EP dispatch + combine (DeepEP tables), loop total
+    ep_covered: np.ndarray | bool = False
+    ep_extrapolated: np.ndarray | bool = False
 
 
 class _Acc:

@@ -84,7 +84,8 @@ def _by_kind(acc: str, kind: str) -> tuple:
 
 @cache
 def _npz(acc: str):
-    return np.load(resources.files("roofline") / "kernels_data" / f"{acc}.npz")
+    with resources.as_file(resources.files("roofline") / "kernels_data" / f"{acc}.npz") as path:
+        return np.load(path)
 
 
 @cache
@@ -119,7 +120,8 @@ def _multilinear(tid: int, acc: str, x: np.ndarray):
     axes, ln_t = _grid(tid, acc)
     lx = np.log(x)
     n_pts, d = lx.shape
-    lo, w = [], []
+    lo: list[np.ndarray] = []
+    w: list = []  # per axis: interpolation weights, None where the axis has one value
     for ax, v in zip(axes, lx.T):
         if len(ax) == 1:  # one measured value: no interpolation along this axis
             lo.append(np.zeros(n_pts, int))
@@ -291,13 +293,12 @@ def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine:
         nan = np.full(nb.shape, np.nan)
         r = KernelTime(nan, np.zeros(nb.shape, bool), np.zeros(nb.shape, bool), "", nan)
     else:
-        r = None
+        custom = None
         if kind == "all_reduce" and engine in ENGINES:
-            r = _lookup(acc, "custom_allreduce", engine, {"allreduce_dtype": "bf16"}, g, np.maximum(nb, 1))
-            r = r if r.source else None
-        if r is None:
-            r = _lookup(acc, "nccl", "nccl", {"op_name": _NCCL_OP[kind], "nccl_dtype": "fp16"},
-                        np.maximum(g, 2), np.maximum(nb, 1))
+            custom = _lookup(acc, "custom_allreduce", engine, {"allreduce_dtype": "bf16"}, g, np.maximum(nb, 1))
+        nccl = {"op_name": _NCCL_OP[kind], "nccl_dtype": "fp16"}
+        r = (custom if custom is not None and custom.source
+             else _lookup(acc, "nccl", "nccl", nccl, np.maximum(g, 2), np.maximum(nb, 1)))
     one = g <= 1
     return KernelTime(np.where(one, 0.0, r.seconds), r.covered | one, r.extrapolated & ~one, r.source,
                       np.where(one, 0.0, r.distance))
@@ -320,7 +321,7 @@ def ep_all_to_all_s(acc, phase: str, tokens, *, hidden: int, topk: int, experts:
 
 def coverage() -> list[dict]:
     """One row per (accelerator, kind, engine): framework and versions, dtypes, tables and measured cells."""
-    rows = {}
+    rows: dict[tuple, dict] = {}
     for t in index()["tables"]:
         s = index()["sources"][t["source"]]
         key = (t["accelerator"], t["kind"], t["engine"])

@@ -234,11 +234,8 @@ def cache_discount(p: PriceList, kv_bytes: float, remat_usd: float, tiers) -> li
     out = [Inference(p.id, "cache hit / miss price", f, f, f, "x", "f = p_hit/p_input",
                      {"hit": p.cache_hit_usd_per_token * MEGA, "miss": p.input_usd_per_token * MEGA},
                      "spec §5.4 (T41)", "a hit costs at most f of recomputing the token")]
-    t_max = []
-    for t in tiers:
-        budget = f * remat_usd - float(retrieve_cost_usd(kv_bytes, t))
-        t_max.append(budget / float(hold_cost_usd_per_s(kv_bytes, t)) if budget > 0 else 0.0)
-    t_max = np.array(t_max)
+    budgets = [f * remat_usd - float(retrieve_cost_usd(kv_bytes, t)) for t in tiers]
+    t_max = np.array([b / float(hold_cost_usd_per_s(kv_bytes, t)) if b > 0 else 0.0 for b, t in zip(budgets, tiers)])
     best = int(np.argmax(t_max))
     out.append(Inference(p.id, "longest affordable hold at the hit price", float(t_max[best]), float(t_max.min()),
                          float(t_max.max()), "s", "T_max = (f · remat - retrieve)/hold",
@@ -261,7 +258,9 @@ def architecture_layouts(kv_target: float, top: int = 10, layers_max: int = 128)
     heads = np.array([1, 2, 4, 8, 16])
     dims = np.array([64, 128, 256])
     dts = {"fp8": 1.0, "bf16": 2.0}
-    rows, dim_off, n_layers = [], [], []
+    rows: list[dict] = []
+    dim_off: list = []
+    n_layers: list = []
     for dname, b in dts.items():  # a loop over two formats; the grid itself is one broadcast
         kv = lecture.kv_from_architecture(layers[:, None, None], dims[None, None, :], heads[None, :, None], b)
         for (i, j, k), v in np.ndenumerate(kv):

@@ -23,52 +23,53 @@ from typing import Callable, Sequence
 import numpy as np
 
 Fn = Callable[[np.ndarray], np.ndarray]
+Pair = tuple[np.ndarray, np.ndarray]
 
 
-def feistel_forward(x, y, f: Fn):
+def feistel_forward(x, y, f: Fn) -> Pair:
     """(x, y) → (x, y + f(x)) (T43: f = x², (3, 5) → (3, 14))."""
     x = np.asarray(x)
     return x, np.asarray(y) + f(x)
 
 
-def feistel_inverse(x, z, f: Fn):
+def feistel_inverse(x, z, f: Fn) -> Pair:
     """(x, z) → (x, z − f(x)): x is read off, y recovered (T43 inverse → (3, 5))."""
     x = np.asarray(x)
     return x, np.asarray(z) - f(x)
 
 
-def revnet_forward(x, y, f: Fn):
+def revnet_forward(x, y, f: Fn) -> Pair:
     """(x, y) → (x_out, y_out) = (y + f(x), x): a Feistel round plus a swap (T44: (3, 5) → (14, 3))."""
     x = np.asarray(x)
     return np.asarray(y) + f(x), x
 
 
-def revnet_inverse(x_out, y_out, f: Fn):
+def revnet_inverse(x_out, y_out, f: Fn) -> Pair:
     """(x_out, y_out) → (x, y) = (y_out, x_out − f(y_out)) (T44 inverse → (3, 5))."""
     y_out = np.asarray(y_out)
     return y_out, np.asarray(x_out) - f(y_out)
 
 
-def gomez_forward(x1, x2, F: Fn, G: Fn):
+def gomez_forward(x1, x2, F: Fn, G: Fn) -> Pair:
     """Gomez et al. 2017 eq. (6): y1 = x1 + F(x2), y2 = x2 + G(y1)."""
     y1 = np.asarray(x1) + F(np.asarray(x2))
     return y1, np.asarray(x2) + G(y1)
 
 
-def gomez_inverse(y1, y2, F: Fn, G: Fn):
+def gomez_inverse(y1, y2, F: Fn, G: Fn) -> Pair:
     """Gomez et al. 2017 eq. (7): x2 = y2 − G(y1), x1 = y1 − F(x2)."""
     x2 = np.asarray(y2) - G(np.asarray(y1))
     return np.asarray(y1) - F(x2), x2
 
 
-def stack_forward(x, y, fs: Sequence[Fn]):
+def stack_forward(x, y, fs: Sequence[Fn]) -> Pair:
     """Apply RevNet layers f_1 … f_L in turn; keep only the final output (no activations stored)."""
     for f in fs:
         x, y = revnet_forward(x, y, f)
     return x, y
 
 
-def stack_inverse(x_out, y_out, fs: Sequence[Fn]):
+def stack_inverse(x_out, y_out, fs: Sequence[Fn]) -> Pair:
     """Undo `stack_forward` layer by layer in reverse, from the outputs alone."""
     for f in reversed(fs):
         x_out, y_out = revnet_inverse(x_out, y_out, f)

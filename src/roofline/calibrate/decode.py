@@ -59,7 +59,7 @@ class LlamaDecoder:
             self.layers.append(dict(wq=r((D, H * hd), seed=s), wk=r((D, K * hd), seed=s + 1),
                                     wv=r((D, K * hd), seed=s + 2), wo=r((H * hd, D), seed=s + 3),
                                     wg=r((D, F), seed=s + 4), wu=r((D, F), seed=s + 5), wd=r((F, D), seed=s + 6)))
-        self.cache = None
+        self.cache: list | None = None
 
     # -- backend helpers ------------------------------------------------------------------------
     def _rms(self, x):
@@ -217,9 +217,9 @@ def decode_check(acc: Accelerator, fam: FamilyEfficiency, *, batches=(1, 4, 16),
     m = tiny_model()
     dec = LlamaDecoder(m, backend, device)
     peak, bw = acc.peak_flops("fp32"), acc.hbm_bytes_per_s
-    mm = {b: [] for b in batches}
-    kv_eta = {(b, c): [] for b in batches for c in contexts}
-    step = {(b, c): [] for b in batches for c in contexts}
+    mm: dict[int, list[float]] = {b: [] for b in batches}
+    kv_eta: dict[tuple[int, int], list[float]] = {(b, c): [] for b in batches for c in contexts}
+    step: dict[tuple[int, int], list[float]] = {(b, c): [] for b in batches for c in contexts}
     D, H, K, hd, F = m.d_model, m.heads, m.kv_heads, m.head_dim, m.d_ff
     layer_params = D * H * hd * 2 + D * K * hd * 2 + 3 * D * F
     for _ in range(rounds):

@@ -271,7 +271,11 @@ def parse_tier_row(row, where: str, accelerators=None) -> MemoryTier:
     if not forms and default_cost is None:
         raise CatalogError(f"{label}: no cost; give usd_per_hour, usd_per_gb_month, capex_usd_per_gb with "
                            f"amortization_months, or server_usd_per_hour with share_of_server")
-    form = forms[0] if forms else default_cost[0]
+    if forms:
+        form = forms[0]
+    else:
+        assert default_cost is not None  # checked above
+        form = default_cost[0]
     if form == "usd_per_hour":
         usd_per_s = r.get("usd_per_hour", default_cost[1] if default_cost else 0.0) / SECONDS_PER_HOUR
     elif form == "usd_per_gb_month":

@@ -97,12 +97,13 @@ def main(argv: list[str] | None = None) -> int:
     try:  # typer >= 0.2x vendors click; older releases use click itself
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import ClickException
+        from click import ClickException  # type: ignore[assignment]
 
     from ..requests.rules import UsageError
 
     args = hoist_catalog(list(sys.argv[1:] if argv is None else argv))
     _register_for(args)
+    guard: contextlib.AbstractContextManager
     if not args or "--help" in args:  # help text needs no arithmetic: keep NumPy out of its start-up
         guard = contextlib.nullcontext()
     else:

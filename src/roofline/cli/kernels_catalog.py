@@ -13,7 +13,7 @@ from .render import print_json, table
 
 def _catalog_group(app: typer.Typer) -> typer.Typer:
     for group in app.registered_groups:
-        if group.name == "catalog":
+        if group.name == "catalog" and group.typer_instance is not None:
             return group.typer_instance
     raise RuntimeError("the `catalog` command group must be registered before kernels_catalog")
 

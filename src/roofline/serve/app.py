@@ -47,6 +47,7 @@ def create_app():
             if len(raw) > limits.MAX_BODY_BYTES:  # a body sent without Content-Length (chunked)
                 return _error(JSONResponse, 413, f"request body of {len(raw):,} bytes exceeds this server's limit "
                                                  f"of {limits.MAX_BODY_BYTES:,}; send only the operation's fields")
+            text: str | bytes
             if op.name in CONSTANT and layout == "rows" and op.name in cache:
                 text = cache[op.name]
             else:

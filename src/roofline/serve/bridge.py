@@ -98,7 +98,7 @@ def request_model(op: str, path: tuple[str, ...]):
         default = ... if p.required else p.default
         fields[p.name] = (ann, Field(default, description=p.help or None))
     name = "".join(part.capitalize() for part in op.replace("-", "_").split("_")) + "CliRequest"
-    return create_model(name, __config__=ConfigDict(extra="forbid", strict=False), **fields)
+    return create_model(name, __config__=ConfigDict(extra="forbid", strict=False), **fields)  # type: ignore[call-overload]
 
 
 def argv(path: tuple[str, ...], values: dict) -> list[str]:
@@ -135,7 +135,7 @@ def run(path: tuple[str, ...], values: dict) -> str:
     try:  # typer >= 0.2x vendors click; older releases use click itself
         from typer._click.exceptions import ClickException
     except ImportError:  # pragma: no cover - depends on the installed typer
-        from click import ClickException
+        from click import ClickException  # type: ignore[assignment]
     import typer
 
     line = argv(path, values)

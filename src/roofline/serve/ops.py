@@ -29,7 +29,7 @@ OPERATIONS: dict[str, tuple[str, ...]] = {
 
 #: operations whose answer depends on no input: computed once per server process (kept in CONSTANT_ANSWERS)
 CONSTANT = frozenset({"validate", "catalog/accelerators", "catalog/systems", "catalog/models", "prices/show"})
-CONSTANT_ANSWERS: dict[str, str] = {}
+CONSTANT_ANSWERS: dict[str, str | bytes] = {}
 
 #: request fields that name files on the server, or how the terminal prints: never taken over HTTP
 SERVER_ONLY = frozenset({"csv", "parquet", "plot", "trace", "dataset", "write_docs", "catalog", "json", "as_json",

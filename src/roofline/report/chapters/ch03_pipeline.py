@@ -61,6 +61,7 @@ def chapter(fig_dir: Path) -> Chapter:
     cat = get_catalog()
     pl = plan(cat.model("deepseek-v3"), cat.system("gb200-nvl72"), [1, 2, 3, 4], Workload(1024, 1024))
     best = pl.best()
+    assert best is not None, "the planner found no layout for DeepSeek-V3 on 1-4 GB200 NVL72 racks"
     items.append(Worked("", "planner: best DeepSeek-V3 layout on 1-4 GB200 NVL72 racks (prompt 1024, output 1024)",
                         "max tokens/s per GPU on the Pareto frontier",
                         {k: best[k] for k in ("tp", "ep", "pp", "dp", "batch", "weights_dtype", "kv_dtype", "domains")},

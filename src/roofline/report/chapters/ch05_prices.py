@@ -21,6 +21,7 @@ def chapter(fig_dir: Path) -> Chapter:
 
     cat = get_catalog()
     gem, claude = price_list("gemini-2.5-pro"), price_list("claude-opus-4.6")
+    assert claude.cache_hit_usd_per_token is not None  # the shipped price list has it
     kv_kink = float(L.kv_from_price_kink(R, W_ACTIVE, gem.context_tiers[0].above_tokens))
     layouts = pricing.architecture_layouts(kv_kink, top=1)
     c_in = L.pass_cost_per_token(4000, 1, 1e5, 8e11, W_ACTIVE, 2048, R, 1.0)[1]
@@ -36,6 +37,7 @@ def chapter(fig_dir: Path) -> Chapter:
     kv_be = float(L.kv_from_price_kink(R, W_ACTIVE, CTX_STAR))
     t_be = float(T.break_even_hbm_vs_remat(W_ACTIVE, R * 1e12, 0.02 * 1e12, kv_be))
     fast = claude.variants[0]
+    assert fast.speedup is not None  # the shipped fast mode states its speed-up
     m_fast = fast.output_usd_per_token / claude.output_usd_per_token
     h100 = cat.accelerator("h100-sxm")
     remat = T.remat_cost_on(h100, active_params=W_ACTIVE)
