@@ -164,6 +164,16 @@ CASES = [
     ("prices layouts nan", 1, "must be > 0"),
     ("prices layouts 1e300", 1, "<= 1e+09"),
     ("prices layouts 2048 --top 0", 1, "--top must be >= 1"),
+    # --- the other commands: board, report, calibrate, serve
+    ("board --batch 0", 1, "--batch must be > 0"),
+    ("board --plot {out_xyz}", 1, "must end in .png"),
+    ("board --gpus 0", 1, "--gpus must be a whole number >= 1"),
+    ("board -m llama-3-70b", 2, "give both --model and --system"),
+    ("report --out {bin}", 1, "is a file; give a folder"),
+    ("calibrate --out {bin}", 1, "is a file; give a folder"),
+    ("calibrate --batches abc --no-decode --out {tmp}", 1, "--batches must be comma-separated whole numbers"),
+    ("serve --port 0", 1, "--port must be between 1 and 65535"),
+    ("serve --port 99999", 1, "--port must be between 1 and 65535"),
 ]
 
 # numeric options per command: (command prefix, option, kind)
