@@ -330,6 +330,52 @@ def test_pope_batch_sharded_multiquery_attention_by_hand():
     assert float(r.tp_comm_s) == pytest.approx(m.layers * (2 * ar + a2a), rel=1e-12)
 
 
+def test_weight_stationary_2d_by_hand(run_cli):
+    """Pope et al. 2022 §3.2.2: on an X x n/X grid a block costs AG_{n/X}(T·E·b/X) + RS_X(T·F_in·b·X/n)
+    + AG_X(T·F·b·X/n) + RS_{n/X}(T·E·b/X). Unit block E = 1, F_in = F = 4, n = 64, unit bandwidth, no
+    latency: X = 4 gives 15/16·1/4 + 3/4·1/4 + 3/4·1/4 + 15/16·1/4 = 0.84375, below X = 2 (0.96875), X = 8
+    (0.96875) and the 1D ring all-reduce 2·63/64 = 1.96875; Pope et al.'s 8·E/√n = 1 is the same without
+    the (k−1)/k ring factors. PaLM 540B on 64 chips, attention by batch: each layer's attention block
+    (E = 18,432; F_in = 48·256 + 1·(256 + 256) for q, k, v; F = 48·256) and MLP block (F_in = 2·73,728 for
+    SwiGLU, F = 73,728) take the 2D cost in place of the two all-reduces."""
+    from roofline import network as N
+    from roofline.errors import InputError
+
+    t = {n: float(N.weight_stationary_2d_s(1.0, 4.0, 4.0, n, 1.0, 0.0)) for n in (1, 16, 64, 256)}
+    assert t[64] == pytest.approx(15 / 16 / 4 * 2 + 3 / 4 / 4 * 2, rel=1e-12) == pytest.approx(0.84375)
+    assert t[1] == 0.0
+    for n in (16, 64, 256):  # never worse than the 1D ring, and within the ring factors of 8E/sqrt(n)
+        assert t[n] <= float(N.ring_all_reduce_s(1.0, n, 1.0, 0.0))
+        assert 8 / n ** 0.5 * (1 - 4 / n ** 0.5) <= t[n] <= 8 / n ** 0.5
+    # vectorised over the group size, X restricted to divisors: n = 12 -> X in {1, 2, 4}
+    both = N.weight_stationary_2d_s(1.0, 4.0, 4.0, np.array([12.0, 64.0]), 1.0, 0.0)
+    assert float(both[1]) == pytest.approx(t[64])
+    x2 = 5 / 6 * 0.5 + 1 / 2 * 4 / 6 + 1 / 2 * 4 / 6 + 5 / 6 * 0.5
+    x4 = 2 / 3 * 0.25 + 3 / 4 * 4 / 3 + 3 / 4 * 4 / 3 + 2 / 3 * 0.25
+    assert float(both[0]) == pytest.approx(min(x2, x4, 2 * 11 / 12), rel=1e-12)
+
+    m, s = CAT.model("palm-540b"), CAT.system("tpu-v5p-256")
+    B, ctx = 512, 2000
+    one_d = step(m, s, B, ctx, layout=Layout(tp=64, attention="batch"), details=False)
+    two_d = step(m, s, B, ctx, layout=Layout(tp=64, attention="batch", weight_stationary="2d"), details=False)
+    bw, lat, b = s.scale_up_bytes_per_s, s.scale_up_latency_s, 2.0
+    E = m.d_model
+    attn = N.weight_stationary_2d_s(B * E * b, B * (48 * 256 + 512) * b, B * 48 * 256 * b, 64, bw, lat)
+    mlp = N.weight_stationary_2d_s(B * E * b, B * 2 * m.d_ff * b, B * m.d_ff * b, 64, bw, lat)
+    a2a = N.all_to_all_s(B * 48 * (256 + 256) * b / 64, 64, bw, lat)
+    assert float(two_d.tp_comm_s) == pytest.approx(m.layers * (attn + mlp + a2a), rel=1e-12)
+    assert float(two_d.tp_comm_s) < 0.6 * float(one_d.tp_comm_s)
+    for k in ("compute_s", "weight_read_s", "kv_read_s", "memory_per_gpu_bytes"):  # only communication moves
+        assert float(getattr(two_d, k)) == float(getattr(one_d, k))
+    with pytest.raises(InputError, match="weight-stationary layout must be one of 1d, 2d"):
+        Layout(tp=8, weight_stationary="3d")
+    code, out, err = run_cli("step", "-m", "palm-540b", "-s", "tpu-v5p-256", "--tp", "64", "--attention", "batch",
+                             "--weight-stationary", "2d", "-b", "512", "-c", "2000", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["weight_stationary"] == "2d" and d["tp_comm_s"] == pytest.approx(float(two_d.tp_comm_s), rel=1e-9)
+
+
 def test_sparse_attention_by_hand(run_cli):
     """Sparse attention caps the tokens a query attends (lecture §1.2: "a square root in this term"; top-k as
     DeepSeek-V3.2's DSA): KV reads and attention FLOPs follow attended(ctx), the cache keeps every token.

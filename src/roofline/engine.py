@@ -294,8 +294,19 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
-        ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
-        tp_s = f * (m.layers + m.dense_mlp_layers) * ar
+        if layout.weight_stationary == "2d":  # Pope et al. 2022 §3.2.2: each block's own X x tp/X grid
+            b_a = np.asarray(b_act, dtype=float)
+            qk, v = M.qk_v_dims(m)
+            attn_in = m.heads * qk + m.kv_heads * (qk + v)  # q, k, v partial sums out of W_qkv
+            tp_s = f * m.layers * N.weight_stationary_2d_s(Tg * act, Tg * attn_in * b_a, Tg * m.heads * v * b_a, tp,
+                                                           up_bw, up.latency_s)
+            if m.dense_mlp_layers:
+                ff_in = (2 if m.gated_mlp else 1) * m.d_ff
+                tp_s = tp_s + f * m.dense_mlp_layers * N.weight_stationary_2d_s(
+                    Tg * act, Tg * ff_in * b_a, Tg * m.d_ff * b_a, tp, up_bw, up.latency_s)
+        else:  # 1D (Megatron; Pope et al. §3.2.1): one all-reduce per attention block and per dense MLP
+            ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
+            tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
             tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
         if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the attention output back

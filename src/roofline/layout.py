@@ -26,6 +26,10 @@
         batch: each of the tp GPUs holds the whole KV of B/tp sequences, so no head rule applies; the
         projections stay weight-stationary over tp and two all-to-alls per layer reshard q and the
         attention output between head and batch sharding).
+    weight_stationary  how the TP group holds the dense weights: "1d" (Megatron, Pope et al. 2022 §3.2.1:
+        E whole, F split over tp; one all-reduce of the activations per block, bytes independent of tp) or
+        "2d" (Pope et al. 2022 §3.2.2: E split over X and F over tp/X, four smaller collectives per block
+        whose bytes fall as 1/√tp; X chosen per block, network.weight_stationary_2d_s).
     domains  scale-up domains available to one replica.
 Training adds micro_batch (b), micro_batches (m), schedule, virtual_stages (v), zero, recompute and
 sequence_parallel (Korthikanti et al. 2022: the d-wide operators split over the TP ranks).
@@ -47,6 +51,7 @@ from .errors import InputError
 
 RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
 ATTENTION_SHARDINGS = ("heads", "batch")
+WEIGHT_STATIONARY = ("1d", "2d")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
@@ -64,6 +69,7 @@ class Layout:
     attention: str = "heads"  # how TP splits attention: by heads (Megatron) or by batch (Pope et al. 2022 MQA)
     expert_tp: int | None = None  # GPUs each routed expert is sliced over (--moe-tp); None: derived
     redundant_experts: int = 0  # extra expert slots holding copies of hot experts (EPLB)
+    weight_stationary: str = "1d"  # dense weights over TP: 1D (Megatron) or 2D (Pope et al. 2022 §3.2.2)
     # training
     micro_batch: int = 1
     micro_batches: int = 1
@@ -94,6 +100,9 @@ class Layout:
         if self.attention not in ATTENTION_SHARDINGS:
             raise InputError(f"attention sharding must be one of {', '.join(ATTENTION_SHARDINGS)}, got "
                              f"{self.attention!r}")
+        if self.weight_stationary not in WEIGHT_STATIONARY:
+            raise InputError(f"weight-stationary layout must be one of {', '.join(WEIGHT_STATIONARY)}, got "
+                             f"{self.weight_stationary!r}")
         if self.recompute not in RECOMPUTE_MODES:
             raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
@@ -131,6 +140,7 @@ class Layout:
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
         moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
         moe += " attention by batch" if self.attention == "batch" else ""
+        moe += " 2D weight-stationary" if self.weight_stationary == "2d" else ""
         red = f" +{self.redundant_experts} redundant experts" if np.any(np.asarray(self.redundant_experts)) else ""
         return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 

@@ -138,6 +138,41 @@ def all_to_all_s(bytes_per_gpu, n, bw, latency, efficiency=1.0):
     return (n - 1.0) / n * b / (np.asarray(bw) * efficiency) + np.where(n > 1, 1.0, 0.0) * np.asarray(latency)
 
 
+def weight_stationary_2d_s(in_bytes, mid_in_bytes, mid_bytes, n, bw, latency, efficiency=1.0):
+    """One block (x·W_in → nonlinearity → ·W_out) under Pope et al. 2022's 2D weight-stationary layout (§3.2.2).
+
+    The n GPUs form an X × n/X grid: W_in [E, F] and W_out [F, E] are split with E over X and F over n/X,
+    and the activations enter and leave fully sharded. Per block each GPU all-gathers its E/X slice over
+    the n/X group, reduce-scatters the W_in partial sums over X, all-gathers the F/(n/X) slice over X and
+    reduce-scatters the W_out partial sums over the n/X group. `in_bytes` = T·E·b (the block's input),
+    `mid_in_bytes` = T·F_in·b (what W_in produces: 2F for a gated MLP, q, k and v for attention),
+    `mid_bytes` = T·F·b (what W_out consumes), all for the whole group:
+
+        t(X) = AG_{n/X}(in/X) + RS_X(mid_in·X/n) + AG_X(mid·X/n) + RS_{n/X}(in/X)     (ring terms, Thakur 2005)
+
+    minimised over the powers of two X dividing n. The bandwidth part is ≈ 2·T·E·b/X + 2·T·F·b·X/n, least
+    at X = √(n·E/F): 4·T·b·√(E·F/n), which for F = 4E is Pope et al.'s 8·B·L·E/√n against the 1D layout's
+    2·B·L·E — the communication falls as 1/√n. X = 1 is the 1D layout (reduce-scatter + all-gather = a
+    ring all-reduce). Ignores torus link counts (Pope et al. count TPU v4's 3D-torus links; a GPU's
+    scale-up bandwidth is one figure here) and the overlap of these collectives with the einsums
+    (Pope et al. §3.5 loop-fuse them; `--overlap` in the realistic model covers it).
+    """
+    b_in, n = _check(in_bytes, n, bw, latency, efficiency)
+    best = np.full(np.broadcast(b_in, n).shape, np.inf)
+    x = 1.0
+    while x <= float(np.max(n)):
+        ok = np.mod(n, x) == 0
+        xs = np.where(ok, x, 1.0)  # keep the collectives defined where x does not divide n
+        y = n / xs
+        t = (all_gather_s(b_in / xs, y, bw, latency, efficiency)
+             + reduce_scatter_s(np.asarray(mid_in_bytes, dtype=float) / y, xs, bw, latency, efficiency)
+             + all_gather_s(np.asarray(mid_bytes, dtype=float) / y, xs, bw, latency, efficiency)
+             + reduce_scatter_s(b_in / xs, y, bw, latency, efficiency))
+        best = np.where(ok, np.minimum(best, t), best)
+        x *= 2.0
+    return best
+
+
 def p2p_s(bytes, bw, latency, efficiency=1.0):
     """Point-to-point send: t = bytes/(β·η) + α (pipeline stage boundary, lecture §3.2, §3.6)."""
     b, _ = _check(bytes, 1, bw, latency, efficiency)

@@ -73,13 +73,14 @@ def hardware(system_id, accelerator_id, gpus, flags=("--system", "--accelerator"
 
 
 def layout(model, system, tp, ep, pp, dp, domains, batch=None, cp=1, expert_tp=None, redundant_experts=0,
-           attention="heads", **training):
+           attention="heads", weight_stationary="1d", **training):
     """The layout module's rules (TP vs heads and the domain, EP vs expert slots, MoE TP, PP vs layers, GPUs vs
     domains, batch vs sequence slots); returns the checked Layout."""
     from ..layout import Layout, validate
 
     lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, cp=cp, expert_tp=expert_tp,
-                 redundant_experts=redundant_experts, attention=attention, **training)
+                 redundant_experts=redundant_experts, attention=attention, weight_stationary=weight_stationary,
+                 **training)
     validate(model, system, lay, batch, training=bool(training))
     return lay
 

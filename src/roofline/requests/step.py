@@ -45,6 +45,7 @@ class StepRequest(Request):
     moe_tp: OptWhole(1, 1024) = None
     redundant_experts: OptWhole(0, 100_000) = None
     attention: Optional[Choice("heads", "batch")] = None
+    weight_stationary: Optional[Choice("1d", "2d")] = None
     sparse_attention: Optional[str] = None
     spec_gamma: Whole(0, 64) = 0
     spec_alpha: float = 0.7
@@ -93,7 +94,8 @@ class StepRequest(Request):
                     f"{tp * dp * pp * cp} GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
             self._layout = resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch, cp=cp,
                                           expert_tp=self.moe_tp, redundant_experts=self.redundant_experts or 0,
-                                          attention=self.attention or "heads")
+                                          attention=self.attention or "heads",
+                                          weight_stationary=self.weight_stationary or "1d")
             if cp > 1 and self.phase == "decode":
                 raise rules.UsageError(f"{f('cp')} {cp} splits a prompt's tokens over GPUs: add {f('phase')} prefill "
                                        f"(a decode step has one token per sequence; spread sequences with "
@@ -104,7 +106,7 @@ class StepRequest(Request):
     @property
     def has_layout(self) -> bool:
         return any(v is not None for v in (self.tp, self.ep, self.pp, self.dp, self.domains, self.cp, self.moe_tp,
-                                           self.redundant_experts, self.attention))
+                                           self.redundant_experts, self.attention, self.weight_stationary))
 
     @property
     def layout_degrees(self) -> tuple[int, int, int, int, int]:
@@ -216,7 +218,8 @@ def run_step(req: StepRequest) -> dict:
          "kv_dtype": req.kv_dtype}
     if layout is not None:
         d.update(tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp, domains=layout.domains, cp=layout.cp,
-                 moe_tp=layout.moe_tp, redundant_experts=layout.redundant_experts, attention=layout.attention)
+                 moe_tp=layout.moe_tp, redundant_experts=layout.redundant_experts, attention=layout.attention,
+                 weight_stationary=layout.weight_stationary)
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
