@@ -47,7 +47,7 @@ class Accelerator:
             if candidate in self.flops_per_s:
                 return self.flops_per_s[candidate]
         raise InputError(
-            f"{self.id} lists no {want} or bf16 throughput; choose a dtype among "
+            f"{self.id} lists no {' or '.join(dict.fromkeys((want, 'bf16', 'fp16')))} throughput; choose a dtype among "
             f"{', '.join(sorted(self.flops_per_s))}"
         )
 

@@ -78,12 +78,24 @@ def params(path: tuple[str, ...]) -> list[Param]:
     for p in command(path).params:
         if p.name in HIDDEN:
             continue
-        desc = getattr(p, "type_descriptor", None)
-        ann = getattr(desc, "annotation", None) or (list[str] if p.multiple else str)
-        out.append(Param(p.name, tuple(p.opts), tuple(getattr(p, "secondary_opts", ()) or ()), ann, p.default,
+        out.append(Param(p.name, tuple(p.opts), tuple(getattr(p, "secondary_opts", ()) or ()), _annotation(p), p.default,
                          bool(p.required), bool(getattr(p, "is_flag", False)), bool(p.multiple),
                          p.param_type_name == "argument", getattr(p, "help", None) or ""))
     return out
+
+
+#: click's parameter type names (a range's name starts with its base type's) -> the Python type
+_CLICK_TYPES = {"float": float, "int": int, "bool": bool}
+
+
+def _annotation(p) -> Any:
+    """The option's Python type: typer >= 0.29 keeps the declared annotation on the parameter; older typer
+    leaves click's type (FLOAT, INT, BOOL, their ranges, Choice, text), mapped back here."""
+    ann = getattr(getattr(p, "type_descriptor", None), "annotation", None)
+    if ann is None:
+        name = str(getattr(p.type, "name", ""))
+        ann = next((t for k, t in _CLICK_TYPES.items() if name.startswith(k)), str)
+    return list[ann] if p.multiple and ann is not None and getattr(ann, "__origin__", None) is not list else ann
 
 
 def request_model(op: str, path: tuple[str, ...]):
