@@ -157,7 +157,7 @@ class Request(metaclass=_RequestMeta):
         hints = typing.get_type_hints(cls, include_extras=True)
         specs = {name: _Spec(name, hint, getattr(cls, name, _MISSING)) for name, hint in hints.items()
                  if not name.startswith("_")}
-        cls._fields_cache = specs
+        setattr(cls, "_fields_cache", specs)
         return specs
 
     # ---- the plain way in (CLI, Python) ---------------------------------------------------------------
@@ -238,15 +238,22 @@ class Request(metaclass=_RequestMeta):
 
 def _generate(cls):
     """pydantic.create_model from a request class: each rule a BeforeValidator, `check()` after."""
-    from pydantic import BaseModel, BeforeValidator, ConfigDict, PrivateAttr, ValidationInfo, create_model
+    from pydantic import (
+        BaseModel,
+        BeforeValidator,
+        ConfigDict,
+        PrivateAttr,
+        ValidationInfo,
+        create_model,
+        model_validator,
+    )
     from pydantic import Field as PydField
-    from pydantic import model_validator
 
     def runner(fn):
         def run(value, info: ValidationInfo):
             if value is None:
                 return None
-            return fn(label(info.field_name, (info.context or {}).get("style", "python")), value)
+            return fn(label(info.field_name or "", (info.context or {}).get("style", "python")), value)
 
         return BeforeValidator(run)
 

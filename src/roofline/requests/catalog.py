@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from . import rules
 from .base import Choice, OptText, Request
 

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
-
-from .base import Field
+from typing import Any
 
 from . import resolve, rules
-from .base import Fraction, OptReal, OptWhole, Price, Real, Request, Whole
+from .base import Field, Fraction, OptReal, OptWhole, Price, Real, Request, Whole
 
 
 def parse_domains(text, name: str = "--domains") -> list[int]:
@@ -85,8 +83,8 @@ def speculation(req: PlanRequest):
 
 def run_plan(req: PlanRequest) -> dict:
     """The `roofline plan --json` dict: frontier (or every feasible layout with `all`), counts, rejections."""
-    from ..planner import Targets, Workload, plan
     from ..efficiency import Efficiency
+    from ..planner import Targets, Workload, plan
 
     tg = Targets(ttft_s=None if req.ttft_ms is None else req.ttft_ms / 1e3,
                  tpot_s=None if req.tpot_ms is None else req.tpot_ms / 1e3,

@@ -12,7 +12,20 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import resolve, rules
-from .base import Choice, Dtype, Fraction, FractionZero, OptReal, OptText, OptWhole, Price, Real, Request, Whole, describe
+from .base import (
+    Choice,
+    Dtype,
+    Fraction,
+    FractionZero,
+    OptReal,
+    OptText,
+    OptWhole,
+    Price,
+    Real,
+    Request,
+    Whole,
+    describe,
+)
 
 POLICIES = ("continuous", "chunked", "static", "train", "disaggregated")
 
@@ -156,7 +169,7 @@ def simulate(req: SimulateRequest, progress=None):
     rng = np.random.default_rng(req.seed)
     wl = workload(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
-    opts = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
+    opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
     dep = roofline_deployment(m, sysrec, chips=chips, **opts)
     advance = progress or (lambda n=1: None)

@@ -185,12 +185,13 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
         steps[w], used, secs = apply(t[w], terms, overlap_comm=effs[w].overlap_comm, scale=(scale, scale, scale))
         if w == "mid":
             mid = (terms, used, secs)
+    assert mid is not None  # WHICH includes "mid"
     terms, used, secs = mid
     r = t["mid"]
     src = index()["source"]
     flags = {"gemm": "gemm_extrapolated", "attention": "attention_extrapolated", "tp_comm": "tp_extrapolated",
              "ep_comm": "ep_extrapolated"}
-    parts = {k: {"from_tables": bool(np.all(used[k])), "extrapolated": bool(np.any(getattr(terms, e) & used[k])),
+    parts: dict[str, dict[str, Any]] = {k: {"from_tables": bool(np.all(used[k])), "extrapolated": bool(np.any(getattr(terms, e) & used[k])),
                  "sources": list(terms.sources[k]) if np.any(used[k]) else [], "seconds": float(secs[k])}
              for k, e in flags.items()}
     step_s = float(steps["mid"])

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .base import Field
-
 from . import resolve, rules
-from .base import Choice, Dtype, Fraction, OptText, OptWhole, Price, Request, Whole, describe
+from .base import Choice, Dtype, Field, Fraction, OptText, OptWhole, Price, Request, Whole, describe
 
 #: value of the `bound` column -> its name
 BOUND_NAMES = ("compute", "memory", "network")  # engine.BOUNDS
@@ -43,10 +41,10 @@ def parse_grid(text, name: str):
     bad = InputError(f"{name} {rules._shown(text)} is not a grid; expected a comma list like 1,8,64 or a log range "
                      f"start:stop:count like 1:4096:13 with 0 < start <= stop and count >= 1")
     if isinstance(text, (list, tuple)):
-        vals = [rules.whole(name, v, minimum=0) for v in text]
-        if not vals:
+        given = [rules.whole(name, v, minimum=0) for v in text]
+        if not given:
             raise bad
-        return np.asarray(vals, dtype=float)
+        return np.asarray(given, dtype=float)
     if not isinstance(text, str):
         raise bad
     try:
@@ -238,7 +236,7 @@ def write(req: SweepRequest, progress=None) -> int:
     paths = [p for p in (req.csv, req.parquet) if p]
     writers: dict = {}
     todo: queue.Queue = queue.Queue(maxsize=2)
-    failed: list[BaseException] = []
+    failed: list[BaseException | None] = []
 
     def drain():
         while True:

@@ -95,7 +95,7 @@ def _annotation(p) -> Any:
     if ann is None:
         name = str(getattr(p.type, "name", ""))
         ann = next((t for k, t in _CLICK_TYPES.items() if name.startswith(k)), str)
-    return list[ann] if p.multiple and ann is not None and getattr(ann, "__origin__", None) is not list else ann
+    return list[ann] if p.multiple and ann is not None and getattr(ann, "__origin__", None) is not list else ann  # type: ignore[valid-type]
 
 
 def request_model(op: str, path: tuple[str, ...]):
