@@ -53,7 +53,7 @@ def test_peak_flops_errors_name_the_choices():
     fp32_only = replace(get_accelerator("h100-sxm"), id="fp32-only", flops_per_s={"fp32": 1e14})
     with pytest.raises(InputError) as e:
         fp32_only.peak_flops("fp8")
-    assert str(e.value) == "fp32-only lists no fp8 or bf16 throughput; choose a dtype among fp32"
+    assert str(e.value) == "fp32-only lists no fp8, bf16 or fp16 throughput; choose a dtype among fp32"
     with pytest.raises(InputError, match="unknown dtype 'fp7': expected one of fp32, tf32, bf16"):
         get_accelerator("h100-sxm").peak_flops("fp7")
 

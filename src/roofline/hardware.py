@@ -47,7 +47,7 @@ class Accelerator:
             if candidate in self.flops_per_s:
                 return self.flops_per_s[candidate]
         raise InputError(
-            f"{self.id} lists no {' or '.join(dict.fromkeys((want, 'bf16', 'fp16')))} throughput; choose a dtype among "
+            f"{self.id} lists no {_either(dict.fromkeys((want, 'bf16', 'fp16')))} throughput; choose a dtype among "
             f"{', '.join(sorted(self.flops_per_s))}"
         )
 
@@ -132,3 +132,9 @@ def single_accelerator_system(acc: Accelerator, chips: int = 1) -> System:
         scale_up_latency_s=1e-6, scale_out_latency_s=5e-6, source=acc.source, date=acc.date,
         preliminary=acc.preliminary, usd_per_hour=acc.usd_per_hour,
     )
+
+
+def _either(names) -> str:
+    """'a', 'a or b', 'a, b or c'."""
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
