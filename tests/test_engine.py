@@ -376,6 +376,45 @@ def test_weight_stationary_2d_by_hand(run_cli):
     assert d["weight_stationary"] == "2d" and d["tp_comm_s"] == pytest.approx(float(two_d.tp_comm_s), rel=1e-9)
 
 
+def test_sampling_imbalance_by_hand_and_against_a_simulated_router(run_cli):
+    """model.sampling_imbalance: T tokens each pick k of E experts uniformly (without repeats), E/n experts per
+    GPU. By hand for T = 100, k = 2, E = 8, n = 4: μ = 50, σ² = 100·2·(1/4)(3/4)(6/7) = 32.14, z_4 =
+    Φ⁻¹(3.625/4.25) = 1.0491, λ = 1 + 1.0491·5.669/50 = 1.119. Against a simulated router (61-2,000 draws): within
+    10% wherever a GPU averages at least one pick; at one token over 72 GPUs the floor 1/μ = 9 (the simulation
+    gives ~10.9: two of the 8 picks sometimes share a GPU). In the engine λ scales the busiest GPU's expert
+    FLOPs and dispatch bytes, so an EP decode at 8 sequences per GPU pays more than one at 64."""
+    from statistics import NormalDist
+
+    z4 = NormalDist().inv_cdf(3.625 / 4.25)
+    hand = 1 + z4 * (100 * 2 * 0.25 * 0.75 * 6 / 7) ** 0.5 / 50
+    assert float(M.sampling_imbalance(100, 2, 8, 4)) == pytest.approx(hand, rel=1e-12) == pytest.approx(1.119, abs=1e-3)
+    assert float(M.sampling_imbalance(100, 2, 8, 1)) == 1.0
+    assert float(M.sampling_imbalance(1, 8, 256, 72, 288)) == pytest.approx(9.0)
+    lam = M.sampling_imbalance(np.array([8, 64, 512, 4096]), 8, 256, 8)
+    assert np.all(np.diff(lam) < 0) and np.all(lam >= 1)  # falls as 1/sqrt(T)
+
+    rng = np.random.default_rng(0)
+    for T, k, E, n in ((100, 2, 8, 4), (64, 8, 256, 8), (512, 8, 256, 32), (72, 8, 256, 72)):
+        draws = int(min(2000, 4e6 // (T * E)))  # 61-2,000 draws, a few MB each
+        picks = np.argsort(rng.random((draws, T, E)), axis=2)[:, :, :k] // (E // n)  # GPU of each pick
+        loads = np.stack([(picks == g).sum(axis=(1, 2)) for g in range(n)], axis=1)
+        simulated = loads.max(axis=1).mean() / (T * k / n)
+        assert float(M.sampling_imbalance(T, k, E, n)) == pytest.approx(simulated, rel=0.10), (T, k, E, n)
+
+    m, s = CAT.model("deepseek-v3"), CAT.system("gb200-nvl72")
+    lay = Layout(ep=72, dp=72, redundant_experts=32)
+    for B in (72 * 8, 72 * 64):
+        flat = step(m, s, B, 4096, layout=lay, details=False)
+        samp = step(m, s, B, 4096, layout=lay, details=False, moe_imbalance="sampling")
+        lam_b = float(M.sampling_imbalance(B, 8, 256, 72, 288))  # Te = B tokens through the one EP group
+        fixed = step(m, s, B, 4096, layout=lay, details=False, moe_imbalance=lam_b)
+        assert float(samp.ep_comm_s) == pytest.approx(float(fixed.ep_comm_s), rel=1e-12)
+        assert float(samp.gemm_compute_s) == pytest.approx(float(fixed.gemm_compute_s), rel=1e-12)
+        assert float(samp.ep_comm_s) > float(flat.ep_comm_s)
+    code, out, err = run_cli("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--moe-imbalance", "lots")
+    assert code == 2 and "must be a number >= 1 or 'sampling'" in err  # not a number: a usage error
+
+
 def test_sparse_attention_by_hand(run_cli):
     """Sparse attention caps the tokens a query attends (lecture §1.2: "a square root in this term"; top-k as
     DeepSeek-V3.2's DSA): KV reads and attention FLOPs follow attended(ctx), the cache keeps every token.

@@ -150,7 +150,12 @@ def classify_bound(compute, memory, comm):
 
 
 def check_moe_imbalance(moe_imbalance) -> None:
-    """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing)."""
+    """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing), or "sampling" (the sampling
+    noise of a balanced router for each pass's tokens, model.sampling_imbalance)."""
+    if isinstance(moe_imbalance, str):
+        if moe_imbalance != "sampling":
+            raise InputError(f"MoE load imbalance must be a number >= 1 or 'sampling', got {moe_imbalance!r}")
+        return
     require_positive("MoE load imbalance", moe_imbalance, fix="1.0 means uniform routing; use >= 1")
     if np.any(np.asarray(moe_imbalance) < 1):
         raise InputError(f"MoE load imbalance must be >= 1 (busiest GPU over the mean), got {moe_imbalance}")
@@ -240,7 +245,10 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     moe_l = m.moe_layers
     E, k, Ne = (m.moe.experts, m.moe.active, M.expert_params(m)) if m.moe else (1, 0, 0.0)
     slots = E + layout.redundant_experts  # expert slots: routed experts + redundant copies (EPLB)
-    lam = np.where(ep > 1, imbalance, 1.0)
+    if isinstance(imbalance, str):  # "sampling": the busiest EP GPU of a balanced router, for this pass's tokens
+        lam = M.sampling_imbalance(Te, k, E, ep, slots) if m.moe else np.ones_like(ep)
+    else:
+        lam = np.where(ep > 1, imbalance, 1.0)
 
     # FLOPs and compute times (model.py counts; attention at the activation dtype's peak when the
     # efficiency says the kernels compute in it)
@@ -409,7 +417,7 @@ def resolve_efficiency(system: System, weights_dtype, efficiency: Efficiency | N
 def step(model: M.Model, system: System, batch, context, *, layout: Layout | None = None, gpus: int | None = None,
          phase: str = "decode", prompt=1, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
          activation_dtype: str = "bf16", efficiency: Efficiency | None = None, realistic: bool = False,
-         which: str = "mid", moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
+         which: str = "mid", moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
          kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
          details: bool = True, speculation=None, sparse_attention: SparseAttention | None = None,

@@ -162,7 +162,7 @@ def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, batch_choice
 def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), targets: Targets = Targets(), *,
          weights_dtypes=None, kv_dtypes=("bf16", "fp8"), pp_choices=(1, 2, 4, 8, 16),
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
-         scale_out_efficiency: float = 1.0, moe_imbalance: float = 1.0, usd_per_gpu_hour: float | None = None,
+         scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
          realistic: bool = False, which: str = "mid", speculation=None) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.

@@ -46,6 +46,7 @@ def register(app: typer.Typer) -> None:
         moe_tp: Annotated[Optional[int], typer.Option("--moe-tp", help="GPUs each routed expert is sliced over (MoE TP x EP must divide TP x DP); default: TP when EP divides DP, else 1.")] = None,
         redundant_experts: Annotated[Optional[int], typer.Option("--redundant-experts", help="Extra expert slots holding copies of hot experts (EPLB), so EP need only divide experts + copies.")] = None,
         attention: Annotated[Optional[str], typer.Option("--attention", help="How TP splits attention: heads (Megatron) or batch (Pope et al. 2022: multi-query attention sharded over the sequences; no head rule).")] = None,
+        moe_imbalance: Annotated[str, typer.Option("--moe-imbalance", help="Busiest expert GPU's tokens over the mean (>= 1), or 'sampling': a balanced router's sampling noise for each pass's tokens.")] = "1",
         weight_stationary: Annotated[Optional[str], typer.Option("--weight-stationary", help="How TP holds the dense weights: 1d (Megatron: one all-reduce per block) or 2d (Pope et al. 2022: E split over X, F over TP/X; communication falls as 1/sqrt(TP)).")] = None,
         sparse_attention: Annotated[Optional[str], typer.Option("--sparse-attention", help="Each query attends at most c·sqrt(context) (sqrt:C, the lecture's form) or k tokens (topk:K, e.g. DeepSeek-V3.2's topk:2048).")] = None,
         spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Speculative / MTP draft tokens per decode step (0 = off).")] = 0,
@@ -67,7 +68,7 @@ def register(app: typer.Typer) -> None:
                              compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency, tp=tp,
                              ep=ep, pp=pp, dp=dp, domains=domains, cp=cp, moe_tp=moe_tp,
                              redundant_experts=redundant_experts, attention=attention,
-                             weight_stationary=weight_stationary,
+                             weight_stationary=weight_stationary, moe_imbalance=moe_imbalance,
                              sparse_attention=sparse_attention, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
                              draft_fraction=draft_fraction, overlap=overlap, realistic=realistic,
                              decode_attention=decode_attention, kernels=kernels, engine=engine)

@@ -17,7 +17,7 @@ request came from the CLI (`style="cli"`) and the argument when it came from Pyt
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Union
 
 from . import rules
 from .rules import UsageError
@@ -66,6 +66,21 @@ def Choice(*options: str):
     return Annotated[str, _checked(lambda n, v: rules.choice(n, v, options))]
 
 
+def _imbalance(n, v):
+    if isinstance(v, str):
+        if v == "sampling":
+            return v
+        try:
+            v = float(v)
+        except ValueError:
+            raise rules.UsageError(f"{n} must be a number >= 1 or 'sampling', got {rules._shown(v)}; 1 means "
+                                   f"perfectly balanced experts, 'sampling' the busiest GPU of a balanced router "
+                                   f"for each pass's tokens") from None
+    return rules.number(n, v, ge=1, le=1e3, fix="1 = perfectly balanced experts, or 'sampling'")
+
+
+#: MoE load imbalance: a number >= 1 (busiest expert GPU over the mean) or "sampling" (model.sampling_imbalance)
+Imbalance = Annotated[Union[float, str], _checked(_imbalance)]
 Fraction = Annotated[float, _checked(rules.fraction)]
 FractionZero = Annotated[float, _checked(lambda n, v: rules.fraction(n, v, zero_ok=True))]
 Dtype = Annotated[str, _checked(rules.dtype)]

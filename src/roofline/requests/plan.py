@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import resolve, rules
-from .base import Field, Fraction, OptReal, OptWhole, Price, Real, Request, Whole
+from .base import Field, Fraction, Imbalance, OptReal, OptWhole, Price, Request, Whole
 
 
 def parse_domains(text, name: str = "--domains") -> list[int]:
@@ -49,7 +49,7 @@ class PlanRequest(Request):
     ttft_ms: OptReal(gt=0, fix="omit the flag for no target") = None
     tpot_ms: OptReal(gt=0, fix="omit the flag for no target") = None
     tokens_per_s_per_user: OptReal(gt=0, fix="omit the flag for no target") = None
-    moe_imbalance: Real(ge=1, le=1e3, fix="1 = perfectly balanced experts") = 1.0
+    moe_imbalance: Imbalance = 1.0
     scale_up_efficiency: Fraction = 1.0
     scale_out_efficiency: Fraction = 1.0
     compute_efficiency: Fraction = 1.0

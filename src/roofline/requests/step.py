@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import resolve, rules
-from .base import Choice, Dtype, Fraction, OptWhole, Price, Request, Whole, describe
+from .base import Choice, Dtype, Fraction, Imbalance, OptWhole, Price, Request, Whole, describe
 
 PHASES = ("decode", "prefill")
 DECODE_ATTENTION = ("shared", "per-query-head")
@@ -34,6 +34,7 @@ class StepRequest(Request):
     weights_dtype: Dtype = "bf16"
     kv_dtype: Dtype = "bf16"
     usd_per_gpu_hour: Price = None
+    moe_imbalance: Imbalance = 1.0
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
     tp: OptWhole(1) = None
@@ -147,7 +148,7 @@ def realistic(req: "StepRequest", layout) -> dict:
             for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
-                 efficiency=effs[w], speculation=speculation(req), details=False,
+                 efficiency=effs[w], speculation=speculation(req), details=False, moe_imbalance=req.moe_imbalance,
                  sparse_attention=resolve.sparse_attention(req.sparse_attention))
          for w in WHICH}
     mid = t["mid"]
@@ -224,7 +225,8 @@ def run_step(req: StepRequest) -> dict:
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
-             check_fit=layout is None, speculation=speculation(req), sparse_attention=resolve.sparse_attention(req.sparse_attention))
+             check_fit=layout is None, speculation=speculation(req), moe_imbalance=req.moe_imbalance,
+             sparse_attention=resolve.sparse_attention(req.sparse_attention))
     d.update(r.to_dict())
     if req.realistic:  # no layout given: the GPUs as one TP group (the efficiency model needs a layout)
         d["realistic"] = realistic(req, layout if layout is not None else Layout(tp=chips))
