@@ -301,9 +301,9 @@ def sampling_imbalance(tokens, active, experts, ep, slots=None):
     s = e if slots is None else np.asarray(slots, dtype=float)
     from statistics import NormalDist
 
-    inv = np.vectorize(NormalDist().inv_cdf, otypes=[float])
     n_safe = np.maximum(n, 2.0)
-    z = inv((n_safe - 0.375) / (n_safe + 0.25))
+    groups, where = np.unique(n_safe, return_inverse=True)  # Φ⁻¹ once per distinct GPU count
+    z = np.array([NormalDist().inv_cdf((g - 0.375) / (g + 0.25)) for g in groups])[where].reshape(n_safe.shape)
     mu = np.maximum(t * k / n_safe, 1e-300)
     var = t * k * (1.0 / n_safe) * (1.0 - 1.0 / n_safe) * np.maximum(e - k, 0.0) / np.maximum(e - 1.0, 1.0)
     lam = np.maximum(1.0 + z * np.sqrt(var) / mu, 1.0 / mu)
