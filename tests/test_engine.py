@@ -248,6 +248,26 @@ def test_context_parallel_training_halves_activations_and_reduces_over_dp_cp():
     assert float(t2.compute_s) == pytest.approx(float(t1.compute_s) / 2, rel=0.02)  # GEMM curve at s/2 rows
 
 
+def test_train_cli_takes_cp(run_cli):
+    """`roofline train --cp N` runs the same layout as the library (Llama 3's 128K stage used CP 16,
+    Dubey et al. 2024 §3.3.2): its JSON equals train_step on Layout(cp=N); a sequence that does not split
+    into N equal chunks is refused in one line."""
+    from roofline.training import train_step
+
+    code, out, err = run_cli("train", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--tp", "4", "--dp", "2", "--cp", "2",
+                             "--seq", "32768", "--global-batch", "8", "--zero", "1", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["layout"]["cp"] == 2 and d["gpus"] == 16
+    m, s = CAT.model("llama-3.1-8b"), CAT.system("dgx-h100")
+    lay = Layout(tp=4, dp=2, cp=2, micro_batches=4, zero=1, recompute="selective", sequence_parallel=True)
+    t = train_step(m, s, lay, 32768, flash_attention=True)
+    assert d["cp_comm_s"] == pytest.approx(float(t.cp_comm_s), rel=1e-12) and d["cp_comm_s"] > 0
+    assert d["step_s"] == pytest.approx(float(t.step_s), rel=1e-12)
+    code, out, err = run_cli("train", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--cp", "3", "--seq", "32768")
+    assert code == 1 and "is not a multiple of 3" in err and err.count("\n") == 1
+
+
 def test_speculative_decode_step_by_hand():
     """MTP / speculative decoding in a step (speculative.py's closed form on the engine): γ = 1 draft token
     accepted with α = 0.85 (DeepSeek-V3's reported MTP acceptance, 85-90%) gives E = 1 + α tokens per

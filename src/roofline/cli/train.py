@@ -22,6 +22,7 @@ def register(app: typer.Typer) -> None:
         pp: Int("--pp", "Pipeline stages.") = 1,
         dp: Int("--dp", "Data-parallel replicas.") = 1,
         ep: Int("--ep", "Expert-parallel degree (divides --dp).") = 1,
+        cp: Int("--cp", "Context-parallel degree: each sequence split over CP GPUs, K/V all-gathered per layer (Llama 3's 128K stage: 16).") = 1,
         seq: Int("--seq", "Sequence length, tokens.") = 4096,
         global_batch: Int("--global-batch", "Sequences per optimizer step.") = 1024,
         micro_batch: Int("--micro-batch", "Sequences per micro-batch.") = 1,
@@ -42,7 +43,7 @@ def register(app: typer.Typer) -> None:
         """Step time, MFU, memory per GPU and the cost of training MODEL on D tokens with a TP/PP/DP/EP layout."""
         from ..requests.train import TrainRequest, run_train
 
-        req = TrainRequest.of(style="cli", model=model, system=system, tp=tp, pp=pp, dp=dp, ep=ep, seq=seq,
+        req = TrainRequest.of(style="cli", model=model, system=system, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq=seq,
                               global_batch=global_batch, micro_batch=micro_batch, schedule=schedule,
                               virtual_stages=virtual_stages, zero=zero, recompute=recompute, tokens=tokens,
                               compute_efficiency=compute_efficiency, overlap_dp=overlap_dp, dtype=dtype,
@@ -57,6 +58,7 @@ def register(app: typer.Typer) -> None:
             ["compute", seconds(d["compute_s"])], ["elementwise kernels", seconds(d["elementwise_s"])],
             ["TP communication", seconds(d["tp_comm_s"])],
             ["EP all-to-all", seconds(d["ep_comm_s"])],
+            ["CP K/V all-gathers", seconds(d["cp_comm_s"])],
             ["pipeline bubble", f"{seconds(d['bubble_s'])} ({d['bubble_fraction']:.1%})"],
             ["PP sends", seconds(d["pp_comm_s"])], ["DP gradient reduction (exposed)", seconds(d["dp_comm_s"])],
             ["optimizer update", seconds(d["optimizer_s"])], ["step", seconds(d["step_s"])],
@@ -70,7 +72,8 @@ def register(app: typer.Typer) -> None:
             [f"time to train on {tokens:.3g} tokens", seconds(d["time_to_train_s"])],
             ["GPU-hours", fmt(d["gpu_hours"])], ["cost, USD", fmt(d["usd"])],
         ]
-        table(f"{d['model']} on {d['gpus']} x {req._system.accelerator.id}: TP{tp} PP{pp} DP{dp} EP{ep}, {schedule}, "
+        table(f"{d['model']} on {d['gpus']} x {req._system.accelerator.id}: TP{tp} PP{pp} DP{dp} EP{ep}"
+              f"{f' CP{cp}' if cp > 1 else ''}, {schedule}, "
               f"recompute={recompute}", ["quantity", "value"], rows)
         mrows = [[k, si_bytes(d["activations_by_recompute"][k]), si_bytes(v)] for k, v in d["memory_by_recompute"].items()]
         table(f"memory per GPU by recomputation mode ({'FlashAttention' if flash_attention else 'unfused attention'}, "

@@ -24,6 +24,7 @@ class TrainRequest(Request):
     pp: Whole(1) = 1
     dp: Whole(1) = 1
     ep: Whole(1) = 1
+    cp: Whole(1, 1024, fix="1 = no context parallelism; e.g. 16 for a 128K stage") = 1
     seq: Whole(1, rules.MAX_TOKENS) = 4096
     global_batch: Whole(1, fix="sequences per optimizer step, e.g. 1024") = 1024
     micro_batch: Whole(1, fix="sequences per micro-batch, e.g. 1") = 1
@@ -49,11 +50,15 @@ class TrainRequest(Request):
         rules.context_fits(self._model, self.seq, f"{f('seq')}",
                            f"train on sequences of at most {self._model.max_context:,} tokens")
         rules.training_dtype_supported(f("dtype"), self._system.accelerator, self.dtype)
+        if self.seq % self.cp:
+            raise rules.InputError(f"{f('cp')} {self.cp} splits each sequence into equal chunks, but {f('seq')} "
+                                   f"{self.seq} is not a multiple of {self.cp}; use a sequence length divisible by "
+                                   f"{f('cp')}")
         if self.global_batch % (self.dp * self.micro_batch):
             raise rules.InputError(f"{f('global_batch')} {self.global_batch} must be a multiple of dp·micro-batch = "
                                    f"{self.dp * self.micro_batch}; change {f('global_batch')} or {f('micro_batch')}")
         self._layout = resolve.layout(
-            self._model, self._system, self.tp, self.ep, self.pp, self.dp, 1,
+            self._model, self._system, self.tp, self.ep, self.pp, self.dp, 1, cp=self.cp,
             micro_batch=self.micro_batch, micro_batches=self.global_batch // (self.dp * self.micro_batch),
             schedule=self.schedule, virtual_stages=self.virtual_stages, zero=self.zero, recompute=self.recompute,
             sequence_parallel=self.sequence_parallel)
