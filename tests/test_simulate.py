@@ -7,10 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
-from roofline.errors import InputError
 from roofline.engine import step
-from roofline.simulate import (ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment,
-                               simulate)
+from roofline.errors import InputError
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment, simulate
 from roofline.simulate.metrics import littles_law, summarize
 from roofline.simulate.reference import naive_continuous
 from roofline.simulate.workload import lengths, poisson_arrivals
@@ -177,7 +176,6 @@ def test_realistic_deployment_steps_are_the_engines():
     TP group (decode = a pass of one token per sequence), slower than the pure roofline; invalid TP or
     explicit efficiencies are refused."""
     from helpers import layout_step
-
     from roofline.efficiency import Efficiency
 
     cat = get_catalog()

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from roofline.catalog import get_catalog
-from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
-from roofline.simulate import core
+from roofline.simulate import Policy, Simulation, core, make_workload, roofline_deployment
 from roofline.simulate.workload import lengths, poisson_arrivals
 
 

@@ -127,13 +127,13 @@ def _on_dask(fn, tasks, names, n_workers, scheduler, retries, progress) -> list:
             for f in as_completed(futures):
                 i = index[f.key]
                 if f.status != "finished":
-                    exc = f.exception()
+                    err = f.exception()
                     for g in futures:
                         g.cancel()
-                    if isinstance(exc, RooflineError):
-                        raise _named(exc, names[i]) from None
+                    if isinstance(err, RooflineError):
+                        raise _named(err, names[i]) from None
                     raise RooflineError(f"scenario {names[i]!r} failed after {retries + 1} attempts: "
-                                        f"{type(exc).__name__}: {exc}") from None
+                                        f"{type(err).__name__}: {err}") from None
                 ok, value = f.result()
                 f.release()
                 if not ok:  # bad input, returned rather than raised so that it is not retried

@@ -12,8 +12,17 @@ grid.py      scenario grids (rates x policies x layouts x workloads), one row ea
 
 from .core import Simulation, Trace, simulate
 from .policies import POLICIES, Policy, Targets
-from .steptable import (BoardStep, ConstantStep, Deployment, EfficiencyModelStep, EngineStep, RooflineStep,
-                        StepTable, deployment, roofline_deployment)
+from .steptable import (
+    BoardStep,
+    ConstantStep,
+    Deployment,
+    EfficiencyModelStep,
+    EngineStep,
+    RooflineStep,
+    StepTable,
+    deployment,
+    roofline_deployment,
+)
 from .workload import Workload, make_workload, read_trace, write_trace
 
 __all__ = ["Simulation", "Trace", "simulate", "POLICIES", "Policy", "Targets", "BoardStep", "ConstantStep",

@@ -28,10 +28,9 @@ import numpy as np
 from ..errors import InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
-from .segments import Segments, iteration_times
+from .segments import Segments, iteration_times, view
 from .steptable import Deployment, StepTable
 from .workload import Workload
-
 
 # The admission stack (most recent last, for LIFO preemption) is pruned of finished requests when it grows
 # past this many entries (then past twice what is left): memory, not results (tests/test_simulate_memory.py).
@@ -83,7 +82,7 @@ class Simulation:
     decode passes; their first-token times are the given ones.
     """
 
-    def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int = 0,
+    def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         self.rng = np.random.default_rng(seed)
@@ -129,18 +128,18 @@ class Simulation:
         # 10^6 requests hold about 100 MB here instead of about 500 MB of lists.
         pre_len_a = w.prompt_tokens.astype(float)  # a copy: preemption adds generated tokens to it
         rem_a = self.decode_passes.astype(np.int64)  # a copy: preemption subtracts the passes done
-        pre_len, rem = memoryview(pre_len_a), memoryview(rem_a)
+        pre_len, rem = view(pre_len_a), view(rem_a)
         # waiting requests of priority class 0 and 1 in arrival order: ids q0/q1, arrival times a0/a1
         # (each ending in an inf sentinel, never reached: `now` stays finite), next one at p0/p1
         q0_a, q1_a = (np.flatnonzero(w.priority == c) for c in (0, 1))
         a0_a, a1_a = (np.append(w.arrival_s[q].astype(float), inf) for q in (q0_a, q1_a))
-        q0, q1, a0, a1 = (memoryview(x) for x in (q0_a, q1_a, a0_a, a1_a))
+        q0, q1, a0, a1 = (view(x) for x in (q0_a, q1_a, a0_a, a1_a))
         p0 = p1 = 0
         requeue: deque = deque()
         its = np.full((4, n), -1, dtype=np.int64)  # iteration of admission, prefill end, first token, finish
-        admit_it, pf_it, first_it, fin_it = (memoryview(x) for x in its)
+        admit_it, pf_it, first_it, fin_it = (view(x) for x in its)
         npre_a, state_a, reserve_a = np.zeros(n, np.int64), np.zeros(n, np.int8), np.zeros(n)
-        npre, state, reserve = memoryview(npre_a), memoryview(state_a), memoryview(reserve_a)
+        npre, state, reserve = view(npre_a), view(state_a), view(reserve_a)
         # state 0 waiting, 1 prefilling, 2 decoding, 3 done
         buckets: dict = {}  # finish iteration -> request ids
         heap: list = []  # finish iterations with a bucket
@@ -399,6 +398,7 @@ class Simulation:
         _, finish = iteration_times(it0, start, t0, sl, its[3])
         if self.prefilled:
             first = self.given_first_s
+            assert first is not None  # a prefilled run is given its first-token times
         else:
             _, first = iteration_times(it0, start, t0, sl, its[2])
         return Trace(w.arrival_s, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,

@@ -32,6 +32,7 @@ import re
 import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -78,14 +79,14 @@ class GridContext:
     factors, price, goodput targets, the run's seed and, optionally, a trace replacing generated
     requests (then the workload keys other than `replicas` must not vary)."""
 
-    model: object
-    system: object
+    model: Any
+    system: Any
     chips: int | None = None
-    efficiency: object = None  # an efficiency.Efficiency; None = the pure roofline
+    efficiency: Any = None  # an efficiency.Efficiency; None = the pure roofline
     usd_per_gpu_hour: float | None = None
     targets: Targets = Targets()
     seed: int = 0
-    trace: object = None
+    trace: Any = None
     realistic: bool = False  # step times from the accelerator family's cited factors (efficiency.realistic)
 
 
@@ -109,7 +110,7 @@ def parse_layout(text: str) -> tuple[int, int, int, int] | None:
 def _convert(key: str, value, where: str):
     if key not in KEYS:
         raise InputError(f"{where}: unknown scenario key {key!r}; expected one of {', '.join(KEYS)}")
-    typ = _TYPES[KEYS[key]]
+    typ = _TYPES[str(KEYS[key])]
     try:
         if typ is bool:
             if isinstance(value, bool):
@@ -275,8 +276,8 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
     tr = Simulation(wl, dep, pol, seed=s_seq).run()
     s = summarize(tr, ctx.targets).to_dict()
-    for k in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):
-        s[k] *= r
+    for name in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):
+        s[name] *= r
     gpus = dep.gpus * r
     row = {"scenario": sc.label, **{k: v for k, v in asdict(sc).items() if k != "label"}, "gpus": gpus,
            "kv_capacity_tokens": dep.kv_capacity_tokens, **s}

@@ -31,7 +31,7 @@ def naive_continuous(workload: Workload, table: StepTable, max_seqs: int = 256, 
             waiting.append(nxt)
             nxt += 1
         budget = max_batched_tokens - len(active)
-        new = []
+        new: list[int] = []
         while waiting and len(active) + len(new) < max_seqs:
             rid = waiting[0]
             if P[rid] > budget and new:

@@ -8,7 +8,15 @@ at iteration it0 and time s0 starts at s0 + j·t0 + slope·j(j−1)/2 with j = i
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+
+
+def view(a: np.ndarray) -> Any:
+    """A memoryview of a 1-D array: scalar reads and writes at list speed without boxing into NumPy scalars
+    (NumPy's type stubs do not declare the buffer protocol, hence the Any)."""
+    return memoryview(a)  # type: ignore[arg-type]
 
 
 def iteration_times(seg_it0, seg_start, seg_t0, seg_slope, iters):
@@ -31,7 +39,7 @@ class Segments:
     def __init__(self, capacity: int):
         self.capacity = int(capacity)
         self.cols = [np.empty(self.capacity, dtype=d) for d in self.DTYPES]
-        self.views = tuple(memoryview(c) for c in self.cols)
+        self.views = tuple(view(c) for c in self.cols)
 
     def grow(self, used: int):
         """Double the capacity, keeping the first `used` rows; returns the new views."""
@@ -41,7 +49,7 @@ class Segments:
             a[:used] = b[:used]
         self.views = ()  # release the old buffers' exports before dropping them
         self.cols = new
-        self.views = tuple(memoryview(c) for c in self.cols)
+        self.views = tuple(view(c) for c in self.cols)
         return self.views
 
     def trimmed(self, used: int) -> list[np.ndarray]:
