@@ -1,11 +1,11 @@
 # Two commands on a fresh machine with only Python 3.11+ and pip:
 #   make demo   - create .venv, install roofline, write the lecture report to report/
-#   make test   - create .venv with the dev extras and run the whole test suite
+#   make test   - create .venv with the dev extras, lint (ruff) and type-check (mypy), run the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench clean
+.PHONY: demo test lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,8 +23,12 @@ demo: $(VENV)/.installed
 	MPLBACKEND=Agg $(BIN)/roofline report --out report
 	@echo "Open report/index.html"
 
-test: $(VENV)/.dev
+test: lint
 	MPLBACKEND=Agg $(BIN)/python -m pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/mypy
 
 bench: $(VENV)/.installed
 	for f in benchmarks/*.py; do $(BIN)/python $$f || exit 1; done
