@@ -6,8 +6,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (AcceleratorOpt, ComputeEffOpt, GpusOpt, JsonOpt, KvDtypeOpt, MemoryEffOpt, ModelOpt,
-                     PriceOpt, SystemOpt, WeightsDtypeOpt)
+from .common import (
+    AcceleratorOpt,
+    ComputeEffOpt,
+    GpusOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    MemoryEffOpt,
+    ModelOpt,
+    PriceOpt,
+    SystemOpt,
+    WeightsDtypeOpt,
+)
 from .render import print_json, seconds, table
 
 POLICY_HELP = "continuous, chunked, static, train (departures every --interval-s) or disaggregated."
