@@ -8,3 +8,22 @@ def layout_step(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, real
     """engine.step under Layout(tp, ep, pp, dp, domains): the pure roofline, or the family's factors."""
     return step(m, s, batch, context, layout=Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains), realistic=realistic,
                 which=which, check=False, check_context=False, **kw)
+
+
+#: a user-catalog accelerator with fp8 cores only (no 16-bit throughput)
+TOY_ACCELERATOR_YAML = """accelerators:
+  - id: toy-chip
+    name: Toy chip
+    vendor: toy
+    dense_tflops: {fp8: 1000}
+    hbm_gb: 100
+    hbm_tb_per_s: 4
+    scale_up_gb_per_s: 400
+    scale_out_gb_per_s: 50
+    tdp_w: 500
+    usd_per_hour: 1.5
+    price_source: test
+    price_date: 2026-01
+    source: test
+    date: 2026-01
+"""

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from helpers import TOY_ACCELERATOR_YAML
 from roofline.catalog import ACCELERATOR_SPEC, MLA_SPEC
 from roofline.catalog.schema import check_row
 from roofline.errors import CatalogError
@@ -95,22 +96,7 @@ def test_packaged_accelerator_spec_requires_a_source_and_a_price():
 
 # --- through the CLI: a user catalog file ------------------------------------------------------------------------
 
-ACC = """accelerators:
-  - id: toy-chip
-    name: Toy chip
-    vendor: toy
-    dense_tflops: {fp8: 1000}
-    hbm_gb: 100
-    hbm_tb_per_s: 4
-    scale_up_gb_per_s: 400
-    scale_out_gb_per_s: 50
-    tdp_w: 500
-    usd_per_hour: 1.5
-    price_source: test
-    price_date: 2026-01
-    source: test
-    date: 2026-01
-"""
+ACC = TOY_ACCELERATOR_YAML  # an fp8-only accelerator in a user catalog (tests/helpers.py)
 
 CLI_BAD = [
     ("hbm_gb: 100", "hbm_gb: -80", "accelerators[0] (id 'toy-chip'): hbm_gb is -80; expected a number > 0"),

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from helpers import TOY_ACCELERATOR_YAML
 from roofline import get_accelerator, get_system
 from roofline.errors import InputError
 from roofline.hardware import hardware_ratio, hardware_ratio_flops, single_accelerator_system, usd_per_gpu_hour
@@ -132,22 +133,7 @@ def test_catalog_accelerators_json_ratio_and_drain(run_cli):
             assert r["ratio_bf16"] == pytest.approx(r["flops_per_s"]["bf16"] / 2 * 2 / r["hbm_bytes_per_s"]), r["id"]
 
 
-ACC = """accelerators:
-  - id: toy-chip
-    name: Toy chip
-    vendor: toy
-    dense_tflops: {fp8: 1000}
-    hbm_gb: 100
-    hbm_tb_per_s: 4
-    scale_up_gb_per_s: 400
-    scale_out_gb_per_s: 50
-    tdp_w: 500
-    usd_per_hour: 1.5
-    price_source: test
-    price_date: 2026-01
-    source: test
-    date: 2026-01
-"""
+ACC = TOY_ACCELERATOR_YAML  # an fp8-only accelerator in a user catalog (tests/helpers.py)
 
 
 def test_user_accelerator_without_bf16(run_cli, tmp_path):
