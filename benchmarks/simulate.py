@@ -37,7 +37,7 @@ def main(n: int = 100_000, n_naive: int = 5_000) -> None:
     tr_small = sim.run()
     fast_small_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    first, finish = naive_continuous(small, sim.table, 256, 8192)
+    first, finish = naive_continuous(small, sim.table, 256, 8192, sim.mixed)
     naive_s = time.perf_counter() - t0
     agree = float(np.max(np.abs(finish - tr_small.finish_s)))
     rows.append(("naive per-token loop", n_naive, naive_s, n_naive / naive_s))

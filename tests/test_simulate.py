@@ -79,7 +79,7 @@ def test_fast_loop_reproduces_naive_per_token_simulator(llama_dgx):
     wl = _poisson(1, 600, 40.0)
     sim = Simulation(wl, dep, Policy("continuous", max_seqs=48, max_batched_tokens=2048))
     tr = sim.run()
-    first, finish = naive_continuous(wl, sim.table, 48, 2048)
+    first, finish = naive_continuous(wl, sim.table, 48, 2048, sim.mixed)
     np.testing.assert_allclose(tr.first_token_s, first, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(tr.finish_s, finish, rtol=1e-9, atol=1e-9)
     assert tr.iterations > len(tr.seg_iters)  # decode iterations were batched into segments

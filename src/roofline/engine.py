@@ -210,10 +210,42 @@ def attended(context, sparse: "SparseAttention | None"):
     return np.minimum(c, cap)
 
 
-def busy(kernels, comm, overlap_comm: bool):
+def busy(kernels, comm, overlap_comm: bool, mx=np.maximum):
     """The time a stage is busy: its kernels and its collectives overlapped (max) or one after the other
-    (sum). The one place a pass's terms are combined (kernel_pass.apply combines measured terms with it)."""
-    return np.maximum(kernels, comm) if overlap_comm else kernels + comm
+    (sum). The one place kernels and collectives are combined (`combine`; kernel_pass.apply combines measured
+    terms with it)."""
+    return mx(kernels, comm) if overlap_comm else kernels + comm
+
+
+def combine(gemm_c, gemm_m, attn_c, attn_m, ew, comm, pp_s, overhead, pp, eff: Efficiency, perfect: bool,
+            mx=np.maximum):
+    """Step seconds from one stage's terms (the module docstring's `kernels`, `stage` and `step` lines): the one
+    place a pass's terms become its time. Arrays (mx = np.maximum) or Python floats (mx = max: the simulator's
+    mixed passes, whose attention terms are sums over the pass's parts)."""
+    if eff.per_kernel:
+        kernels = mx(gemm_c, gemm_m) + mx(attn_c, attn_m) + ew
+    else:
+        kernels = mx(gemm_c + attn_c, gemm_m + attn_m + ew)
+    if not perfect:
+        kernels = busy(kernels, comm, eff.overlap_comm, mx)
+    return (kernels if np.ndim(pp) == 0 and pp == 1 else pp * kernels) + pp_s + overhead
+
+
+@dataclass(frozen=True)
+class StageTerms:
+    """One pass's terms per pipeline stage, seconds (`core(..., stage_terms=True)`): GEMM compute and memory
+    (weights, KV writes), attention compute and memory (KV reads), elementwise, the stage's collectives (TP, EP,
+    CP), the pipeline's point-to-point sends per loop and the fixed overheads; `combine` makes them a step."""
+
+    gemm_c: Any
+    gemm_m: Any
+    attn_c: Any
+    attn_m: Any
+    ew: Any
+    comm: Any
+    pp_s: Any
+    overhead: float
+    pp: Any
 
 
 def _pick(opt, default):
@@ -223,11 +255,12 @@ def _pick(opt, default):
 def core(model: M.Model, system: System, layout: Layout, batch, context, L, phase: str, *, b_w, b_kv, b_act,
          peak_w, peak_act, eff: Efficiency, low_precision=False, imbalance=1.0, price=1.0,
          usable_memory=DEFAULT_USABLE_MEMORY, attention_flops=True, distinct_experts=True, kv_writes=True,
-         causal=True, sparse=None, times_only=False, terms_only=False):
+         causal=True, sparse=None, times_only=False, terms_only=False, stage_terms=False):
     """Array core of the engine (module docstring): every numeric argument and the layout's degrees may
     be NumPy arrays that broadcast (the planner passes its whole candidate grid). No validation here.
     Returns a PassResult, only the step times with `times_only` (the simulator's table), or the loop's
-    (compute, memory) terms with `terms_only` (the critical batch's bisection). `causal=False`
+    (compute, memory) terms with `terms_only` (the critical batch's bisection), or the stage's StageTerms with
+    `stage_terms` (the simulator's mixed passes, which sum attention over their parts). `causal=False`
     counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention).
     `sparse` (a SparseAttention) caps the tokens each query attends, for attention FLOPs and KV reads."""
     m = model
@@ -345,13 +378,15 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     stage_m = gemm_m + attn_m + ew
     if terms_only:  # the critical batch's bisection: compute and memory only
         return loop(stage_c), loop(stage_m)
-    gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
-    kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
     comm_stage = tp_s + ep_s + cp_s
-    stage = kernels if perfect else busy(kernels, comm_stage, eff.overlap_comm)
-    step_s = loop(stage) + pp_s + overhead
+    if stage_terms:
+        return StageTerms(gemm_c, gemm_m, attn_c, attn_m, ew, comm_stage, pp_s, overhead, pp)
+    step_s = combine(gemm_c, gemm_m, attn_c, attn_m, ew, comm_stage, pp_s, overhead, pp, eff, perfect)
     if times_only:
         return step_s
+    gemm_t, attn_t = np.maximum(gemm_c, gemm_m), np.maximum(attn_c, attn_m)
+    kernels = gemm_t + attn_t + ew if eff.per_kernel else np.maximum(stage_c, stage_m)
+    stage = kernels if perfect else busy(kernels, comm_stage, eff.overlap_comm)
 
     zero = np.zeros(np.broadcast_shapes(np.shape(Tg), np.shape(tp), np.shape(ep), np.shape(pp)))
     comm_loop = loop(comm_stage) + pp_s + zero
@@ -534,17 +569,19 @@ def step_time(model: M.Model, system: System, batch, tokens, context, *, layout:
               weights_dtype: str = "bf16", kv_dtype: str = "bf16", activation_dtype: str = "bf16",
               efficiency: Efficiency | None = None, realistic: bool = False, which: str = "mid",
               moe_imbalance: float = 1.0, attention_flops: bool = True, distinct_experts: bool = True,
-              kv_writes: bool = True) -> np.ndarray:
+              kv_writes: bool = True, stage_terms: bool = False):
     """Step seconds only, of a pass of `batch` sequences carrying `tokens` new tokens on `context` cached
     tokens each (tokens/batch per sequence; = batch is a decode step): the simulator's table. No checks
-    beyond the efficiency's; no memory, bound or critical batch (a fraction of `step`'s work)."""
+    beyond the efficiency's; no memory, bound or critical batch (a fraction of `step`'s work).
+    `stage_terms=True` returns (StageTerms, the Efficiency used) instead: the terms `combine` adds up."""
     B = np.asarray(batch, dtype=float)
     layout = layout or Layout.sharded(system.chips)
     eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
     acc = system.accelerator
-    return core(model, system, layout, B, context, np.asarray(tokens, dtype=float) / B, "prefill",
-                b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
-                peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
-                low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance,
-                attention_flops=attention_flops, distinct_experts=distinct_experts, kv_writes=kv_writes,
-                times_only=True)
+    out = core(model, system, layout, B, context, np.asarray(tokens, dtype=float) / B, "prefill",
+               b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
+               peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
+               low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance,
+               attention_flops=attention_flops, distinct_experts=distinct_experts, kv_writes=kv_writes,
+               times_only=not stage_terms, stage_terms=stage_terms)
+    return (out, eff) if stage_terms else out

@@ -29,7 +29,7 @@ from ..errors import InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
 from .segments import Segments, iteration_times, view
-from .steptable import Deployment, StepTable
+from .steptable import Deployment, StepTable, mixed_pass
 from .workload import Workload
 
 # The admission stack (most recent last, for LIFO preemption) is pruned of finished requests when it grows
@@ -83,7 +83,7 @@ class Simulation:
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
-                 table: StepTable | None = None, first_token_s=None):
+                 table: StepTable | None = None, first_token_s=None, mixed: bool = True):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         self.rng = np.random.default_rng(seed)
         self.prefilled = first_token_s is not None
@@ -102,6 +102,10 @@ class Simulation:
         max_ctx = float(np.max(workload.prompt_tokens + self.decode_passes * self.growth)) + 1
         max_ratio = max(float(policy.max_batched_tokens), float(workload.prompt_tokens.max()), self.ratio)
         self.table = table or StepTable(deployment.step, policy.max_seqs, max_ratio, max_ctx)
+        # mixed and prefill passes from the engine's terms, each part's attention at its own context (None:
+        # a step model that is not the engine's keeps the table's pass of mean length at the mean context)
+        self.mixed = mixed_pass(deployment.step, policy.max_batched_tokens + policy.max_seqs * self.ratio
+                                + float(workload.prompt_tokens.max()), max_ctx) if mixed else None
 
     def run(self, progress=None) -> Trace:  # noqa: C901 - one loop, kept in one place on purpose
         # Speed notes (the loop runs ~1.5 times per request): everything it touches is a local name
@@ -156,7 +160,7 @@ class Simulation:
         report_every, next_report, reported = 4096, 4096, 0
         # bound methods and functions used in the loop
         heappush, heappop, ceil, sqrt = heapq.heappush, heapq.heappop, math.ceil, math.sqrt
-        bucket_get, t_pass, t_decode = buckets.get, tab.t, tab.decode_segment
+        bucket_get, t_pass, t_decode, mixed = buckets.get, tab.t, tab.decode_segment, self.mixed
         push_stack = stack.append
         prune_at = PRUNE_STACK_AT  # finished ids are dropped from `stack` when it grows past this
 
@@ -324,9 +328,16 @@ class Simulation:
                 it += k
             else:
                 n_tok = (nd + pad) * r + pf_tokens
-                t = t_pass(b_pass, n_tok, c_mean)
+                if mixed is None:
+                    t = t_pass(b_pass, n_tok, c_mean)
+                    c_dec = c_mean
+                else:  # each part at its own context: chunk j on x_j cached tokens, decodes on the rest
+                    parts = [(c, pre_len[e[0]] - e[1]) for e, c in chunks]
+                    dec_sum = ctx_pass - sum(x for _, x in parts) if parts else ctx_pass
+                    t = mixed(nd + pad, r, dec_sum, parts)
+                    c_dec = dec_sum / (nd + pad) if nd + pad else 0.0
                 if draft and nd + pad:
-                    t += draft * t_pass(nd + pad, nd + pad, c_mean)
+                    t += draft * t_pass(nd + pad, nd + pad, c_dec)
                 if ns == seg_cap:
                     mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.grow(ns)
                     seg_cap = seg.capacity

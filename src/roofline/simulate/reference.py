@@ -16,8 +16,10 @@ from .steptable import StepTable
 from .workload import Workload
 
 
-def naive_continuous(workload: Workload, table: StepTable, max_seqs: int = 256, max_batched_tokens: int = 8192):
-    """(first_token_s, finish_s) arrays under continuous batching, one Python step per token."""
+def naive_continuous(workload: Workload, table: StepTable, max_seqs: int = 256, max_batched_tokens: int = 8192,
+                     mixed=None):
+    """(first_token_s, finish_s) arrays under continuous batching, one Python step per token. `mixed` (a
+    steptable.MixedPass, as the fast loop uses) times the passes that carry prompts; decode passes use the table."""
     arr, P, O = workload.arrival_s.tolist(), workload.prompt_tokens.tolist(), workload.output_tokens.tolist()
     n = len(arr)
     first, finish = [0.0] * n, [0.0] * n
@@ -40,8 +42,11 @@ def naive_continuous(workload: Workload, table: StepTable, max_seqs: int = 256, 
             budget -= P[rid]
         b = len(active) + len(new)
         tokens = len(active) + sum(P[rid] for rid in new)
-        context = sum(s[1] for s in active) / b
-        now += table.t(b, tokens, context)
+        context = sum(s[1] for s in active)
+        if new and mixed is not None:
+            now += mixed(len(active), 1, context, [(P[rid], 0) for rid in new])
+        else:
+            now += table.t(b, tokens, context / b)
         for s in active:  # one token for every decoding sequence
             s[1] += 1
             s[2] -= 1

@@ -32,8 +32,9 @@ import numpy as np
 from .. import lecture
 from .. import model as M
 from ..efficiency import Efficiency
-from ..engine import step_time
+from ..engine import combine, step_time
 from ..errors import DoesNotFitError, InputError, require_positive
+from ..hardware import System
 from ..hardware import usd_per_gpu_hour as resolve_price
 from ..layout import Layout, check_tensor_parallel, validate
 from ..memory import DEFAULT_USABLE_MEMORY, kv_capacity_tokens
@@ -49,7 +50,7 @@ class EngineStep:
     groups are not faster). Ignores uneven micro-batches (b not a multiple of dp·pp)."""
 
     model: M.Model
-    system: object
+    system: System
     layout: Layout | None = None
     efficiency: Efficiency | None = None
     realistic: bool = False
@@ -181,6 +182,123 @@ def roofline_deployment(model: M.Model, system, *, chips: int | None = None, eff
 def layout_deployment(model: M.Model, system, tp: int = 1, ep: int = 1, pp: int = 1, dp: int = 1, **kw) -> Deployment:
     """`deployment` of one replica of layout (tp, ep, pp, dp)."""
     return deployment(model, system, Layout(tp=int(tp), ep=int(ep), pp=int(pp), dp=int(dp)), **kw)
+
+
+# ---- mixed passes ------------------------------------------------------------------------------
+def _token_grid(max_tokens: float) -> list[float]:
+    """Tokens in a pass: every integer to 64, then 2% geometric steps (GEMM efficiency and distinct
+    experts are smooth in the tokens; the rest of a pass's non-attention terms is linear in them)."""
+    small = np.arange(1, min(64, max_tokens) + 1, dtype=float)
+    big = (np.geomspace(64, max_tokens, max(2, int(np.log(max_tokens / 64) / np.log(1.02)) + 2))
+           if max_tokens > 64 else np.empty(0))
+    return sorted(set(np.round(np.concatenate([small, big, [max_tokens]]), 6).tolist()))
+
+
+def _interp(grid: list[float], floor: list[int], rows: list, x: float):
+    """Linear interpolation of `rows` (one value or tuple per grid point) at x, cell found in O(1) through
+    `floor` (a `_floor_index` table) where it can be."""
+    i = floor[int(x)] if 0 <= x < len(floor) else -1
+    if i < 0:
+        i = min(max(bisect_right(grid, x) - 1, 0), len(grid) - 2)
+    w = (x - grid[i]) / (grid[i + 1] - grid[i])
+    return rows[i], rows[i + 1], w
+
+
+class MixedPass:
+    """A pass that carries decode tokens and prefill chunks together (chunked prefill, Sarathi-Serve OSDI
+    2024; a continuous-batching pass of whole prompts), from the pass engine's own terms, each part's attention
+    at its own context — not a pass of mean length at the mean context.
+
+    The engine's terms per stage (engine.StageTerms) split into those set by the pass's token count n alone
+    (GEMM compute and memory: weights, KV writes; elementwise; TP/EP collectives; pipeline sends; fixed
+    overheads) and attention, which is a sum over the pass's sequences: compute per new token at its causal
+    position, KV reads per sequence at its cached context. So
+
+        t = combine(G(n), Σ_parts A_c, Σ_parts A_m)        (engine.combine: the same max/sum as every step)
+        A_c = d·r·a_c(c_d + (r − 1)/2) + Σ_j c_j·a_c(x_j + (c_j − 1)/2)
+        A_m = d·a_m(c_d) + Σ_j a_m(x_j)
+
+    for d decoding sequences of r tokens (r = γ + 1 under speculation) at mean context c_d and chunks of c_j
+    tokens on x_j cached tokens; a_c(x) = the attention compute of one token with x tokens before it, a_m(x) =
+    the KV read of one sequence of x cached tokens, G(n) the non-attention terms of n tokens, each tabulated from
+    the engine (G on 1..max_tokens in 2% steps, a_c and a_m on the step table's context grid) and interpolated
+    linearly. With fewer sequences than dp·pp the busiest group still holds one (as EngineStep): every term is
+    scaled by dp·pp/sequences. The attention kernel stays one kernel per stage (varlen attention over the
+    pass's sequences): its compute and memory are summed before the max. A decode-only pass equals the engine's
+    decode step (tests/test_simulate_mixed.py). Ignores: the decoding sequences' spread of contexts around
+    their mean (exact for attention without sliding windows, where a_c and a_m are linear); context
+    parallelism (its K/V all-gather depends on the context: such layouts use the step table's mean pass).
+    """
+
+    def __init__(self, step: "EngineStep", max_tokens: float, max_context: float):
+        lay = step.layout or Layout.sharded(step.system.chips)
+        kw = dict(layout=lay, efficiency=step.efficiency, realistic=step.realistic, which=step.which,
+                  weights_dtype=step.weights_dtype, kv_dtype=step.kv_dtype, stage_terms=True, **step.options)
+        self.N = _token_grid(max(2.0, float(max_tokens)))
+        n = np.asarray(self.N)
+        g, eff = step_time(step.model, step.system, n, n, 0.0, **kw)
+        cols = (g.gemm_c, g.gemm_m, g.ew, g.comm, g.pp_s)
+        self._g = list(zip(*(np.broadcast_to(np.asarray(x, dtype=float), n.shape).tolist() for x in cols)))
+        self.C = _context_grid(float(max_context))
+        a, _ = step_time(step.model, step.system, 1.0, 1.0, np.asarray(self.C), **kw)
+        c = np.asarray(self.C)
+        self._a = list(zip(*(np.broadcast_to(np.asarray(x, dtype=float), c.shape).tolist() for x in (a.attn_c, a.attn_m))))
+        self._nf, self._cf = _floor_index(self.N), _floor_index(self.C)
+        self.overhead, self.pp, self.eff, self.perfect = float(g.overhead), float(np.max(g.pp)), eff, lay.perfect
+        self.groups = 1 if lay.perfect else lay.dp * lay.pp
+        if not lay.perfect and lay.cp > 1:
+            raise InputError("mixed passes under context parallelism depend on the context of the K/V gather; "
+                             "use the step table's mean pass")
+
+    def _attn(self, x: float):
+        lo, hi, w = _interp(self.C, self._cf, self._a, x)
+        return lo[0] + w * (hi[0] - lo[0]), lo[1] + w * (hi[1] - lo[1])
+
+    def __call__(self, decoding: float, r: float, decode_context_sum: float, chunks) -> float:
+        """Step seconds of a pass of `decoding` sequences of r tokens each (their cached contexts summing to
+        `decode_context_sum`) and `chunks`, a list of (tokens, cached tokens before them) prefill chunks."""
+        n, ac, am, s = self.attention(decoding, r, decode_context_sum, chunks)
+        lo, hi, w = _interp(self.N, self._nf, self._g, n * s)
+        gc, gm, ew, comm, pps = (a + w * (b - a) for a, b in zip(lo, hi))
+        return combine(gc, gm, ac * s, am * s, ew, comm, pps, self.overhead, self.pp, self.eff, self.perfect, mx=max)
+
+    def attention(self, decoding: float, r: float, decode_context_sum: float, chunks):
+        """(tokens in the pass, Σ attention compute s, Σ KV-read s, the dp·pp scale) of a pass (see __call__)."""
+        ac = am = 0.0
+        n = decoding * r
+        if decoding:
+            c, m = self._attn(decode_context_sum / decoding + (r - 1) / 2.0)
+            ac = decoding * r * c
+            m = self._attn(decode_context_sum / decoding)[1] if r != 1 else m
+            am = decoding * m
+        for tok, x in chunks:
+            c = self._attn(x + (tok - 1) / 2.0)[0]
+            ac += tok * c
+            am += self._attn(x)[1]
+            n += tok
+        seqs = decoding + len(chunks)
+        return n, ac, am, (self.groups / seqs if seqs < self.groups else 1.0)
+
+
+def mixed_pass(step, max_tokens: float, max_context: float):
+    """The MixedPass of a deployment's step model, with the overhead of a wrapped step model added (a wrapper
+    exposes `.inner` and `overhead_s(batch)`), or None where the step model is not the engine's (ConstantStep,
+    BoardStep, a user's callable) or the layout is context-parallel: those keep the step table's mean pass."""
+    inner, wrappers = step, []
+    while not isinstance(inner, EngineStep) and hasattr(inner, "inner"):
+        wrappers.append(inner.overhead_s)
+        inner = inner.inner
+    if not isinstance(inner, EngineStep) or (inner.layout is not None and not inner.layout.perfect
+                                             and inner.layout.cp > 1):
+        return None
+    mp = MixedPass(inner, max_tokens, max_context)
+    if not wrappers:
+        return mp
+
+    def with_overhead(decoding, r, decode_context_sum, chunks):
+        b = decoding + len(chunks)
+        return mp(decoding, r, decode_context_sum, chunks) + sum(o(b) for o in wrappers)
+    return with_overhead
 
 
 # ---- the table ---------------------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""Mixed passes (decode tokens + prefill chunks in one pass) from the engine's own terms, each part's
+attention at its own context (simulate/steptable.MixedPass; docs/simulator.md "Mixed passes")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline import model as M
+from roofline.catalog import get_catalog
+from roofline.engine import combine, step_time
+from roofline.layout import Layout
+from roofline.simulate import ConstantStep, Deployment, Simulation, make_workload
+from roofline.simulate.steptable import EngineStep, MixedPass, mixed_pass
+
+
+@pytest.fixture(scope="module")
+def llama():
+    cat = get_catalog()
+    return cat.model("llama-3-70b"), cat.system("dgx-h100")
+
+
+@pytest.mark.parametrize("realistic", [False, True])
+def test_decode_only_and_prefill_only_passes_are_the_engines(llama, realistic):
+    m, s = llama
+    es = EngineStep(m, s, Layout(tp=8), realistic=realistic)
+    mp = MixedPass(es, 16384, 40000)
+    for b, c in ((1, 0.0), (7, 100.0), (48, 5000.0)):  # token counts on the grid (integers to 64)
+        assert mp(b, 1, b * c, []) == pytest.approx(float(es(b, b, c)), rel=1e-9)
+    for p in (64, 1000, 8000):  # one prompt from scratch: the engine's prefill pass of p tokens
+        assert mp(0, 1, 0.0, [(p, 0)]) == pytest.approx(float(es(1, p, 0.0)), rel=2e-3)
+
+
+def test_mixed_pass_sums_attention_over_parts_by_hand(llama):
+    """100 decodes at 8,000 cached tokens + a 2,000-token chunk on 3,000 cached tokens, pure roofline on 8
+    H100 with TP 8: the attention compute is the sum over the new tokens of each one's causal position
+    (100·8,001 + 2,000·(3,000 + 1,000.5) token-positions), not 2,100 tokens at the pass's mean context."""
+    m, s = llama
+    es = EngineStep(m, s, Layout(tp=8))
+    mp = MixedPass(es, 16384, 40000)
+    d, cd, tok, x = 100, 8000.0, 2000, 3000.0
+    n, ac, am, scale = mp.attention(d, 1, d * cd, [(tok, x)])
+    one, eff = step_time(m, s, 1.0, 1.0, 0.0, layout=Layout(tp=8), stage_terms=True)  # one token, nothing cached
+    per_pos = float(M.attention_flops_per_token(m, 1.0))  # attention FLOPs are linear in the position
+    per_token_s = float(one.attn_c) / per_pos  # seconds per FLOP-position unit of one token at position 1
+    positions = d * (cd + 1) + tok * (x + (tok + 1) / 2)
+    assert n == d + tok and scale == 1.0
+    flops = d * M.attention_flops_per_token(m, cd + 1) + tok * M.attention_flops_per_token(m, x + (tok + 1) / 2)
+    assert ac == pytest.approx(per_token_s * float(flops), rel=1e-6)
+    assert ac == pytest.approx(float(one.attn_c) * positions, rel=1e-6)  # linear: seconds per position × positions
+    kv = M.kv_bytes_per_sequence
+    g, _ = step_time(m, s, 1.0, 1.0, np.array([cd, x]), layout=Layout(tp=8), stage_terms=True)
+    assert am == pytest.approx(d * g.attn_m[0] + g.attn_m[1], rel=1e-6)
+    assert am == pytest.approx(float(g.attn_m[0]) * (d * kv(m, cd, "bf16") + kv(m, x, "bf16")) / kv(m, cd, "bf16"),
+                               rel=1e-6)
+    # the whole pass: the engine's non-attention terms of 2,100 tokens with these attention sums
+    G, _ = step_time(m, s, float(n), float(n), 0.0, layout=Layout(tp=8), stage_terms=True)
+    want = combine(G.gemm_c, G.gemm_m, ac, am, G.ew, G.comm, G.pp_s, G.overhead, G.pp, eff, False)
+    assert mp(d, 1, d * cd, [(tok, x)]) == pytest.approx(float(want), rel=1e-3)
+    # the mean pass (the table's approximation) counts the chunk at the pass's mean context and position
+    mean_ctx = (d * cd + x) / (d + 1)
+    mean_pass = float(es(d + 1, n, mean_ctx))
+    assert positions < n * (mean_ctx + (n / (d + 1) + 1) / 2)
+    assert mp(d, 1, d * cd, [(tok, x)]) < mean_pass
+
+
+def test_fewer_sequences_than_dp_groups_cost_one_per_group(llama):
+    m, s = llama
+    es = EngineStep(m, s, Layout(tp=2, dp=4))
+    mp = MixedPass(es, 4096, 10000)
+    assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(es(1, 500, 0.0)), rel=2e-3)  # EngineStep scales too
+    assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(step_time(m, s, 4.0, 2000.0, 0.0,
+                                                                      layout=Layout(tp=2, dp=4))), rel=2e-3)
+
+
+def test_only_engine_step_models_get_mixed_passes(llama):
+    m, s = llama
+    assert mixed_pass(ConstantStep(0.01), 100, 100) is None
+    assert mixed_pass(EngineStep(m, s, Layout(tp=8, cp=2)), 100, 100) is None  # K/V gather depends on context
+    wl = make_workload(np.zeros(3), 100, 5)
+    assert Simulation(wl, Deployment(ConstantStep(0.01))).mixed is None
+
+
+def test_wrapped_step_models_add_their_overhead(llama):
+    m, s = llama
+    es = EngineStep(m, s, Layout(tp=8))
+
+    class Wrapper:  # the protocol of a step model that adds a per-pass cost (simulate/overheads.py)
+        inner = es
+
+        @staticmethod
+        def overhead_s(batch):
+            return 1e-3 + 1e-5 * batch
+
+    plain, wrapped = mixed_pass(es, 4096, 10000), mixed_pass(Wrapper(), 4096, 10000)
+    assert wrapped(3, 1, 300.0, [(100, 0)]) == pytest.approx(plain(3, 1, 300.0, [(100, 0)]) + 1e-3 + 4e-5, rel=1e-12)
