@@ -119,6 +119,12 @@ def register(app: typer.Typer) -> None:
                 ["utilisation / mean batch", f"{d['utilisation']:.1%} / {d['mean_batch']:,.1f}"],
                 ["passes / preemptions", f"{d['iterations']:,} / {d['preemptions']:,}"],
                 ["$ per million output tokens", f"{d['usd_per_million_tokens']:,.4g}"]]
+        if d.get("capacity_requests_per_s") is not None:
+            rows.append(["offered / capacity (requests/s)",
+                         f"{d['offered_requests_per_s'] or float('inf'):,.3g} / {d['capacity_requests_per_s']:,.3g}"])
+        if d["saturated"]:
+            rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
+                            "below measure the run's length"])
         for name in ("fast", "slow"):
             if f"{name}_requests" in d:
                 rows.append([f"{name} class TTFT p50 / TPOT p50",

@@ -145,6 +145,25 @@ def workload(req: SimulateRequest, rng):
     return wl
 
 
+def run_saturation(wl, tr, dep, prefill_dep, pol) -> dict:
+    """The run's analytic capacity and saturation keys (simulate/capacity.py): a disaggregated deployment's
+    capacity is the smaller of its prefill pool's (prompts only) and its decode pool's (prefilled requests)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from ..simulate.capacity import capacity, saturation
+
+    if prefill_dep is None:
+        cap = capacity(wl, dep, pol)
+    else:
+        pre = capacity(replace(wl, output_tokens=np.ones_like(wl.output_tokens)), prefill_dep,
+                       replace(pol, speculation=None))
+        dec = capacity(wl, dep, pol, prefilled=True)
+        cap = min((c for c in (pre, dec) if c is not None), key=lambda c: c.requests_per_s, default=None)
+    return saturation(tr.arrival_s, tr.admit_s, cap)
+
+
 def run_simulate(req: SimulateRequest, progress=None) -> dict:
     """The `roofline simulate --json` dict (header, summary, per-class figures with --fast-fraction).
     `progress(n)` is called as requests finish."""
@@ -185,6 +204,7 @@ def simulate(req: SimulateRequest, progress=None):
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
+    d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
     if req.fast_fraction:
         for name, c in (("fast", 0), ("slow", 1)):
             if np.any(tr.priority == c):

@@ -1,0 +1,124 @@
+"""The analytic capacity of a serving deployment, and whether a simulated run was past it.
+
+A run offered more requests per second than its deployment can serve has no steady state: its queue grows
+for as long as arrivals last, and its latencies measure the run's length, not the deployment. Such a run is
+said to be past saturation, and its percentiles are not reported as if they were latencies (issue 20).
+
+Capacity (continuous batching, Orca OSDI 2022; chunked prefill, Sarathi-Serve OSDI 2024). At full load every
+pass carries the largest batch the scheduler and the KV pool allow,
+
+    B = min(max_seqs, KV capacity / KV per sequence),  KV per sequence = P + D·g/2 (+ window overhead)
+
+(on-demand KV: a sequence holds on average its prompt and half its output; P + D·g when KV is reserved at
+admission), at the mean decoding context c = P + D·g/2. One request costs the server its share of D decode
+passes of that batch and the time its prompt adds to the passes it rides in:
+
+    λ_max = 1 / (D · t_dec(B, c) / B + Δ_prefill),   Δ_prefill = Σ_chunks [t(B decodes + chunk) − t(B decodes)]
+
+with t from the deployment's own step model (MixedPass for the engine: each chunk at its own context; the
+table's mean pass otherwise), D the mean decode passes per request (output − 1, divided by the mean tokens
+per pass under speculation, g = tokens per pass), and chunks of at most max_batched_tokens − B·r tokens
+(chunked) or the whole prompt (continuous). A prefill-only pool (disaggregated: every output is its first
+token) serves k = max(1, ⌊max_batched_tokens / P⌋) prompts a pass: λ_max = k / t(k prompts). A decode pool
+whose requests arrive prefilled has Δ_prefill = 0. Static batching and train departures are not covered
+(their capacity is the batch over the whole batch's time; `capacity` returns None).
+
+Ignores: the spread of lengths around their means (a mean-value analysis: with long-tailed lengths the true
+capacity is somewhat lower), preemption's recomputation, priority classes.
+
+Saturation of a run (`saturation`): the offered rate λ = (n − 1)/(last arrival − first arrival) over the
+capacity is the load ρ; and the queue's growth, the least-squares slope of the waiting time (admission −
+arrival) against the arrival time over the later half of the arrivals — about ρ − 1 for a fluid queue past
+capacity (each second of arrivals adds (λ − μ)/μ seconds of backlog), about 0 for a stable one. A run is
+past saturation when ρ ≥ 1 or the queue grows by more than GROWTH_LIMIT seconds per second.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .policies import Policy
+from .steptable import Deployment, mixed_pass
+from .workload import Workload
+
+#: waiting time gained per second of arrivals above which a run's queue counts as running away (5%)
+GROWTH_LIMIT = 0.05
+
+
+@dataclass(frozen=True)
+class Capacity:
+    requests_per_s: float  # λ_max
+    batch: float  # B at full load
+    limit: str  # what sets B: "max_seqs", "kv" or "prompts per pass"
+    decode_step_s: float  # t_dec(B, c) (0 for a prefill-only pool)
+    prefill_s_per_request: float  # Δ_prefill
+
+    def to_dict(self) -> dict:
+        return {"capacity_requests_per_s": self.requests_per_s, "capacity_batch": self.batch,
+                "capacity_limit": self.limit, "capacity_decode_step_s": self.decode_step_s,
+                "capacity_prefill_s_per_request": self.prefill_s_per_request}
+
+
+def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, prefilled: bool = False) -> Capacity | None:
+    """λ_max of `deployment` under `policy` for requests of the workload's mean lengths (module docstring)."""
+    if policy.kind not in ("continuous", "chunked"):
+        return None
+    step = deployment.step
+    spec = policy.speculation
+    r, g = (spec.gamma + 1, spec.tokens_per_step) if spec else (1, 1.0)
+    P = float(np.mean(workload.prompt_tokens))
+    D = float(np.mean(workload.output_tokens - 1)) / g
+    budget = float(policy.max_batched_tokens)
+
+    def t(b, n, c):
+        return float(np.asarray(step(np.asarray(float(b)), np.asarray(float(n)), np.asarray(float(c)))))
+
+    mixed = mixed_pass(step, budget + policy.max_seqs * r + P, P + D * g + 1)
+    if D == 0:  # prefill-only pool
+        k = max(1, math.floor(budget / P))
+        tk = mixed(0, 1, 0.0, [(P, 0.0)] * k) if mixed else t(k, k * P, 0.0)
+        return Capacity(k / tk, float(k), "prompts per pass", 0.0, tk / k)
+    c = P + D * g / 2.0
+    kv_seq = (c if policy.preemption else P + D * g) + deployment.kv_overhead_tokens
+    b_kv = deployment.kv_capacity_tokens / kv_seq
+    B, limit = (float(policy.max_seqs), "max_seqs") if policy.max_seqs <= b_kv else (max(1.0, b_kv), "kv")
+    t_base = mixed(B, r, B * c, []) if mixed else t(B, B * r, c)
+    t_dec = t_base  # + γ draft steps of a decode step's cost each (Speculation.draft_fraction), as the event loop
+    if spec:
+        t_dec += spec.gamma * spec.draft_fraction * (mixed(B, 1, B * c, []) if mixed else t(B, B, c))
+    delta = 0.0
+    if not prefilled:
+        room = budget - B * r if policy.kind == "chunked" else max(budget, P)
+        room = max(room, 1.0)
+        x = 0.0
+        while x < P:  # the prompt's chunks, each riding in a pass of B decodes
+            ch = min(room, P - x)
+            with_chunk = mixed(B, r, B * c, [(ch, x)]) if mixed else t(B + 1, B * r + ch, (B * c + x) / (B + 1))
+            delta += with_chunk - t_base
+            x += ch
+    return Capacity(1.0 / (D * t_dec / B + delta), B, limit, t_dec, delta)
+
+
+def saturation(arrival_s, admit_s, cap: Capacity | None) -> dict:
+    """Offered rate, load ρ = offered / capacity, the queue's growth (s of waiting per s of arrivals, over the
+    later half of the arrivals) and the verdict `saturated` (module docstring); keys for the --json dict."""
+    a = np.asarray(arrival_s, dtype=float)
+    wait = np.asarray(admit_s, dtype=float) - a
+    span = float(a[-1] - a[0]) if a.size > 1 else 0.0
+    offered = (a.size - 1) / span if span > 0 else math.inf
+    half = a.size // 2
+    growth = 0.0
+    if a.size >= 8 and float(a[-1] - a[half]) > 0:
+        x, y = a[half:], wait[half:]
+        growth = float(np.polyfit(x - x.mean(), y, 1)[0])
+    load = offered / cap.requests_per_s if cap is not None else None
+    saturated = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
+    out = {"offered_requests_per_s": offered if math.isfinite(offered) else None,
+           "load": load if load is not None and math.isfinite(load) else None,
+           "queue_growth_s_per_s": growth, "saturated": saturated}
+    if cap is not None:
+        out.update(cap.to_dict())
+    return out

@@ -1,0 +1,82 @@
+"""Analytic capacity and saturation of a run (simulate/capacity.py; docs/simulator.md "Capacity")."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline.catalog import get_catalog
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment
+from roofline.simulate.capacity import GROWTH_LIMIT, capacity, saturation
+from roofline.simulate.metrics import summarize
+from roofline.simulate.workload import poisson_arrivals
+
+
+def _run(dep, pol, rate, n, prompt, output, seed=1):
+    wl = make_workload(poisson_arrivals(np.random.default_rng(seed), rate, n), prompt, output)
+    tr = Simulation(wl, dep, pol).run()
+    return tr, summarize(tr)
+
+
+def test_constant_step_capacity_by_hand():
+    """20 ms passes, at most 10 sequences, 101 output tokens: 100 decode passes a request shared by 10
+    sequences, and a prompt adds nothing to a constant pass: λ_max = 10 / (100 · 0.02 s) = 5 requests/s."""
+    dep, pol = Deployment(ConstantStep(0.02)), Policy("continuous", max_seqs=10)
+    cap = capacity(make_workload(np.zeros(3), 50, 101), dep, pol)
+    assert cap.requests_per_s == pytest.approx(5.0) and cap.batch == 10 and cap.limit == "max_seqs"
+    assert cap.prefill_s_per_request == 0.0
+    tr, s = _run(dep, pol, 4.0, 3000, 50, 101)  # ρ = 0.8
+    sat = saturation(tr.arrival_s, tr.admit_s, cap)
+    assert not sat["saturated"] and sat["load"] == pytest.approx(0.8, rel=0.05)
+    tr, s = _run(dep, pol, 6.5, 3000, 50, 101)  # ρ = 1.3: served at capacity, the queue grows at ≈ ρ − 1
+    sat = saturation(tr.arrival_s, tr.admit_s, cap)
+    assert sat["saturated"] and s.throughput_requests_per_s == pytest.approx(5.0, rel=0.03)
+    # a fluid queue past capacity: each second of arrivals adds (λ − μ)/μ seconds of waiting (λ, μ as realised)
+    fluid = sat["offered_requests_per_s"] / s.throughput_requests_per_s - 1.0
+    assert sat["queue_growth_s_per_s"] == pytest.approx(fluid, abs=0.05) and sat["queue_growth_s_per_s"] > GROWTH_LIMIT
+
+
+def test_kv_limits_the_batch_by_hand():
+    """KV for 5,000 tokens, prompts 400 + 201 outputs: a sequence holds 400 + 100 on average, B = 10 < max_seqs."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=5000)
+    cap = capacity(make_workload(np.zeros(3), 400, 201), dep, Policy("continuous", max_seqs=64))
+    assert cap.limit == "kv" and cap.batch == pytest.approx(10.0)
+    assert cap.requests_per_s == pytest.approx(10.0 / (200 * 0.01))
+    reserved = capacity(make_workload(np.zeros(3), 400, 201), dep, Policy("continuous", max_seqs=64, preemption=False))
+    assert reserved.batch == pytest.approx(5000 / 600)
+
+
+def test_engine_capacity_matches_the_simulated_saturated_throughput():
+    """llama-3-8b on one H100 (realistic): the simulated throughput past capacity is within 5% of λ_max (the
+    mean-value analysis is an upper bound: batches are not always full)."""
+    cat = get_catalog()
+    dep = roofline_deployment(cat.model("llama-3-8b"), cat.system("dgx-h100"), chips=1, realistic=True)
+    for kind in ("continuous", "chunked"):
+        pol = Policy(kind, max_seqs=256, max_batched_tokens=2048)
+        cap = capacity(make_workload(np.zeros(2), 1000, 200), dep, pol)
+        tr, s = _run(dep, pol, 1.3 * cap.requests_per_s, 3000, 1000, 200)
+        assert s.throughput_requests_per_s == pytest.approx(cap.requests_per_s, rel=0.05)
+        assert s.throughput_requests_per_s <= cap.requests_per_s * 1.005
+        assert saturation(tr.arrival_s, tr.admit_s, cap)["saturated"]
+        tr, s = _run(dep, pol, 0.8 * cap.requests_per_s, 3000, 1000, 200)
+        assert not saturation(tr.arrival_s, tr.admit_s, cap)["saturated"]
+
+
+def test_prefill_only_pool_serves_whole_passes_of_prompts():
+    dep = Deployment(ConstantStep(0.05))
+    cap = capacity(make_workload(np.zeros(2), 1000, 1), dep, Policy("continuous", max_batched_tokens=4096))
+    assert cap.batch == 4 and cap.requests_per_s == pytest.approx(4 / 0.05)
+    assert capacity(make_workload(np.zeros(2), 10, 5), dep, Policy("static")) is None
+
+
+def test_cli_flags_a_run_past_saturation(run_cli):
+    base = ["simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-g", "1", "--realistic", "--lengths", "fixed",
+            "--prompt-tokens", "1000", "--output-tokens", "200", "-n", "1500", "--json"]
+    low = json.loads(run_cli(*base, "--rate", "5")[1])
+    high = json.loads(run_cli(*base, "--rate", "40")[1])
+    assert low["saturated"] is False and high["saturated"] is True
+    assert low["capacity_requests_per_s"] == pytest.approx(high["capacity_requests_per_s"])
+    assert high["load"] > 1 > low["load"]
+    assert "PAST SATURATION" in run_cli(*base[:-1], "--rate", "40")[1]
