@@ -10,6 +10,9 @@
 - Little's law L = λ·W (Little 1961): `littles_law` returns the time-average number of requests in
   the system from two independent records — the loop's per-pass occupancy (in service) plus the
   queue from arrival/admission times — and λ·W from the per-request sojourn times.
+- Per stage and per window (`stage_metrics`, `windows`): the same latencies for the requests arriving in
+  the interval, throughput from the requests finishing in it, busy time and time-weighted batch of the
+  passes inside it, the queue at its ends; per stage the analytic capacity and `saturation_rule`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from ..units import SECONDS_PER_HOUR
 from .core import Trace
 from .policies import Targets
@@ -121,3 +125,200 @@ def littles_law(trace: Trace) -> dict:
 def occupancy(trace: Trace):
     """(start times, batch) of every segment: the batch occupancy over time (step function)."""
     return trace.seg_start_s, trace.seg_batch
+
+
+# ---- load stages and time windows ---------------------------------------------------------------
+#: Most windows one run reports (a JSON list per window: beyond this the list is bigger than the run's answer).
+MAX_WINDOWS = 10_000
+#: Samples of the queue length per stage for its trend (least-squares slope; saturation_rule).
+QUEUE_SAMPLES = 64
+#: A stage is saturated when its queue grows, over the stage, by at least this many requests ...
+SATURATION_MIN_GROWTH = 10
+#: ... and by at least this share of the requests that arrived in it (saturation_rule).
+SATURATION_GROWTH_SHARE = 0.05
+
+
+def _busy_cumulative(trace: Trace):
+    """Functions B(t) = pass seconds before t and BB(t) = ∫ batch dt before t, from the segments (sorted by
+    start and disjoint: one clock), each vectorised over t. Segment g runs passes over
+    [start_g, start_g + busy_g) with a constant batch, so both are exact, whatever the pass lengths inside."""
+    start, busy, batch = trace.seg_start_s, trace.seg_busy_s, trace.seg_batch
+    cb = np.concatenate([[0.0], np.cumsum(busy)])
+    cbb = np.concatenate([[0.0], np.cumsum(busy * batch)])
+
+    def at(t):
+        t = np.asarray(t, dtype=float)
+        g = np.searchsorted(start, t, side="right") - 1
+        gi = np.maximum(g, 0)
+        inside = np.where(g >= 0, np.clip(t - start[gi], 0.0, busy[gi]), 0.0)
+        return (np.where(g >= 0, cb[gi] + inside, 0.0), np.where(g >= 0, cbb[gi] + inside * batch[gi], 0.0))
+
+    return at
+
+
+def _group_stats(bucket: np.ndarray, x: np.ndarray, m: int, qs=(50, 90, 99)):
+    """Per bucket 0..m-1 of the finite x: (mean, {q: percentile}) arrays, NaN for a bucket without values.
+    Percentiles as np.percentile's default (linear between order statistics), vectorised over buckets."""
+    ok = np.isfinite(x) & (bucket >= 0) & (bucket < m)
+    b, v = bucket[ok], x[ok]
+    order = np.lexsort((v, b))
+    b, v = b[order], v[order]
+    count = np.bincount(b, minlength=m)
+    first = np.concatenate([[0], np.cumsum(count)[:-1]])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.bincount(b, weights=v, minlength=m) / count
+    pct = {}
+    has = count > 0
+    for q in qs:
+        pos = q / 100.0 * np.maximum(count - 1, 0)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, np.maximum(count - 1, 0))
+        frac = pos - lo
+        i_lo, i_hi = first + lo, first + hi
+        val = np.full(m, np.nan)
+        if v.size:
+            val[has] = v[i_lo[has]] + frac[has] * (v[i_hi[has]] - v[i_lo[has]])
+        pct[q] = val
+    return np.where(has, mean, np.nan), pct
+
+
+def _queue_length(trace: Trace):
+    """Q(t) = requests arrived by t − requests admitted by t (first admission; re-queued preempted requests
+    are not counted again), vectorised over t."""
+    arr, adm = np.sort(trace.arrival_s), np.sort(trace.admit_s)
+
+    def q(t):
+        t = np.asarray(t, dtype=float)
+        return (np.searchsorted(arr, t, side="right") - np.searchsorted(adm, t, side="right")).astype(float)
+
+    return q
+
+
+def interval_metrics(trace: Trace, edges) -> list[dict]:
+    """Metrics of the requests ARRIVING in each interval [edges[i], edges[i+1]) and of the deployment during
+    it: requests, arrival_rate_per_s; TTFT, TPOT and end-to-end mean/p50/p90/p99 of those requests (null
+    where none arrived, or for TPOT where all had one output token); finished (requests finishing inside the
+    interval), throughput_tokens_per_s and throughput_requests_per_s from the output tokens of the requests
+    FINISHING inside it (all their output tokens, counted at their finish, as benchmark clients count
+    completed requests); utilisation = pass seconds inside / length; mean_batch time-weighted over the
+    passes inside (null when no pass ran); queue_start/queue_end = requests waiting for admission at the
+    interval's ends. Vectorised over requests, segments and intervals (sorts and bincounts)."""
+    e = np.asarray(edges, dtype=float)
+    m = e.size - 1
+    if m < 1 or np.any(np.diff(e) <= 0):
+        raise InputError("interval edges must be at least two increasing times (s)")
+    dur = np.diff(e)
+    arrive_bin = np.searchsorted(e, trace.arrival_s, side="right") - 1
+    finish_bin = np.searchsorted(e, trace.finish_s, side="right") - 1
+    arrive_bin = np.where(arrive_bin >= m, -1, arrive_bin)
+    finish_bin = np.where(finish_bin >= m, -1, finish_bin)
+    ina, inf_ = arrive_bin >= 0, finish_bin >= 0
+    n_arr = np.bincount(arrive_bin[ina], minlength=m)
+    n_fin = np.bincount(finish_bin[inf_], minlength=m)
+    tok_fin = np.bincount(finish_bin[inf_], weights=trace.output_tokens[inf_], minlength=m)
+    at = _busy_cumulative(trace)
+    b0, bb0 = at(e)
+    busy, bbusy = np.diff(b0), np.diff(bb0)
+    q = _queue_length(trace)(e)
+    stats = {name: _group_stats(arrive_bin, x, m) for name, x in
+             (("ttft", ttft_s(trace)), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace)))}
+
+    def num(x):
+        return None if not np.isfinite(x) else float(x)
+
+    out = []
+    for i in range(m):
+        d = {"index": i, "start_s": float(e[i]), "end_s": float(e[i + 1]), "requests": int(n_arr[i]),
+             "arrival_rate_per_s": float(n_arr[i] / dur[i]), "finished": int(n_fin[i]),
+             "throughput_tokens_per_s": float(tok_fin[i] / dur[i]),
+             "throughput_requests_per_s": float(n_fin[i] / dur[i])}
+        for name, (mean, pct) in stats.items():
+            d[f"{name}_mean_s"] = num(mean[i])
+            for qq, v in pct.items():
+                d[f"{name}_p{qq}_s"] = num(v[i])
+        d["utilisation"] = float(busy[i] / dur[i])
+        d["mean_batch"] = float(bbusy[i] / busy[i]) if busy[i] > 0 else None
+        d["queue_start"], d["queue_end"] = int(q[i]), int(q[i + 1])
+        out.append(d)
+    return out
+
+
+def window_edges(trace: Trace, window_s: float) -> np.ndarray:
+    """Edges of windows of `window_s` seconds from floor(first arrival / W)·W until past the last finish
+    (every arrival and every finish falls in one window)."""
+    if not (np.isfinite(window_s) and window_s > 0):
+        raise InputError(f"window length must be > 0 s, got {window_s:g}; e.g. 10")
+    t0 = np.floor(float(trace.arrival_s.min()) / window_s) * window_s
+    m = int(np.floor((float(trace.finish_s.max()) - t0) / window_s)) + 1
+    if m > MAX_WINDOWS:
+        raise InputError(f"windows of {window_s:g} s cut this run ({float(trace.finish_s.max()) - t0:,.1f} s) into "
+                         f"{m:,} windows, more than {MAX_WINDOWS:,}; use windows of at least "
+                         f"{(float(trace.finish_s.max()) - t0) / MAX_WINDOWS:.3g} s")
+    return t0 + window_s * np.arange(m + 1)
+
+
+def windows(trace: Trace, window_s: float) -> list[dict]:
+    """`interval_metrics` over consecutive windows of `window_s` seconds (window_edges). Windows are by
+    ARRIVAL time for the latencies and by finish time for the throughput; the windows' requests add up to
+    the run's requests and so do their finished requests."""
+    return interval_metrics(trace, window_edges(trace, window_s))
+
+
+def saturation_rule(queue_slope_per_s, duration_s, arrivals):
+    """True where a stage's queue grows: the least-squares slope of its queue length (QUEUE_SAMPLES samples
+    evenly over the stage) times its duration is at least SATURATION_MIN_GROWTH requests and at least
+    SATURATION_GROWTH_SHARE of the requests that arrived in it. Below capacity the queue of a stable system
+    fluctuates around a constant (its trend is ~0); past capacity it grows at λ − μ requests/s (a fluid
+    queue: Kleinrock 1975, Queueing Systems I §2.1, ρ > 1), which the slope measures without being moved
+    by a burst at either end of the stage. Ignores: a queue still draining a backlog from an earlier stage
+    (a falling queue is not saturation; its TTFTs are high and queue_start shows the backlog)."""
+    growth = np.asarray(queue_slope_per_s, dtype=float) * np.asarray(duration_s, dtype=float)
+    need = np.maximum(SATURATION_MIN_GROWTH, SATURATION_GROWTH_SHARE * np.asarray(arrivals, dtype=float))
+    return growth >= need
+
+
+def stage_metrics(trace: Trace, stages, capacity_requests_per_s: float | None = None) -> list[dict]:
+    """`interval_metrics` over the stages of a staged profile [(rate, duration), ...] (by arrival time, so a
+    request belongs to the stage it arrived in), plus per stage: offered_rate_per_s (the stage's rate),
+    capacity_requests_per_s (given: the deployment's analytic capacity, e.g. analytic_capacity; None when
+    not known), load_ratio = offered / capacity, queue_growth_per_s (least-squares slope of the queue length)
+    and `saturated` (saturation_rule). A stage's finished requests and throughput count what finishes while
+    it runs: what finishes after the last stage (the drain) is in the run's totals and its windows."""
+    from .workload import stage_bounds
+
+    edges = stage_bounds(stages)
+    out = interval_metrics(trace, edges)
+    dur = np.diff(edges)
+    frac = (np.arange(QUEUE_SAMPLES) + 0.5) / QUEUE_SAMPLES
+    ts = edges[:-1, None] + dur[:, None] * frac[None, :]
+    qs = _queue_length(trace)(ts)
+    tc = ts - ts.mean(axis=1, keepdims=True)
+    slope = (tc * (qs - qs.mean(axis=1, keepdims=True))).sum(axis=1) / (tc * tc).sum(axis=1)
+    sat = saturation_rule(slope, dur, [d["requests"] for d in out])
+    cap = float(capacity_requests_per_s) if capacity_requests_per_s else None
+    for d, (rate, _), s, g in zip(out, stages, slope, sat):
+        d["offered_rate_per_s"] = float(rate)
+        d["capacity_requests_per_s"] = cap
+        d["load_ratio"] = float(rate) / cap if cap else None
+        d["queue_growth_per_s"] = float(s)
+        d["saturated"] = bool(g)
+    return out
+
+
+def analytic_capacity(step, prompt_tokens: float, output_tokens: float, *, max_seqs: float,
+                      max_batched_tokens: float, kv_capacity_tokens: float, kv_overhead_tokens: float = 0.0) -> float:
+    """Requests/s a continuous-batching deployment sustains at most for requests of mean prompt P and output
+    O: the largest batch B it can hold, B = min(max_seqs, KV / (P + O/2 + overhead), budget·O/(P + O − 1))
+    (a sequence holds P + O/2 tokens of KV on average over its life; a pass carries B·(P + O − 1)/O new
+    tokens, B/O prompts and the rest decodes, within max_batched_tokens), then λ_max = B / (O · t) with
+    t = step(B, B·(P + O − 1)/O, P + O/2): each request rides O passes (its prefill and O − 1 decodes) of
+    the mean pass (the step table's representation of a mixed pass). Throughput B/t grows with B on the
+    roofline, so the largest B gives the capacity. Ignores: the spread of lengths (means only), preemption,
+    speculative decoding, and disaggregated or static batching (not this formula)."""
+    p, o = float(prompt_tokens), float(output_tokens)
+    b = min(float(max_seqs), float(kv_capacity_tokens) / (p + o / 2.0 + float(kv_overhead_tokens)),
+            float(max_batched_tokens) * o / (p + o - 1.0))
+    b = max(b, 1.0)
+    tokens = b * (p + o - 1.0) / o
+    t = float(np.asarray(step(np.asarray([b]), np.asarray([tokens]), np.asarray([p + o / 2.0]))).ravel()[0])
+    return b / (o * t)
