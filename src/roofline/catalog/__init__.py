@@ -2,9 +2,9 @@
 
 `get_catalog()` returns the packaged catalog plus any user files added with `add_catalog_file`
 (the CLI's `--catalog my.yaml`). A catalog file is a mapping whose keys are sections:
-`accelerators`, `systems`, `models`, `prices`, `tiers`, `efficiency` — each a list of rows. Every row needs
-`id`, `source` and `date` (efficiency rows: `id`, `date` and a source per factor); unknown keys and impossible
-values are rejected with a one-line message.
+`accelerators`, `systems`, `models`, `prices`, `tiers`, `efficiency`, `engines` — each a list of rows. Every
+row needs `id`, `source` and `date` (efficiency and engines rows: `id`, `date` and a source per factor or
+figure); unknown keys and impossible values are rejected with a one-line message.
 The packaged files document their own format in their header comments.
 """
 
@@ -21,7 +21,7 @@ from ..model import Model
 from ..units import GIGA, MICRO, TERA
 from .schema import check_row
 
-SECTIONS = ("accelerators", "systems", "models", "prices", "tiers", "efficiency")
+SECTIONS = ("accelerators", "systems", "models", "prices", "tiers", "efficiency", "engines")
 
 ACCELERATOR_SPEC = {
     "id": ("str", True), "name": ("str", True), "vendor": ("str", True), "aliases": ("strs", False),
