@@ -1,0 +1,249 @@
+"""Serving-engine overheads: the CPU-side costs an engine adds to the GPU passes (`simulate --engine NAME`).
+
+Two kinds, with cited figures per engine family in catalog/data/engines.yaml (docs/simulator.md "Engine
+overheads"):
+
+- Per engine step (`OverheadStep`, a StepModel wrapper): every pass takes
+
+      t_pass = t_inner(B, n, c) + τ_pass + τ_seq·B
+
+  τ_pass = scheduler + sampling + host sync per step, τ_seq = per sequence in the pass (sampling, output
+  processing, detokenisation). Both are the part of that host work exposed on the GPU's critical path (what
+  Nsight shows as GPU idle between steps), so they add to the pass. Linear in B, so the step table's linear
+  interpolation in batch stays exact; the mixed-pass evaluator (steptable.mixed_pass) adds the same
+  `overhead_s(B)` through `.inner`.
+- Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler
+  request_in_s + tokenize_s_per_token·prompt after it leaves the user (HTTP, protocol, chat template, IPC,
+  tokeniser), and each of its tokens reaches the user first_token_out_s after the pass that made it
+  (detokenise, stream the chunk). The first is a pure delay, not a queue: requests are tokenised in
+  parallel (the API server's event loop and the tokeniser's threads are not modelled as servers), so a burst
+  of arrivals does not wait on one another before the scheduler. TTFT and end-to-end latency are measured
+  from the user's arrival; TPOT is unchanged by the per-request terms (the first and last tokens are
+  streamed with the same delay).
+
+Relation to the realistic families (efficiency.yaml): a family's `pass_overhead_s` estimates the same
+per-step host work, so `with_engine` sets it to 0 when an engine is given (the engine's τ_pass + τ_seq·B
+replace it); `layer_overhead_s` (kernel launch gaps inside the forward) is GPU-side and kept.
+Ignores: CPU contention between the API server and the engine under load (the figures are those of the
+engines' split-process designs), multi-step scheduling (one host round per n steps), eager mode
+(CUDA graphs are every engine's default), and network time between the user and the server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from ..efficiency import WHICH, Factor
+from ..errors import CatalogError, InputError
+from .steptable import Deployment, EngineStep
+from .workload import Workload
+
+#: The figures every engine row gives (catalog/data/engines.yaml documents each).
+FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s")
+#: The engine name that adds nothing (today's pass times, bit-identical results).
+NO_ENGINE = "none"
+
+
+def _rows() -> dict[str, dict]:
+    """The catalog's engine rows by id (packaged + --catalog files; later rows override), parsed once."""
+    from ..catalog import get_catalog
+
+    cat = get_catalog()
+    rows = cat.parsed.get("engines")
+    if rows is None:
+        rows = {}
+        for where, row in cat.raw.get("engines", []):
+            rows[str(row["id"]).lower()] = _parse(row, where)
+        cat.parsed["engines"] = rows
+    return rows
+
+
+def _parse(row: dict, where: str) -> dict:
+    """A catalog `engines:` row → {name, date, figures: {figure: Factor}} (format in engines.yaml)."""
+    if not isinstance(row.get("figures"), dict):
+        raise CatalogError(f"{where}: an engines row needs `id` and a `figures:` mapping")
+    unknown = set(row) - {"id", "name", "date", "figures", "notes"}
+    if unknown:
+        raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, name, date, figures, notes")
+    if str(row["id"]).lower() == NO_ENGINE:
+        raise CatalogError(f"{where}: engine id {NO_ENGINE!r} is reserved for no overheads; pick another id")
+    figs = row["figures"]
+    missing = [n for n in FIGURES if n not in figs]
+    extra = [n for n in figs if n not in FIGURES]
+    if missing or extra:
+        bad = f"missing {missing[0]!r}" if missing else f"unknown figure {extra[0]!r}"
+        raise CatalogError(f"{where}: {bad}; figures are {', '.join(FIGURES)}")
+    out = {}
+    for name in FIGURES:
+        v = figs[name]
+        if (not isinstance(v, list) or len(v) != 4 or not isinstance(v[3], str)
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v[:3])):
+            raise CatalogError(f"{where}: figure {name!r} must be [value, low, high, \"source\"], got {v!r}")
+        if not all(np.isfinite(v[:3])) or min(v[:3]) < 0:
+            raise CatalogError(f"{where}: figure {name!r} needs finite values >= 0 seconds, got {v[:3]}")
+        try:
+            out[name] = Factor(float(v[0]), float(v[1]), float(v[2]), v[3])
+        except InputError as exc:
+            raise CatalogError(f"{where}: figure {name!r}: {exc}") from None
+    return {"name": str(row.get("name", row["id"])), "date": str(row.get("date", "")), "figures": out}
+
+
+def engine_names() -> tuple[str, ...]:
+    """Valid `--engine` values: none, then the catalog's engines in alphabetical order."""
+    return (NO_ENGINE, *sorted(_rows()))
+
+
+@dataclass(frozen=True)
+class EngineOverheads:
+    """One engine family's overheads at `which` ('mid': central figures; 'fast': the low corner of every
+    figure; 'slow': the high corner — the efficiency families' convention). All seconds."""
+
+    engine: str = NO_ENGINE
+    request_in_s: float = 0.0
+    tokenize_s_per_token: float = 0.0
+    first_token_out_s: float = 0.0
+    per_pass_s: float = 0.0
+    per_sequence_s: float = 0.0
+    which: str = "mid"
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        for name in FIGURES:
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise InputError(f"engine overhead {name} must be a time >= 0 s, got {v!r}")
+
+    @classmethod
+    def load(cls, engine: str, which: str = "mid") -> "EngineOverheads":
+        """The catalog row `engine` at `which`; 'none' gives every figure 0."""
+        if which not in WHICH:
+            raise InputError(f"which must be one of {', '.join(WHICH)}, got {which!r}")
+        key = str(engine).lower()
+        if key == NO_ENGINE:
+            return cls(NO_ENGINE, which=which)
+        rows = _rows()
+        if key not in rows:
+            raise InputError(f"unknown engine {engine!r}; expected one of {', '.join(engine_names())}")
+        figs = rows[key]["figures"]
+        # every figure is a time: the 'fast' corner is the low one
+        vals = {n: figs[n].pick(which, faster_when_high=False) for n in FIGURES}
+        return cls(key, which=which, sources={n: figs[n].source for n in FIGURES}, **vals)
+
+    @property
+    def is_none(self) -> bool:
+        return all(getattr(self, n) == 0.0 for n in FIGURES)
+
+    def arrival_delay_s(self, prompt_tokens) -> np.ndarray:
+        """Seconds from the user's send to the scheduler: request_in_s + tokenize_s_per_token·prompt."""
+        return self.request_in_s + self.tokenize_s_per_token * np.asarray(prompt_tokens, dtype=float)
+
+    def ttft_overhead_s(self, prompt_tokens: float) -> float:
+        """The per-request part of TTFT for a prompt of `prompt_tokens`: request-in + tokenise + first-token-out
+        (the prefill pass's own per-pass overhead is in the pass)."""
+        return float(self.arrival_delay_s(prompt_tokens)) + self.first_token_out_s
+
+    def pass_overhead_s(self, batch):
+        """τ_pass + τ_seq·batch: what every pass of `batch` sequences gains."""
+        return self.per_pass_s + self.per_sequence_s * batch
+
+    def to_dict(self) -> dict:
+        """The figures used, under `engine_*` keys (the --json record)."""
+        return {"engine": self.engine, "engine_which": self.which,
+                **{f"engine_{n}": getattr(self, n) for n in FIGURES}}
+
+
+@dataclass(frozen=True)
+class OverheadStep:
+    """A StepModel wrapper: every pass of `inner` plus per_pass_s + per_sequence_s·batch.
+
+    Same protocol as EngineStep: `step_times(batch, tokens, context)` and `__call__` over broadcasting arrays.
+    `.inner` and `overhead_s(batch)` let steptable.mixed_pass evaluate a mixed pass from the inner engine's
+    terms and add the same overhead (batch = decoding sequences + prefill chunks in the pass)."""
+
+    inner: object
+    per_pass_s: float = 0.0
+    per_sequence_s: float = 0.0
+
+    def __post_init__(self):
+        for name in ("per_pass_s", "per_sequence_s"):
+            v = getattr(self, name)
+            if not (np.isfinite(v) and v >= 0):
+                raise InputError(f"{name} must be a time >= 0 s, got {v!r}")
+
+    def overhead_s(self, batch):
+        """Seconds one pass of `batch` sequences gains (scalar in, float out; array in, array out)."""
+        if np.ndim(batch) == 0:
+            return self.per_pass_s + self.per_sequence_s * float(batch)
+        return self.per_pass_s + self.per_sequence_s * np.asarray(batch, dtype=float)
+
+    def step_times(self, batch, tokens, context):
+        fn = getattr(self.inner, "step_times", self.inner)
+        b = np.asarray(batch, dtype=float)
+        return np.asarray(fn(batch, tokens, context), dtype=float) + (self.per_pass_s + self.per_sequence_s * b)
+
+    __call__ = step_times
+
+
+def _without_pass_overhead(step):
+    """A realistic EngineStep with its family's pass_overhead_s set to 0 (the engine's figures replace that
+    estimate): the same factors as an explicit Efficiency. Anything else is returned unchanged."""
+    if not (isinstance(step, EngineStep) and step.realistic):
+        return step
+    from ..efficiency import realistic
+
+    eff = realistic(step.system.accelerator, step.weights_dtype, step.which)
+    return replace(step, efficiency=replace(eff, pass_overhead_s=0.0), realistic=False)
+
+
+def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
+    """`dep` with its steps wrapped in OverheadStep (the family's pass_overhead_s replaced by the engine's
+    figures under --realistic); `dep` itself when the engine adds nothing."""
+    if overheads.is_none:
+        return dep
+    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s, overheads.per_sequence_s)
+    return replace(dep, step=step)
+
+
+# ---- per-request delays without touching the event loop ---------------------------------------------
+def shift_arrivals(workload: Workload, overheads: EngineOverheads) -> tuple[Workload, np.ndarray]:
+    """(the workload as the scheduler sees it, order): arrivals delayed by `arrival_delay_s`, re-sorted
+    (stably) by the delayed time — a long prompt's tokenisation can let a later short request overtake it.
+    `order[i]` is the index in `workload` of the i-th request of the shifted workload. Every per-request
+    column (prompt, output, priority, stage, ...) moves with its request."""
+    n = workload.n
+    shifted = workload.arrival_s + overheads.arrival_delay_s(workload.prompt_tokens)
+    order = np.argsort(shifted, kind="stable")
+    cols = {f.name: np.asarray(getattr(workload, f.name))[order] for f in fields(workload)
+            if isinstance(getattr(workload, f.name), np.ndarray) and len(getattr(workload, f.name)) == n}
+    cols["arrival_s"] = shifted[order]
+    return replace(workload, **cols), order
+
+
+def restore_trace(trace, workload: Workload, order: np.ndarray, overheads: EngineOverheads):
+    """The Trace of a run on `shift_arrivals`'s workload, back in `workload`'s order with the user's arrival
+    times, first-token and finish times plus first_token_out_s (each token reaches the user that long after
+    its pass). Admission stays the scheduler's time. Segment columns (seg_*) are the loop's clock: unchanged."""
+    n = workload.n
+    back = {}
+    for f in fields(trace):
+        v = getattr(trace, f.name)
+        if f.name.startswith("seg_") or not isinstance(v, np.ndarray) or v.shape != (n,):
+            continue
+        out = np.empty_like(v)
+        out[order] = v
+        back[f.name] = out
+    back["arrival_s"] = np.asarray(workload.arrival_s, dtype=float).copy()
+    back["first_token_s"] = back["first_token_s"] + overheads.first_token_out_s
+    back["finish_s"] = back["finish_s"] + overheads.first_token_out_s
+    return replace(trace, **back)
+
+
+def run_with_engine(workload: Workload, overheads: EngineOverheads, run):
+    """`run(workload)` → Trace on the shifted workload, returned in the user's frame (`restore_trace`); with no
+    per-request overheads `run(workload)` as it is."""
+    if overheads.request_in_s == 0 and overheads.tokenize_s_per_token == 0 and overheads.first_token_out_s == 0:
+        return run(workload)
+    shifted, order = shift_arrivals(workload, overheads)
+    return restore_trace(run(shifted), workload, order, overheads)
