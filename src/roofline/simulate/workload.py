@@ -21,7 +21,7 @@ field (and the CSV line).
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -33,13 +33,17 @@ from ..errors import InputError, require_positive
 class Workload:
     """Requests sorted by arrival: arrival_s (s), prompt_tokens, output_tokens (>= 1), priority
     (0 = fast/interactive class, admitted first; 1 = slow/batch class); `stage`: the load stage each
-    request arrived in (`staged`), None for a workload without stages."""
+    request arrived in (`staged`), None for a workload without stages. Prefixes (None: no request has one):
+    `prefix_id` (integer >= -1; -1 = no shared prefix) and `shared_prefix_tokens` (the leading tokens of the
+    prompt that are that shared prefix, 0 <= shared <= prompt; 0 where prefix_id is -1), given together."""
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     priority: np.ndarray
     stage: np.ndarray | None = None
+    prefix_id: np.ndarray | None = None
+    shared_prefix_tokens: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -57,10 +61,38 @@ class Workload:
         _check_lengths(self.output_tokens, "output_tokens", minimum=1)
         if not np.all(np.isin(self.priority, (0, 1))):
             raise InputError("priority must be 0 (fast class) or 1 (slow class) for every request")
+        if (self.prefix_id is None) != (self.shared_prefix_tokens is None):
+            raise InputError("workload prefix_id and shared_prefix_tokens go together; give both or neither")
+        if self.prefix_id is not None:
+            _check_prefixes(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens), self.prompt_tokens)
 
     @property
     def n(self) -> int:
         return len(self.arrival_s)
+
+    @property
+    def has_prefixes(self) -> bool:
+        """Whether any request carries a shared prefix (prefix_id >= 0 and shared_prefix_tokens >= 1)."""
+        return self.prefix_id is not None and bool(np.any((self.prefix_id >= 0) & (self.shared_prefix_tokens > 0)))
+
+
+def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray) -> None:
+    n = len(prompt)
+    for name, x in (("prefix_id", pid), ("shared_prefix_tokens", shared)):
+        if len(x) != n:
+            raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
+    _check_lengths(pid.astype(float), "prefix_id", minimum=-1)
+    _check_lengths(shared.astype(float), "shared_prefix_tokens", minimum=0)
+    bad = np.flatnonzero(shared > prompt)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"shared_prefix_tokens[{i}] = {shared[i]:g} exceeds its prompt_tokens {prompt[i]:g}; the "
+                         f"shared prefix is part of the prompt")
+    bad = np.flatnonzero((pid < 0) & (shared > 0))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"request {i} has shared_prefix_tokens {shared[i]:g} but prefix_id -1 (none); give the "
+                         f"prefix an id >= 0 or set shared_prefix_tokens to 0")
 
 
 def _check_times(t: np.ndarray, name: str) -> None:
@@ -134,28 +166,35 @@ def _require_count(n) -> None:
 
 # ---- lengths -----------------------------------------------------------------------------------
 def lengths(rng: np.random.Generator, n: int, kind: str = "fixed", mean: float = 512, sigma: float = 1.0,
-            values=None, maximum: int | None = None) -> np.ndarray:
+            values=None, maximum: int | None = None, minimum: int = 1) -> np.ndarray:
     """n token counts: 'fixed' (= mean), 'lognormal' (median `mean`, log-sd `sigma`), or 'empirical'
-    (resampled with replacement from `values`). Lognormal draws above `maximum` are redrawn (never
-    clipped) so the distribution's shape below the cap is kept; values round to >= 1 token."""
+    (resampled with replacement from `values`). Lognormal draws above `maximum` or below `minimum` are
+    redrawn (never clipped) so the distribution's shape between them is kept; values round to >= 1 token
+    (a fixed length below `minimum` is an error)."""
     _require_count(n)
     if kind == "fixed":
         _check_lengths(np.asarray([mean], dtype=float), "length", minimum=1)
+        if mean < minimum:
+            raise InputError(f"fixed length {mean:g} is below the minimum {minimum} (a shared prefix plus one token); "
+                             f"raise the length above {minimum - 1} or shorten the shared prefix")
         return np.full(n, float(mean))
     if kind == "lognormal":
         require_positive("lognormal median length", mean)
         require_positive("lognormal sigma", sigma, allow_zero=True)
         sigma = abs(sigma)  # -0.0 is 0 (NumPy's lognormal rejects a negative-signed zero)
         x = np.maximum(1.0, np.round(rng.lognormal(np.log(mean), sigma, size=n)))
-        if maximum is not None:
+        if maximum is not None and maximum < minimum:
+            raise InputError(f"lengths must lie between {minimum} and {maximum} tokens, an empty range; raise the "
+                             f"cap (the model's context) or shorten the shared prefix")
+        if maximum is not None or minimum > 1:
             for _ in range(100):
-                over = x > maximum
+                over = (x > maximum) | (x < minimum) if maximum is not None else x < minimum
                 if not over.any():
                     break
                 x[over] = np.maximum(1.0, np.round(rng.lognormal(np.log(mean), sigma, size=int(over.sum()))))
             else:
-                raise InputError(f"lognormal lengths with median {mean:g} rarely fall below the cap {maximum}; "
-                                 f"lower the median or raise the cap")
+                raise InputError(f"lognormal lengths with median {mean:g} rarely fall between {minimum} and the cap "
+                                 f"{maximum}; bring the median inside that range or shorten the shared prefix")
         return x
     if kind == "empirical":
         v = np.asarray(values if values is not None else [], dtype=float)
@@ -171,8 +210,10 @@ TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 
 
 def read_trace(path: str | Path) -> Workload:
-    """Read a CSV trace: a header naming arrival_s, prompt_tokens, output_tokens (optional priority),
-    one request per row, sorted by arrival. Every problem raises InputError naming the line."""
+    """Read a CSV trace: a header naming arrival_s, prompt_tokens, output_tokens (optional priority,
+    prefix_id, shared_prefix_tokens), one request per row, sorted by arrival. Every problem raises
+    InputError naming the line. prefix_id (integer >= -1, -1 = none) and shared_prefix_tokens (0 ..
+    prompt_tokens, 0 where prefix_id is -1) come together: either column alone is an error."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"trace file {str(path)!r} does not exist; give a CSV with columns {', '.join(TRACE_COLUMNS)}")
@@ -194,6 +235,12 @@ def read_trace(path: str | Path) -> Workload:
                          f"{','.join(TRACE_COLUMNS)}[,priority]")
     idx = [header.index(c) for c in TRACE_COLUMNS]
     pidx = header.index("priority") if "priority" in header else None
+    has_x, has_s = "prefix_id" in header, "shared_prefix_tokens" in header
+    if has_x != has_s:
+        raise InputError(f"{path.name} line 1: header has {'prefix_id' if has_x else 'shared_prefix_tokens'} without "
+                         f"{'shared_prefix_tokens' if has_x else 'prefix_id'}; give both columns or neither")
+    xidx, sidx = (header.index("prefix_id"), header.index("shared_prefix_tokens")) if has_x else (None, None)
+    pref = np.zeros((len(rows) - 1, 2)) if has_x else None
     out = np.empty((len(rows) - 1, 4))
     prev = -np.inf
     for k, row in enumerate(rows[1:]):
@@ -215,11 +262,33 @@ def read_trace(path: str | Path) -> Workload:
                 raise InputError(f"{path.name} line {line}: {name} = {v:g} must be a whole number >= 1")
         if pr not in (0.0, 1.0):
             raise InputError(f"{path.name} line {line}: priority = {pr:g} must be 0 (fast) or 1 (slow)")
+        if pref is not None:
+            pref[k] = _trace_prefix(path.name, line, row, xidx, sidx, p)
         out[k] = vals
         prev = t
     if out.shape[0] == 0:
         raise InputError(f"{path.name}: no requests after the header; add one row per request")
+    if pref is not None:
+        return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64),
+                        prefix_id=pref[:, 0].astype(np.int64), shared_prefix_tokens=pref[:, 1].copy())
     return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64))
+
+
+def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float) -> tuple[float, float]:
+    """(prefix_id, shared_prefix_tokens) of one trace row, each problem an InputError naming the line."""
+    try:
+        x, sh = float(row[xidx]), float(row[sidx])
+    except ValueError:
+        raise InputError(f"{name} line {line}: a field is not a number: {','.join(row)}") from None
+    if not np.isfinite(x) or x < -1 or x != round(x) or abs(x) > 2**53:
+        raise InputError(f"{name} line {line}: prefix_id = {x:g} must be a whole number >= -1 (-1 = no shared prefix)")
+    if not np.isfinite(sh) or sh < 0 or sh != round(sh) or sh > prompt:
+        raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} must be a whole number between 0 and "
+                         f"the row's prompt_tokens ({prompt:g})")
+    if x < 0 and sh > 0:
+        raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} needs a prefix_id >= 0 (got -1); give "
+                         f"the prefix an id or set shared_prefix_tokens to 0")
+    return x, sh
 
 
 def write_trace(workload: Workload, path: str | Path) -> Path:
@@ -227,9 +296,17 @@ def write_trace(workload: Workload, path: str | Path) -> Path:
     path = Path(path)
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(list(TRACE_COLUMNS) + ["priority"])
-        for t, p, o, pr in zip(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.priority):
-            w.writerow([f"{t:.6f}", int(p), int(o), int(pr)])
+        if workload.prefix_id is None:
+            w.writerow(list(TRACE_COLUMNS) + ["priority"])
+            for t, p, o, pr in zip(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
+                                   workload.priority):
+                w.writerow([f"{t:.6f}", int(p), int(o), int(pr)])
+        else:
+            assert workload.shared_prefix_tokens is not None  # given together (Workload checks)
+            w.writerow(list(TRACE_COLUMNS) + ["priority", "prefix_id", "shared_prefix_tokens"])
+            for t, p, o, pr, x, sh in zip(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
+                                          workload.priority, workload.prefix_id, workload.shared_prefix_tokens):
+                w.writerow([f"{t:.6f}", int(p), int(o), int(pr), int(x), int(sh)])
     return path
 
 
@@ -269,11 +346,14 @@ def length_caps(prompt_tokens: float, output_tokens: float, max_context: float |
 
 def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: str = "poisson", cv: float = 2.0,
              lengths_kind: str = "lognormal", prompt_tokens: float = 1024, output_tokens: float = 256,
-             sigma: float = 1.0, max_context: float | None = None, duration_s: float | None = None) -> Workload:
+             sigma: float = 1.0, max_context: float | None = None, duration_s: float | None = None,
+             shared_prefix_tokens: int = 0, prefix_groups: int = 1) -> Workload:
     """n generated requests (or those of `requests_for_duration` arriving within `duration_s`): Poisson or
     gamma arrivals at `rate_per_s`, then prompt and output lengths (fixed, or lognormal with the given
     medians, redrawn above `length_caps`), in that order from `rng` — the draws `roofline simulate` and
-    `simulate --grid` make for the same options and generator."""
+    `simulate --grid` make for the same options and generator. With `shared_prefix_tokens` N > 0 every
+    prompt starts with one of `prefix_groups` K system prompts of N tokens (`with_system_prompts`): prompts
+    are redrawn below N + 1 tokens (the prompt length includes the system prompt)."""
     if duration_s is not None:
         n = requests_for_duration(rate_per_s, duration_s)
     if arrivals == "poisson":
@@ -287,24 +367,46 @@ def generate(rng: np.random.Generator, *, rate_per_s: float, n: int, arrivals: s
         if t.size == 0:
             raise InputError(f"no request arrives within --duration {duration_s:g} s; raise --rate or --duration")
     prompts, outputs = draw_lengths(rng, t.size, lengths_kind=lengths_kind, prompt_tokens=prompt_tokens,
-                                    output_tokens=output_tokens, sigma=sigma, max_context=max_context)
-    return make_workload(t, prompts, outputs)
+                                    output_tokens=output_tokens, sigma=sigma, max_context=max_context,
+                                    min_prompt=int(shared_prefix_tokens) + 1 if shared_prefix_tokens else 1)
+    wl = make_workload(t, prompts, outputs)
+    return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
+
+
+def with_system_prompts(rng: np.random.Generator, wl: Workload, shared_prefix_tokens: int,
+                        prefix_groups: int = 1) -> Workload:
+    """The workload with every prompt starting with one of K = `prefix_groups` system prompts of N =
+    `shared_prefix_tokens` tokens, each request's drawn uniformly at random (`rng.integers(0, K)`, one draw
+    per request after the lengths). Every prompt must hold N + 1 tokens (the generator redraws shorter ones)."""
+    n_tok, k = int(shared_prefix_tokens), int(prefix_groups)
+    if n_tok != shared_prefix_tokens or n_tok < 1:
+        raise InputError(f"shared prefix must be a whole number of tokens >= 1, got {shared_prefix_tokens}")
+    if k != prefix_groups or k < 1:
+        raise InputError(f"prefix groups must be a whole number >= 1, got {prefix_groups}")
+    short = np.flatnonzero(wl.prompt_tokens < n_tok + 1)
+    if short.size:
+        i = int(short[0])
+        raise InputError(f"prompt {i} has {wl.prompt_tokens[i]:g} tokens, fewer than the {n_tok}-token system "
+                         f"prompt plus one; lengthen the prompts or shorten the system prompt")
+    ids = rng.integers(0, k, size=wl.n).astype(np.int64)
+    return replace(wl, prefix_id=ids, shared_prefix_tokens=np.full(wl.n, float(n_tok)))
 
 
 def draw_lengths(rng: np.random.Generator, n: int, *, lengths_kind: str = "lognormal", prompt_tokens: float = 1024,
-                 output_tokens: float = 256, sigma: float = 1.0,
-                 max_context: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 output_tokens: float = 256, sigma: float = 1.0, max_context: float | None = None,
+                 min_prompt: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """(prompts, outputs) of n requests: fixed, or lognormal with the given medians redrawn above
-    `length_caps`, a pair over the context redrawn together (the draws `generate` makes after the arrivals)."""
+    `length_caps` (prompts also below `min_prompt`), a pair over the context redrawn together (the draws
+    `generate` makes after the arrivals)."""
     p_cap, o_cap = length_caps(prompt_tokens, output_tokens, max_context)
-    prompts = lengths(rng, n, lengths_kind, prompt_tokens, sigma, maximum=p_cap)
+    prompts = lengths(rng, n, lengths_kind, prompt_tokens, sigma, maximum=p_cap, minimum=min_prompt)
     outputs = lengths(rng, n, lengths_kind, output_tokens, sigma, maximum=o_cap)
     for _ in range(100 if max_context else 0):  # a pair over the context is redrawn together: the lengths'
         over = prompts + outputs > max_context  # distribution conditioned on fitting the model
         if not over.any():
             break
         k = int(over.sum())
-        prompts[over] = lengths(rng, k, lengths_kind, prompt_tokens, sigma, maximum=p_cap)
+        prompts[over] = lengths(rng, k, lengths_kind, prompt_tokens, sigma, maximum=p_cap, minimum=min_prompt)
         outputs[over] = lengths(rng, k, lengths_kind, output_tokens, sigma, maximum=o_cap)
     else:
         if max_context:
