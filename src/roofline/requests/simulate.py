@@ -23,6 +23,7 @@ from .base import (
     Price,
     Real,
     Request,
+    Text,
     Whole,
     describe,
 )
@@ -66,6 +67,7 @@ class SimulateRequest(Request):
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
     realistic: bool = False
+    engine: Text = "none"
     plot: OptText = None
 
     def check(self) -> None:
@@ -74,6 +76,9 @@ class SimulateRequest(Request):
         self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
                                                      (f("system"), f("accelerator"), f("gpus")))
         fs = {k for k in type(self).fields() if self.changed(k)}
+        from ..simulate.overheads import engine_names
+
+        rules.choice(f("engine"), self.engine, engine_names())
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -177,6 +182,7 @@ def simulate(req: SimulateRequest, progress=None):
     from ..efficiency import Efficiency
     from ..simulate import Policy, Simulation, Targets, roofline_deployment
     from ..simulate.metrics import summarize
+    from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..speculative import Speculation
 
     m, sysrec, chips = req._model, req._system, req._chips
@@ -190,21 +196,28 @@ def simulate(req: SimulateRequest, progress=None):
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
-    dep = roofline_deployment(m, sysrec, chips=chips, **opts)
+    ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
+    dep = with_engine(roofline_deployment(m, sysrec, chips=chips, **opts), ovh)
     advance = progress or (lambda n=1: None)
     if disagg:
         from ..simulate.pools import disaggregated, kv_transfer_s
 
-        pdep = roofline_deployment(m, sysrec, chips=req.prefill_gpus or chips, **opts)
-        res = disaggregated(wl, pdep, dep, kv_transfer_s(m, sysrec, wl.prompt_tokens, kv_dtype=req.kv_dtype,
-                                                          chips=chips), pol, pol, seed=req.seed, progress=advance)
-        tr = res.trace
+        pdep = with_engine(roofline_deployment(m, sysrec, chips=req.prefill_gpus or chips, **opts), ovh)
+
+        def run(w):
+            return disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
+                                                             chips=chips), pol, pol, seed=req.seed,
+                                 progress=advance).trace
     else:
-        tr = Simulation(wl, dep, pol, seed=req.seed).run(advance)
+        def run(w):
+            return Simulation(w, dep, pol, seed=req.seed).run(advance)
+    tr = run_with_engine(wl, ovh, run)
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
+    if not ovh.is_none:
+        d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0))
     if req.fast_fraction:
         for name, c in (("fast", 0), ("slow", 1)):
             if np.any(tr.priority == c):
