@@ -61,6 +61,7 @@ def register(app: typer.Typer) -> None:
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
+        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, sglang or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
         grid: Annotated[Optional[str], typer.Option("--grid", help="Scenario grid: 'rate=5,10;policy=continuous,chunked;layout=pool,TP4 DP2' or a YAML file (docs/simulator.md); the other options are every scenario's defaults.")] = None,
         workers: Annotated[Optional[int], typer.Option("--workers", help="With --grid: processes on a local Dask cluster (1 = in this process; default: 1 for small grids, else one per core).")] = None,
@@ -93,7 +94,7 @@ def register(app: typer.Typer) -> None:
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, ttft_target_s=ttft_target_s,
             tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
-            memory_efficiency=memory_efficiency, realistic=realistic, plot=plot)
+            memory_efficiency=memory_efficiency, realistic=realistic, engine=engine, plot=plot)
         n = None if trace or duration else requests
         with progress_bar(n, "simulating requests", quiet=json) as advance:
             d, tr = simulate(req, advance)
@@ -125,6 +126,14 @@ def register(app: typer.Typer) -> None:
         if d["saturated"]:
             rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
                             "below measure the run's length"])
+        if "engine" in d:
+            rows.append([f"{d['engine']} overheads in TTFT / TPOT",
+                         f"{seconds(d['ttft_overhead_s'])} / {seconds(d['tpot_overhead_s'])}"])
+            rows.append([f"{d['engine']} figures (engines.yaml)",
+                         f"in {seconds(d['engine_request_in_s'])}, tokenise "
+                         f"{seconds(d['engine_tokenize_s_per_token'])}/token, first out "
+                         f"{seconds(d['engine_first_token_out_s'])}, pass {seconds(d['engine_per_pass_s'])} + "
+                         f"{seconds(d['engine_per_sequence_s'])}/seq"])
         for name in ("fast", "slow"):
             if f"{name}_requests" in d:
                 rows.append([f"{name} class TTFT p50 / TPOT p50",
