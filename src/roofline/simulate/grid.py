@@ -88,6 +88,7 @@ class GridContext:
     seed: int = 0
     trace: Any = None
     realistic: bool = False  # step times from the accelerator family's cited factors (efficiency.realistic)
+    engine: str = "none"  # serving-engine overheads of every scenario (simulate.overheads, engines.yaml)
 
 
 # ---- parsing ----------------------------------------------------------------------------------------
@@ -233,9 +234,12 @@ def deployment_for(ctx: GridContext, sc: Scenario):
               usd_per_gpu_hour=ctx.usd_per_gpu_hour)
     if ctx.realistic:
         kw["realistic"] = True
+    from .overheads import EngineOverheads, with_engine
+
+    ovh = EngineOverheads.load(ctx.engine)
     if lay is None:
-        return roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw)
-    return layout_deployment(ctx.model, ctx.system, *lay, **kw)
+        return with_engine(roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw), ovh)
+    return with_engine(layout_deployment(ctx.model, ctx.system, *lay, **kw), ovh)
 
 
 def check_context(ctx: GridContext, sc: Scenario) -> None:
@@ -252,6 +256,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     (throughput and goodput for all replicas) plus goodput_per_gpu and kv_capacity_tokens."""
     from .core import Simulation
     from .metrics import summarize
+    from .overheads import EngineOverheads, run_with_engine
     from .policies import Policy
     from .workload import generate
 
@@ -274,7 +279,8 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
                       output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=maxc)
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
-    tr = Simulation(wl, dep, pol, seed=s_seq).run()
+    ovh = EngineOverheads.load(ctx.engine)
+    tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=s_seq).run())
     s = summarize(tr, ctx.targets).to_dict()
     for name in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):
         s[name] *= r
@@ -282,6 +288,8 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     row = {"scenario": sc.label, **{k: v for k, v in asdict(sc).items() if k != "label"}, "gpus": gpus,
            "kv_capacity_tokens": dep.kv_capacity_tokens, **s}
     row["goodput_per_gpu"] = s["goodput_requests_per_s"] / gpus
+    if not ovh.is_none:
+        row.update(ovh.terms(wl.prompt_tokens, s["mean_batch"]))
     return row
 
 
