@@ -387,13 +387,54 @@ def test_weight_stationary_2d_by_hand(run_cli):
     assert float(two_d.tp_comm_s) < 0.6 * float(one_d.tp_comm_s)
     for k in ("compute_s", "weight_read_s", "kv_read_s", "memory_per_gpu_bytes"):  # only communication moves
         assert float(getattr(two_d, k)) == float(getattr(one_d, k))
-    with pytest.raises(InputError, match="weight-stationary layout must be one of 1d, 2d"):
+    with pytest.raises(InputError, match="weight-stationary layout must be one of 1d, 2d, gathered"):
         Layout(tp=8, weight_stationary="3d")
     code, out, err = run_cli("step", "-m", "palm-540b", "-s", "tpu-v5p-256", "--tp", "64", "--attention", "batch",
                              "--weight-stationary", "2d", "-b", "512", "-c", "2000", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["weight_stationary"] == "2d" and d["tp_comm_s"] == pytest.approx(float(two_d.tp_comm_s), rel=1e-9)
+
+
+def test_weight_gathered_by_hand(run_cli):
+    """Pope et al. 2022 §3.2.3, the XYZ-weight-gathered layout on n = 64 chips: each chip stores 1/64 of the
+    weights, all-gathers each layer's matmul weights (ring: 63/64 of W_layer·b received, 63 steps of α) and runs
+    its own B/64 sequences on whole matrices. Its collective moves weights, not activations: constant in the
+    tokens, so it loses to the 2D weight-stationary layout on a small prefill and wins on a large one (Pope et
+    al.'s choice for large-batch prefill). Each chip writes the gathered 63/64 of a layer and reads the whole
+    of it: weight traffic (2 − 1/64)·W_read(rows)."""
+    from roofline import model as M
+    from roofline import network as N
+    from roofline.errors import InputError
+    from roofline.layout import validate
+
+    m, s = CAT.model("palm-540b"), CAT.system("tpu-v5p-256")
+    bw, lat, b = s.scale_up_bytes_per_s, s.scale_up_latency_s, 2.0
+    w_layer = (M.matmul_params_per_token(m)) / m.layers * b
+    lay = {k: Layout(tp=64, attention="batch", weight_stationary=k) for k in ("2d", "gathered")}
+
+    def prefill(k, B, L):
+        return step(m, s, B, 0, phase="prefill", prompt=L, layout=lay[k], details=False)
+
+    small, large = prefill("gathered", 64, 256), prefill("gathered", 512, 2047)
+    by_hand = m.layers * (63 / 64 * w_layer / bw + 63 * lat)
+    assert float(small.tp_comm_s) == pytest.approx(by_hand, rel=1e-12) == pytest.approx(float(large.tp_comm_s))
+    assert float(N.all_gather_s(w_layer, 64, bw, lat)) * m.layers == pytest.approx(by_hand, rel=1e-12)
+    assert float(prefill("2d", 64, 256).tp_comm_s) < float(small.tp_comm_s)  # 16K tokens: 2D moves less
+    assert float(prefill("2d", 512, 2047).tp_comm_s) > 3 * float(large.tp_comm_s)  # 1M tokens: gathering wins
+    rows = 64 * 256 / 64
+    assert float(small.weight_read_s) == pytest.approx(
+        float(M.weight_read_params(m, rows)) * (2 - 1 / 64) * b / s.accelerator.hbm_bytes_per_s, rel=1e-12)
+    with pytest.raises(InputError, match="shard attention by batch"):
+        validate(m, s, Layout(tp=64, weight_stationary="gathered"))
+    with pytest.raises(InputError, match="experts are placed by EP"):
+        validate(CAT.model("deepseek-v3"), CAT.system("gb200-nvl72"), Layout(tp=8, attention="batch",
+                                                                             weight_stationary="gathered"))
+    code, out, err = run_cli("step", "-m", "palm-540b", "-s", "tpu-v5p-256", "--tp", "64", "--attention", "batch",
+                             "--weight-stationary", "gathered", "--phase", "prefill", "-b", "64", "--prompt", "256",
+                             "--json")
+    assert code == 0, err
+    assert json.loads(out)["tp_comm_s"] == pytest.approx(by_hand, rel=1e-9)
 
 
 def test_sampling_imbalance_by_hand_and_against_a_simulated_router(run_cli):

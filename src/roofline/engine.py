@@ -294,9 +294,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             attn = M.attention_flops_per_token(m, attended(ctx + (L + 1.0) / 2.0, sparse))  # mean causal position
         else:
             attn = M.attention_flops_per_token(m, attended(ctx + L, sparse))
+    gathered = not perfect and layout.weight_stationary == "gathered"
+    rows = Tg / tp if gathered else Tg  # weight-gathered: each GPU runs its B/tp sequences on whole matrices
     gemm_flops = f * (Tg * 2 * dense_mm / tp + Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam)
     attn_flops = f * Tg * attn / tp
-    gemm_c = gemm_flops / (peak_w * gemm_efficiency(Tg, eff))
+    gemm_c = gemm_flops / (peak_w * gemm_efficiency(rows, eff))
     attn_c = attn_flops / ((peak_act if eff.attention_at_activation_peak else peak_w) * _pick(eff.attention, eff.compute))
 
     # bytes and memory times: dense weights a DP group reads (1/tp each), distinct experts per GPU, KV
@@ -312,7 +314,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     bw = acc.hbm_bytes_per_s
     shard = kv_shard(m, tp, perfect, layout.attention)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
-    w_bytes = f * (dense_read / tp + expert_read) * b_w
+    if gathered:  # the whole gathered layer is written to HBM ((tp−1)/tp of it) and read back
+        dense_read = M.weight_read_params(m, rows)
+        w_bytes = f * dense_read * (2.0 - 1.0 / tp) * b_w
+    else:
+        w_bytes = f * (dense_read / tp + expert_read) * b_w
     kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, attended(ctx, sparse), "bf16") * kv_scale / (shard * cp)
     kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
     w_s = w_bytes / (bw * eff.memory)
@@ -322,7 +328,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     attn_m = kvr_s
     ew: Any = 0.0
     if np.any(np.asarray(eff.elementwise) > 0):
-        ew_bytes = f * Tg * M.elementwise_bytes_per_token(m, tp, low_precision, act_bytes=float(np.max(b_act)),
+        ew_bytes = f * rows * M.elementwise_bytes_per_token(m, 1.0 if gathered else tp, low_precision,
+                                                            act_bytes=float(np.max(b_act)),
                                                           sequence_parallel=layout.sequence_parallel)
         ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
 
@@ -335,7 +342,10 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
-        if layout.weight_stationary == "2d":  # Pope et al. 2022 §3.2.2: each block's own X x tp/X grid
+        if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers its matmul weights; no activation traffic
+            tp_s = f * m.layers * N.all_gather_s(dense_mm / m.layers * np.asarray(b_w, dtype=float), tp, up_bw,
+                                                 up.latency_s)
+        elif layout.weight_stationary == "2d":  # Pope et al. 2022 §3.2.2: each block's own X x tp/X grid
             b_a = np.asarray(b_act, dtype=float)
             qk, v = M.qk_v_dims(m)
             attn_in = m.heads * qk + m.kv_heads * (qk + v)  # q, k, v partial sums out of W_qkv
@@ -350,7 +360,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
             tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
-        if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the attention output back
+        if layout.attention == "batch" and not gathered:  # Pope et al. 2022 §3.3: reshard q in, the output back
             qk, v = M.qk_v_dims(m)
             per_gpu = Tg * m.heads * (qk + v) * np.asarray(b_act, dtype=float) / tp
             tp_s = tp_s + f * m.layers * N.all_to_all_s(per_gpu, tp, up_bw, up.latency_s)

@@ -29,7 +29,10 @@
     weight_stationary  how the TP group holds the dense weights: "1d" (Megatron, Pope et al. 2022 §3.2.1:
         E whole, F split over tp; one all-reduce of the activations per block, bytes independent of tp) or
         "2d" (Pope et al. 2022 §3.2.2: E split over X and F over tp/X, four smaller collectives per block
-        whose bytes fall as 1/√tp; X chosen per block, network.weight_stationary_2d_s).
+        whose bytes fall as 1/√tp; X chosen per block, network.weight_stationary_2d_s) or "gathered" (Pope et al.
+        2022 §3.2.3, the XYZ-weight-gathered layout: each GPU stores 1/tp of the weights and all-gathers each
+        layer's before using it on its own B/tp sequences, attention sharded by batch: the collective moves the
+        weights, not the activations, so its bytes do not grow with the tokens — the layout for large prefills).
     domains  scale-up domains available to one replica.
 Training adds micro_batch (b), micro_batches (m), schedule, virtual_stages (v), zero, recompute and
 sequence_parallel (Korthikanti et al. 2022: the d-wide operators split over the TP ranks).
@@ -51,7 +54,7 @@ from .errors import InputError
 
 RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
 ATTENTION_SHARDINGS = ("heads", "batch")
-WEIGHT_STATIONARY = ("1d", "2d")
+WEIGHT_STATIONARY = ("1d", "2d", "gathered")
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 
 
@@ -69,7 +72,7 @@ class Layout:
     attention: str = "heads"  # how TP splits attention: by heads (Megatron) or by batch (Pope et al. 2022 MQA)
     expert_tp: int | None = None  # GPUs each routed expert is sliced over (--moe-tp); None: derived
     redundant_experts: int = 0  # extra expert slots holding copies of hot experts (EPLB)
-    weight_stationary: str = "1d"  # dense weights over TP: 1D (Megatron) or 2D (Pope et al. 2022 §3.2.2)
+    weight_stationary: str = "1d"  # dense weights over TP: 1D (Megatron), 2D or gathered (Pope et al. 2022 §3.2)
     # training
     micro_batch: int = 1
     micro_batches: int = 1
@@ -140,7 +143,7 @@ class Layout:
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
         moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
         moe += " attention by batch" if self.attention == "batch" else ""
-        moe += " 2D weight-stationary" if self.weight_stationary == "2d" else ""
+        moe += {"2d": " 2D weight-stationary", "gathered": " weight-gathered"}.get(self.weight_stationary, "")
         red = f" +{self.redundant_experts} redundant experts" if np.any(np.asarray(self.redundant_experts)) else ""
         return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 
@@ -202,6 +205,13 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
         return
     tp, ep, pp, v = layout.tp, layout.ep, layout.pp, layout.virtual_stages
     dp = layout.dp * layout.cp  # EP may borrow data- and context-parallel ranks alike
+    if layout.weight_stationary == "gathered":
+        if model.moe:
+            raise InputError(f"the weight-gathered layout (Pope et al. 2022 §3.2.3) gathers dense weights; "
+                             f"{model.id}'s experts are placed by EP: use weight-stationary 1d or 2d")
+        if layout.attention != "batch":
+            raise InputError("the weight-gathered layout runs each GPU's own sequences whole: shard attention "
+                             "by batch (attention 'batch')")
     if layout.attention == "batch":  # weight-stationary projections, attention split by sequence: no head rule
         if tp > system.chips:
             raise InputError(f"TP {tp} exceeds the {system.chips} GPUs of one {system.id} scale-up domain; use TP <= "

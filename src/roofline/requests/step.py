@@ -46,7 +46,7 @@ class StepRequest(Request):
     moe_tp: OptWhole(1, 1024) = None
     redundant_experts: OptWhole(0, 100_000) = None
     attention: Optional[Choice("heads", "batch")] = None
-    weight_stationary: Optional[Choice("1d", "2d")] = None
+    weight_stationary: Optional[Choice("1d", "2d", "gathered")] = None
     sparse_attention: Optional[str] = None
     spec_gamma: Whole(0, 64) = 0
     spec_alpha: float = 0.7
