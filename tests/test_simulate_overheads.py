@@ -1,0 +1,228 @@
+"""Serving-engine overheads (simulate/overheads.py, `simulate --engine`): by-hand TTFT and TPOT on a constant
+step, the arrival shift and its inverse, the wrapper's step and mixed-pass protocol, the realistic family's
+pass overhead replaced (not added twice), `--engine none` identical to no engine, the catalog rows."""
+
+import json
+
+import numpy as np
+import pytest
+
+from roofline.catalog import add_catalog_file, model
+from roofline.efficiency import family_for
+from roofline.errors import CatalogError, InputError
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment
+from roofline.simulate.overheads import (
+    FIGURES,
+    EngineOverheads,
+    OverheadStep,
+    engine_names,
+    restore_trace,
+    run_with_engine,
+    shift_arrivals,
+    with_engine,
+)
+from roofline.simulate.steptable import MixedPass, mixed_pass
+
+# hand-picked figures, all distinct so a term in the wrong place shows
+OV = EngineOverheads("test", request_in_s=0.010, tokenize_s_per_token=1e-5, first_token_out_s=0.004,
+                     per_pass_s=0.002, per_sequence_s=0.0005)
+STEP_S = 0.020
+
+
+def _run(wl, ov=OV, step=STEP_S, policy=Policy()):
+    dep = with_engine(Deployment(ConstantStep(step)), ov)
+    return run_with_engine(wl, ov, lambda w: Simulation(w, dep, policy).run())
+
+
+def test_lone_request_by_hand():
+    # one request, prompt 100, output 11: it reaches the scheduler at 0.5 + 0.010 + 100 x 1e-5 = 0.511 s; the
+    # prefill pass (batch 1) takes 0.020 + 0.002 + 0.0005 = 0.0225 s; the token reaches the user 0.004 s later:
+    # TTFT = 0.010 + 0.001 + 0.0225 + 0.004 = 0.0375 s. Each of the 10 decode passes: 0.0225 s = TPOT.
+    wl = make_workload(np.array([0.5]), np.array([100.0]), np.array([11.0]))
+    tr = _run(wl)
+    assert tr.arrival_s[0] == 0.5
+    assert tr.first_token_s[0] - tr.arrival_s[0] == pytest.approx(0.0375, abs=1e-12)
+    assert (tr.finish_s[0] - tr.first_token_s[0]) / 10 == pytest.approx(0.0225, abs=1e-12)
+    assert tr.finish_s[0] - tr.arrival_s[0] == pytest.approx(0.0375 + 10 * 0.0225, abs=1e-12)
+    assert tr.admit_s[0] == pytest.approx(0.511, abs=1e-12)  # admission is the scheduler's clock
+
+
+def test_per_sequence_term_scales_with_the_batch():
+    # two requests at t = 0 with equal prompts (100) are both delayed 0.011 s and prefilled in one pass of
+    # batch 2: 0.020 + 0.002 + 2 x 0.0005 = 0.023 s; TTFT = 0.011 + 0.023 + 0.004 = 0.038; TPOT = 0.023.
+    wl = make_workload(np.zeros(2), np.full(2, 100.0), np.full(2, 6.0))
+    tr = _run(wl)
+    np.testing.assert_allclose(tr.first_token_s - tr.arrival_s, 0.038, atol=1e-12)
+    np.testing.assert_allclose((tr.finish_s - tr.first_token_s) / 5, 0.023, atol=1e-12)
+    # the busy time per pass on the loop's clock carries the same overhead
+    np.testing.assert_allclose(tr.seg_t0_s, 0.023, atol=1e-12)
+
+
+def test_no_overheads_is_the_plain_run():
+    wl = make_workload(np.array([0.0, 0.01, 0.5]), np.array([50.0, 900.0, 10.0]), np.array([3.0, 8.0, 2.0]))
+    dep = Deployment(ConstantStep(STEP_S))
+    plain = Simulation(wl, dep, Policy()).run()
+    none = EngineOverheads.load("none")
+    assert none.is_none and with_engine(dep, none) is dep
+    tr = run_with_engine(wl, none, lambda w: Simulation(w, with_engine(dep, none), Policy()).run())
+    for name in ("arrival_s", "admit_s", "first_token_s", "finish_s", "seg_t0_s", "seg_iters"):
+        assert np.array_equal(getattr(tr, name), getattr(plain, name)), name
+
+
+def test_shift_resorts_and_restore_maps_back():
+    # A (prompt 10,000) at 0 reaches the scheduler at 0.010 + 0.100 = 0.110 s; B (prompt 10) at 0.001 s at
+    # 0.001 + 0.010 + 0.0001 = 0.0111 s: B is scheduled first, and the trace comes back in A, B order.
+    wl = make_workload(np.array([0.0, 0.001]), np.array([10_000.0, 10.0]), np.array([2.0, 2.0]))
+    shifted, order = shift_arrivals(wl, OV)
+    assert order.tolist() == [1, 0]
+    np.testing.assert_allclose(shifted.arrival_s, [0.0111, 0.110], atol=1e-12)
+    assert shifted.prompt_tokens.tolist() == [10.0, 10_000.0]
+    tr = _run(wl)
+    assert tr.arrival_s.tolist() == [0.0, 0.001] and tr.prompt_tokens.tolist() == [10_000.0, 10.0]
+    # B alone in its prefill pass (batch 1): 0.0111 + 0.0225 + 0.004
+    assert tr.first_token_s[1] == pytest.approx(0.0111 + 0.0225 + 0.004, abs=1e-12)
+    assert tr.first_token_s[1] < tr.first_token_s[0]
+
+
+def test_restore_is_the_inverse_of_the_shift():
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.random(50))
+    wl = make_workload(t, rng.integers(1, 5000, 50).astype(float), rng.integers(1, 50, 50).astype(float))
+    shifted, order = shift_arrivals(wl, OV)
+    plain = Simulation(shifted, Deployment(ConstantStep(STEP_S)), Policy()).run()
+    tr = restore_trace(plain, wl, order, OV)
+    assert np.array_equal(tr.arrival_s, wl.arrival_s) and np.array_equal(tr.prompt_tokens, wl.prompt_tokens)
+    np.testing.assert_allclose(tr.first_token_s[order], plain.first_token_s + OV.first_token_out_s)
+    np.testing.assert_allclose(tr.admit_s[order], plain.admit_s)
+
+
+def test_overhead_step_protocol():
+    inner = ConstantStep(STEP_S)
+    st = OverheadStep(inner, 0.002, 0.0005)
+    b = np.array([1.0, 8.0, 64.0])
+    np.testing.assert_allclose(st.step_times(b, b, 100.0), STEP_S + 0.002 + 0.0005 * b)
+    np.testing.assert_allclose(st(b, 2 * b, 0.0), STEP_S + 0.002 + 0.0005 * b)
+    assert st.overhead_s(4) == pytest.approx(0.004) and st.inner is inner
+    with pytest.raises(InputError):
+        OverheadStep(inner, -1.0, 0.0)
+
+
+def _h100():
+    from roofline.requests import resolve
+
+    return resolve.hardware(None, "h100-sxm", 1)[0]
+
+
+def test_mixed_pass_adds_the_same_overhead():
+    dep = roofline_deployment(model("llama-3-8b"), _h100())
+    st = OverheadStep(dep.step, 0.002, 0.0005)
+    mp, base = mixed_pass(st, 8192, 4096), MixedPass(dep.step, 8192, 4096)
+    assert mp is not None
+    # 16 decoding sequences at context 500 each plus one 300-token chunk on 0 cached: batch 17
+    got = mp(16, 1, 16 * 500.0, [(300.0, 0.0)])
+    assert got == pytest.approx(base(16, 1, 16 * 500.0, [(300.0, 0.0)]) + 0.002 + 17 * 0.0005, rel=1e-12)
+    # a decode-only pass equals the wrapped engine step
+    assert mp(16, 1, 16 * 500.0, []) == pytest.approx(float(st.step_times(16.0, 16.0, 500.0)), rel=1e-9)
+
+
+def test_realistic_family_pass_overhead_replaced_not_added():
+    sysrec = _h100()
+    dep = roofline_deployment(model("llama-3-8b"), sysrec, realistic=True)
+    wrapped = with_engine(dep, OV)
+    fam = family_for(sysrec.accelerator).pass_overhead_s.value
+    assert fam > 0
+    b = np.array([1.0, 32.0, 256.0])
+    want = np.asarray(dep.step.step_times(b, b, 1000.0)) - fam + 0.002 + 0.0005 * b
+    np.testing.assert_allclose(wrapped.step.step_times(b, b, 1000.0), want, rtol=1e-12)
+
+
+def test_catalog_engines_and_corners():
+    assert engine_names() == ("none", "sglang", "trtllm", "vllm")
+    for e in engine_names()[1:]:
+        mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
+        for n in FIGURES:
+            assert getattr(fast, n) <= getattr(mid, n) <= getattr(slow, n), (e, n)
+            assert mid.sources[n]
+        assert mid.per_pass_s > 0 and mid.request_in_s > 0
+    with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, trtllm, vllm"):
+        EngineOverheads.load("tgi")
+
+
+ROW = """engines:
+  - id: {id}
+    date: 2026-11
+    figures:
+      request_in_s: [0.001, 0.001, 0.002, "test"]
+      tokenize_s_per_token: [0.0, 0.0, 0.0, "test"]
+      first_token_out_s: [0.002, 0.001, 0.003, "test"]
+      per_pass_s: [0.0001, 0.0001, 0.0001, "test"]
+      per_sequence_s: [{seq}, 0.0, 0.001, "test"]
+"""
+
+
+def test_user_catalog_adds_an_engine_and_bad_rows_are_refused(tmp_path):
+    p = tmp_path / "eng.yaml"
+    p.write_text(ROW.format(id="myengine", seq=0.0))
+    add_catalog_file(p)
+    assert "myengine" in engine_names()
+    assert EngineOverheads.load("myengine").first_token_out_s == 0.002
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ROW.format(id="other", seq=0.5))  # value above its high
+    add_catalog_file(bad)
+    with pytest.raises(CatalogError, match="figure 'per_sequence_s'"):
+        engine_names()
+
+
+# ---- through the CLI -----------------------------------------------------------------------------------
+ONE = ("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "1", "--lengths", "fixed", "--prompt-tokens", "500",
+       "--output-tokens", "21", "--json")
+
+
+def _json(run_cli, *args):
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_engine_none_is_identical_to_no_engine(run_cli):
+    args = ("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "200", "--rate", "20", "--json")
+    plain, none = _json(run_cli, *args), _json(run_cli, *args, "--engine", "none")
+    assert plain == none and "engine" not in none
+
+
+@pytest.mark.parametrize("realistic", [False, True])
+def test_lone_request_through_the_cli(run_cli, realistic):
+    # one request of 500 + 21 tokens: TTFT gains request-in + 500 x tokenise + first-token-out + the prefill
+    # pass's per_pass + per_sequence (batch 1); each decode pass gains per_pass + per_sequence. Under
+    # --realistic the family's pass_overhead_s leaves every pass (the engine's figures replace it).
+    extra = ("--realistic",) if realistic else ()
+    base, eng = _json(run_cli, *ONE, *extra), _json(run_cli, *ONE, *extra, "--engine", "vllm")
+    v = EngineOverheads.load("vllm")
+    fam = family_for(_h100().accelerator)
+    per_pass = v.per_pass_s + v.per_sequence_s - (fam.pass_overhead_s.value if realistic else 0.0)
+    ttft_extra = v.request_in_s + 500 * v.tokenize_s_per_token + v.first_token_out_s
+    assert eng["ttft_p50_s"] - base["ttft_p50_s"] == pytest.approx(ttft_extra + per_pass, abs=1e-9)
+    assert eng["tpot_p50_s"] - base["tpot_p50_s"] == pytest.approx(per_pass, abs=1e-9)
+    assert eng["ttft_overhead_s"] == pytest.approx(ttft_extra, rel=1e-12)
+    assert eng["tpot_overhead_s"] == pytest.approx(v.per_pass_s + v.per_sequence_s * eng["mean_batch"], rel=1e-12)
+    assert eng["engine"] == "vllm" and eng["engine_per_pass_s"] == v.per_pass_s
+
+
+def test_engine_runs_with_disaggregation_and_grid(run_cli):
+    d = _json(run_cli, "simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-n", "100", "--policy", "disaggregated",
+              "--prefill-gpus", "4", "--engine", "trtllm", "--json")
+    assert d["requests"] == 100 and d["engine"] == "trtllm" and d["ttft_p50_s"] > d["ttft_overhead_s"]
+    g = _json(run_cli, "simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "100", "--grid", "rate=2,4",
+              "--engine", "sglang", "--json")
+    s = EngineOverheads.load("sglang")
+    for row in g["scenarios"]:
+        assert row["engine"] == "sglang"
+        assert row["tpot_overhead_s"] == pytest.approx(s.per_pass_s + s.per_sequence_s * row["mean_batch"])
+
+
+def test_unknown_engine_is_one_line(run_cli):
+    for extra in ((), ("--grid", "rate=2,4")):
+        code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "5", "--engine", "tgi",
+                                 *extra)
+        assert code == 1 and out == ""
+        assert err.strip().count("\n") == 0 and "one of none, sglang, trtllm, vllm" in err, err
