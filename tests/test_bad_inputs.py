@@ -86,6 +86,8 @@ CASES = [
     (f"{SIM} --spec-alpha 0.5", 2, "need --spec-gamma >= 1"),
     (f"{SIM} --interval-s 0.05", 2, "--interval-s is the departure interval"),
     (f"{SIM} --realistic --compute-efficiency 0.5", 2, "uses the efficiency model's own factors"),
+    (f"{SIM} --engine tgi", 1, "--engine must be one of none, sglang, trtllm, vllm, got 'tgi'"),
+    (f"{SIM} --engine VLLM", 1, "--engine must be one of none, sglang, trtllm, vllm"),
     ("tiers --model deepseek-v3 --remat-active-params 1e9", 2, "drop --remat-active-params"),
     ("tiers --kv-dtype fp8", 2, "--kv-dtype applies with --model"),
     ("catalog efficiency --family nvidia --json --bogus", 2, "No such option"),
