@@ -130,12 +130,6 @@ def occupancy(trace: Trace):
 # ---- load stages and time windows ---------------------------------------------------------------
 #: Most windows one run reports (a JSON list per window: beyond this the list is bigger than the run's answer).
 MAX_WINDOWS = 10_000
-#: Samples of the queue length per stage for its trend (least-squares slope; saturation_rule).
-QUEUE_SAMPLES = 64
-#: A stage is saturated when its queue grows, over the stage, by at least this many requests ...
-SATURATION_MIN_GROWTH = 10
-#: ... and by at least this share of the requests that arrived in it (saturation_rule).
-SATURATION_GROWTH_SHARE = 0.05
 
 
 def _busy_cumulative(trace: Trace):
@@ -264,61 +258,32 @@ def windows(trace: Trace, window_s: float) -> list[dict]:
     return interval_metrics(trace, window_edges(trace, window_s))
 
 
-def saturation_rule(queue_slope_per_s, duration_s, arrivals):
-    """True where a stage's queue grows: the least-squares slope of its queue length (QUEUE_SAMPLES samples
-    evenly over the stage) times its duration is at least SATURATION_MIN_GROWTH requests and at least
-    SATURATION_GROWTH_SHARE of the requests that arrived in it. Below capacity the queue of a stable system
-    fluctuates around a constant (its trend is ~0); past capacity it grows at λ − μ requests/s (a fluid
-    queue: Kleinrock 1975, Queueing Systems I §2.1, ρ > 1), which the slope measures without being moved
-    by a burst at either end of the stage. Ignores: a queue still draining a backlog from an earlier stage
-    (a falling queue is not saturation; its TTFTs are high and queue_start shows the backlog)."""
-    growth = np.asarray(queue_slope_per_s, dtype=float) * np.asarray(duration_s, dtype=float)
-    need = np.maximum(SATURATION_MIN_GROWTH, SATURATION_GROWTH_SHARE * np.asarray(arrivals, dtype=float))
-    return growth >= need
-
-
 def stage_metrics(trace: Trace, stages, capacity_requests_per_s: float | None = None) -> list[dict]:
     """`interval_metrics` over the stages of a staged profile [(rate, duration), ...] (by arrival time, so a
-    request belongs to the stage it arrived in), plus per stage: offered_rate_per_s (the stage's rate),
-    capacity_requests_per_s (given: the deployment's analytic capacity, e.g. analytic_capacity; None when
-    not known), load_ratio = offered / capacity, queue_growth_per_s (least-squares slope of the queue length)
-    and `saturated` (saturation_rule). A stage's finished requests and throughput count what finishes while
-    it runs: what finishes after the last stage (the drain) is in the run's totals and its windows."""
+    request belongs to the stage it arrived in), plus per stage the evidence of saturation, judged as the
+    whole run's is (simulate/capacity.py `saturation`) but on the stage's own arrivals and rate:
+    offered_rate_per_s (the stage's rate), capacity_requests_per_s (given: the deployment's analytic capacity,
+    capacity.capacity; None where it is not modelled), load = offered / capacity, queue_growth_s_per_s (the
+    least-squares slope of the waiting time, admission − arrival, against arrival time over the later half of
+    the stage's arrivals: about ρ − 1 past capacity, about 0 below it), and saturated = load >= 1 or growth >
+    capacity.GROWTH_LIMIT. A stage draining an earlier stage's backlog has a falling wait: it is not saturated,
+    and its queue_start shows the backlog. A stage's finished requests and throughput count what finishes
+    while it runs: what finishes after the last stage (the drain) is in the run's totals and in its windows."""
+    from .capacity import GROWTH_LIMIT, saturation
     from .workload import stage_bounds
 
     edges = stage_bounds(stages)
     out = interval_metrics(trace, edges)
-    dur = np.diff(edges)
-    frac = (np.arange(QUEUE_SAMPLES) + 0.5) / QUEUE_SAMPLES
-    ts = edges[:-1, None] + dur[:, None] * frac[None, :]
-    qs = _queue_length(trace)(ts)
-    tc = ts - ts.mean(axis=1, keepdims=True)
-    slope = (tc * (qs - qs.mean(axis=1, keepdims=True))).sum(axis=1) / (tc * tc).sum(axis=1)
-    sat = saturation_rule(slope, dur, [d["requests"] for d in out])
+    lo = np.searchsorted(trace.arrival_s, edges[:-1], side="left")
+    hi = np.searchsorted(trace.arrival_s, edges[1:], side="left")
     cap = float(capacity_requests_per_s) if capacity_requests_per_s else None
-    for d, (rate, _), s, g in zip(out, stages, slope, sat):
+    for d, (rate, _), a, b in zip(out, stages, lo, hi):
+        growth = float(saturation(trace.arrival_s[a:b], trace.admit_s[a:b], None)["queue_growth_s_per_s"]) \
+            if b > a else 0.0
+        load = float(rate) / cap if cap else None
         d["offered_rate_per_s"] = float(rate)
         d["capacity_requests_per_s"] = cap
-        d["load_ratio"] = float(rate) / cap if cap else None
-        d["queue_growth_per_s"] = float(s)
-        d["saturated"] = bool(g)
+        d["load"] = load
+        d["queue_growth_s_per_s"] = growth + 0.0  # no -0.0 in the JSON
+        d["saturated"] = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
     return out
-
-
-def analytic_capacity(step, prompt_tokens: float, output_tokens: float, *, max_seqs: float,
-                      max_batched_tokens: float, kv_capacity_tokens: float, kv_overhead_tokens: float = 0.0) -> float:
-    """Requests/s a continuous-batching deployment sustains at most for requests of mean prompt P and output
-    O: the largest batch B it can hold, B = min(max_seqs, KV / (P + O/2 + overhead), budget·O/(P + O − 1))
-    (a sequence holds P + O/2 tokens of KV on average over its life; a pass carries B·(P + O − 1)/O new
-    tokens, B/O prompts and the rest decodes, within max_batched_tokens), then λ_max = B / (O · t) with
-    t = step(B, B·(P + O − 1)/O, P + O/2): each request rides O passes (its prefill and O − 1 decodes) of
-    the mean pass (the step table's representation of a mixed pass). Throughput B/t grows with B on the
-    roofline, so the largest B gives the capacity. Ignores: the spread of lengths (means only), preemption,
-    speculative decoding, and disaggregated or static batching (not this formula)."""
-    p, o = float(prompt_tokens), float(output_tokens)
-    b = min(float(max_seqs), float(kv_capacity_tokens) / (p + o / 2.0 + float(kv_overhead_tokens)),
-            float(max_batched_tokens) * o / (p + o - 1.0))
-    b = max(b, 1.0)
-    tokens = b * (p + o - 1.0) / o
-    t = float(np.asarray(step(np.asarray([b]), np.asarray([tokens]), np.asarray([p + o / 2.0]))).ravel()[0])
-    return b / (o * t)
