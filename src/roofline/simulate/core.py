@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections import deque
-from dataclasses import dataclass
+from collections import OrderedDict, deque
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,43 @@ from .workload import Workload
 PRUNE_STACK_AT = 4096
 # Initial segment capacity per request (plus 1,024); the columns double when full.
 SEGMENTS_PER_REQUEST = 2
+# KV block size of the prefix cache: vLLM's default block_size is 16 tokens (vllm/config CacheConfig); SGLang's
+# radix cache matches token by token (block 1).
+DEFAULT_BLOCK_TOKENS = 16
+MAX_BLOCK_TOKENS = 4096
+
+
+def prefix_blocks(workload: Workload, block_tokens: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(dense prefix index per request, -1 = none; reusable full blocks per request; number of prefixes).
+
+    A request's reusable prefix is floor(min(shared, prompt − 1) / block) whole blocks: vLLM hashes full
+    blocks only (a partial last block is never shared), and when a whole prompt hits the cache the last
+    token is recomputed anyway to get its logits (vLLM V1 KVCacheManager caps a hit at prompt − 1
+    tokens). Requests whose prefix holds no whole block get index -1 (nothing to share)."""
+    assert workload.prefix_id is not None and workload.shared_prefix_tokens is not None
+    pid = np.asarray(workload.prefix_id, dtype=np.int64)
+    usable = np.minimum(workload.shared_prefix_tokens, workload.prompt_tokens - 1)
+    blocks = np.where(pid >= 0, np.floor(usable / block_tokens), 0).astype(np.int64)
+    has = blocks > 0
+    uniq, dense = np.unique(pid[has], return_inverse=True)
+    index = np.full(workload.n, -1, dtype=np.int64)
+    index[has] = dense
+    return index, np.where(has, blocks, 0), int(uniq.size)
+
+
+def _evict(lru: OrderedDict, cached: list, blocks: int) -> int:
+    """Free up to `blocks` unpinned cached blocks, least recently released prefix first, from the tail of its
+    chain (vLLM's evictor: least recently used first, the deepest block of a prefix before its parents);
+    returns the number freed. `lru` holds the unpinned prefixes with cached blocks, oldest first."""
+    left = blocks
+    while left > 0 and lru:
+        q = next(iter(lru))
+        take = cached[q] if cached[q] <= left else left
+        cached[q] -= take
+        left -= take
+        if cached[q] == 0:
+            del lru[q]
+    return blocks - left
 
 
 @dataclass(frozen=True)
@@ -63,6 +100,14 @@ class Trace:
     gpus: int
     usd_per_gpu_hour: float
     policy: str
+    # prefix caching (block_tokens 0: off): tokens of each request's prompt served from the cache at its first
+    # admission; over the run, prompt tokens not prefilled thanks to hits (re-admissions after preemption
+    # included), blocks evicted, blocks cached at the end
+    prefix_hit_tokens: np.ndarray | None = None
+    prefill_tokens_saved: float = 0.0
+    prefix_evictions: int = 0
+    prefix_cached_blocks: int = 0
+    block_tokens: int = 0
 
     @property
     def seg_busy_s(self) -> np.ndarray:
@@ -83,8 +128,17 @@ class Simulation:
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
-                 table: StepTable | None = None, first_token_s=None, mixed: bool = True):
+                 table: StepTable | None = None, first_token_s=None, mixed: bool = True,
+                 prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS):
         self.workload, self.deployment, self.policy = workload, deployment, policy
+        if int(block_tokens) != block_tokens or not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
+            raise InputError(f"KV block size must be a whole number of tokens between 1 and {MAX_BLOCK_TOKENS}, got "
+                             f"{block_tokens}; vLLM's default is {DEFAULT_BLOCK_TOKENS}, SGLang's radix cache is 1")
+        self.block_tokens = int(block_tokens)
+        # prefix caching: on by default where the workload has shared prefixes (vLLM V1 and SGLang enable it by
+        # default); never on a pool of already-prefilled requests (nothing left to prefill)
+        on = workload.has_prefixes if prefix_cache is None else bool(prefix_cache)
+        self.prefix_cache = on and workload.has_prefixes and first_token_s is None
         self.rng = np.random.default_rng(seed)
         self.prefilled = first_token_s is not None
         self.given_first_s = None if first_token_s is None else np.asarray(first_token_s, dtype=float)
@@ -106,6 +160,8 @@ class Simulation:
         # a step model that is not the engine's keeps the table's pass of mean length at the mean context)
         self.mixed = mixed_pass(deployment.step, policy.max_batched_tokens + policy.max_seqs * self.ratio
                                 + float(workload.prompt_tokens.max()), max_ctx) if mixed else None
+        if self.prefix_cache:
+            self.prefix_index, self.prefix_blocks, self.prefixes = prefix_blocks(workload, self.block_tokens)
 
     def run(self, progress=None) -> Trace:  # noqa: C901 - one loop, kept in one place on purpose
         # Speed notes (the loop runs ~1.5 times per request): everything it touches is a local name
@@ -163,6 +219,22 @@ class Simulation:
         bucket_get, t_pass, t_decode, mixed = buckets.get, tab.t, tab.decode_segment, self.mixed
         push_stack = stack.append
         prune_at = PRUNE_STACK_AT  # finished ids are dropped from `stack` when it grows past this
+        # ---- prefix cache (docs/simulator.md "Prefix caching"). Memory in use = ctx_sum (every running
+        # sequence's whole context: the attention input) + held + pending prompt tokens, where held = cached
+        # tokens of prefixes some running sequence uses (pinned, stored once) − tokens of running sequences'
+        # contexts that are those cached blocks; free_tok = cached tokens no running sequence uses (evictable,
+        # LRU). Admission and preemption count memory without free_tok (eviction frees it); eviction runs when
+        # memory with free_tok passes the capacity. All zero without prefix caching: the sums are unchanged.
+        pc = self.prefix_cache
+        held = free_tok = saved = 0.0
+        evicted = 0
+        blk = float(self.block_tokens)
+        lru: OrderedDict = OrderedDict()  # unpinned prefixes with cached blocks, least recently released first
+        if pc:
+            pfx_a, fb_a = self.prefix_index, self.prefix_blocks  # dense prefix index (-1 none), full blocks
+            sh_a, hit_a = np.zeros(n, np.int64), np.full(n, -1.0)  # blocks served by the cache; first hit tokens
+            pfx, fb, sh, hit = view(pfx_a), view(fb_a), view(sh_a), view(hit_a)
+            cached, pins = [0] * self.prefixes, [0] * self.prefixes  # per prefix: cached blocks, running users
 
         while done < n:
             if nd == 0 and not pf and pad == 0 and not requeue:
@@ -174,7 +246,7 @@ class Simulation:
             # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
             if on_demand:
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
-                while ctx_sum + pending + nd * g + nseq * ovh > cap + 1e-9 and nd > 0:
+                while ctx_sum + held + pending + nd * g + nseq * ovh > cap + 1e-9 and nd > 0:
                     i = len(stack) - 1
                     while state[stack[i]] != 2:
                         if state[stack[i]] == 3:
@@ -190,6 +262,15 @@ class Simulation:
                     rem[v] -= d
                     npre[v] += 1
                     requeue.appendleft(v)
+                    if pc and pfx[v] >= 0:  # unpin its prefix (the cached blocks stay, evictable when unused)
+                        q = pfx[v]
+                        held += sh[v] * blk
+                        sh[v] = 0
+                        pins[q] -= 1
+                        if pins[q] == 0 and cached[q]:
+                            held -= cached[q] * blk
+                            free_tok += cached[q] * blk
+                            lru[q] = None
             # ---- chunks of prompts already being prefilled --------------------------------------------------
             budget = max_tok - nd * r
             chunks = []  # (pf entry, tokens of it in this pass)
@@ -216,20 +297,27 @@ class Simulation:
                     else:
                         break
                     need = pre_len[rid]
+                    new = mem = need  # tokens to prefill; memory the admission adds
+                    if pc:
+                        q = pfx[rid]
+                        if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
+                            h = cached[q] if cached[q] < fb[rid] else fb[rid]
+                            new = need - h * blk
+                            mem = new + (0.0 if pins[q] else cached[q] * blk)  # first user pins the blocks
                     if not prefilled:
                         if chunked and budget <= 0:
                             blocked = True
                             break
-                        if not chunked and need > budget and chunks:  # an over-long prompt runs alone
+                        if not chunked and new > budget and chunks:  # an over-long prompt runs alone
                             blocked = True
                             break
                     if on_demand:
-                        if ctx_sum + pending + need + nd * g + (nseq + 1) * ovh > cap + 1e-9:
+                        if ctx_sum + held + pending + mem + nd * g + (nseq + 1) * ovh > cap + 1e-9:
                             blocked = True
                             break
                     else:
                         res = need + rem[rid] * g + ovh
-                        if reserved + res > cap + 1e-9:
+                        if reserved + held + res + (mem - need) > cap + 1e-9:
                             blocked = True
                             break
                         reserved += res
@@ -257,13 +345,34 @@ class Simulation:
                         fin_it[rid] = fin
                         continue
                     state[rid] = 1
-                    e = [rid, need]
+                    e = [rid, new]
                     pf.append(e)
-                    c = need if (not chunked or need <= budget) else budget
+                    c = new if (not chunked or new <= budget) else budget
                     chunks.append((e, c))
                     chunk_tok.append(c)
                     budget -= c
-                    pending += need
+                    pending += new
+                    if pc:
+                        if q >= 0:
+                            if pins[q] == 0 and cached[q]:
+                                del lru[q]
+                                free_tok -= cached[q] * blk
+                                held += cached[q] * blk
+                            pins[q] += 1
+                            sh[rid] = h
+                            held -= need - new
+                            ctx_sum += need - new  # the hit tokens are context at once (attention reads them)
+                            saved += need - new
+                            if hit[rid] < 0:
+                                hit[rid] = need - new
+                        elif hit[rid] < 0:
+                            hit[rid] = 0.0
+                        if free_tok and (ctx_sum + held + free_tok + pending + nseq * ovh > cap + 1e-9 if on_demand
+                                         else reserved + held + free_tok > cap + 1e-9):
+                            over = (ctx_sum + held + pending + nseq * ovh if on_demand else reserved + held)
+                            k_ev = _evict(lru, cached, ceil((over + free_tok - cap - 1e-9) / blk))
+                            free_tok -= k_ev * blk
+                            evicted += k_ev
                 if nseq >= max_seqs:
                     blocked = True
             b_pass = nd + pad + len(chunks)
@@ -326,6 +435,11 @@ class Simulation:
                 now += k * t0 + s * k * (k - 1) / 2.0
                 ctx_sum += (nd + pad) * g * k
                 it += k
+                if free_tok and on_demand and ctx_sum + held + free_tok + nseq * ovh > cap + 1e-9:
+                    # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
+                    k_ev = _evict(lru, cached, ceil((ctx_sum + held + free_tok + nseq * ovh - cap - 1e-9) / blk))
+                    free_tok -= k_ev * blk
+                    evicted += k_ev
             else:
                 n_tok = (nd + pad) * r + pf_tokens
                 if mixed is None:
@@ -359,6 +473,11 @@ class Simulation:
                         state[rid], pf_it[rid] = 2, it
                         if first_it[rid] < 0:
                             first_it[rid] = it
+                        if pc and pfx[rid] >= 0 and cached[pfx[rid]] < fb[rid]:
+                            # its own prefix blocks past the cached ones become the cache's (stored once from
+                            # now on: held is unchanged, pinned and shared grow alike)
+                            sh[rid] += fb[rid] - cached[pfx[rid]]
+                            cached[pfx[rid]] = fb[rid]
                         nd += 1
                         fin = it + rem[rid]
                         fin_it[rid] = fin
@@ -368,6 +487,13 @@ class Simulation:
                             buckets[fin] = [rid]
                             heappush(heap, fin)
                 it += 1
+                if free_tok and on_demand:
+                    pending = sum(e[1] for e in pf) if pf else 0
+                    if ctx_sum + held + free_tok + pending + nseq * ovh > cap + 1e-9:
+                        k_ev = _evict(lru, cached, ceil((ctx_sum + held + free_tok + pending + nseq * ovh - cap
+                                                         - 1e-9) / blk))
+                        free_tok -= k_ev * blk
+                        evicted += k_ev
             # ---- finishes ---------------------------------------------------------------------------
             while heap and heap[0] < it:
                 key = heappop(heap)
@@ -378,6 +504,14 @@ class Simulation:
                     done += 1
                     nd -= 1
                     reserved -= reserve[rid]
+                    if pc and pfx[rid] >= 0:  # unpin its prefix (as on preemption)
+                        q = pfx[rid]
+                        held += sh[rid] * blk
+                        pins[q] -= 1
+                        if pins[q] == 0 and cached[q]:
+                            held -= cached[q] * blk
+                            free_tok += cached[q] * blk
+                            lru[q] = None
                     if static:
                         pad += 1
                     else:
@@ -400,7 +534,11 @@ class Simulation:
         del mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, admit_it, pf_it, first_it, fin_it
         del pre_len, rem, q0, q1, a0, a1, npre, state, reserve, pre_len_a, rem_a, q0_a, q1_a, a0_a, a1_a
         del state_a, reserve_a, buckets, heap, stack, requeue
-        return self._trace(seg.trimmed(ns), its, npre_a)
+        tr = self._trace(seg.trimmed(ns), its, npre_a)
+        if not pc:
+            return tr
+        return replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
+                       prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
 
     def _trace(self, cols, its, npre) -> Trace:
         w, dep = self.workload, self.deployment
