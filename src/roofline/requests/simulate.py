@@ -48,6 +48,8 @@ class SimulateRequest(Request):
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
     requests: Whole(1, 10**7, fix="requests to simulate, e.g. 1000") = 1000
     duration: OptReal(gt=0, le=1e7, fix="seconds of arrivals, e.g. 60") = None
+    stages: OptText = None
+    window_s: OptReal(gt=0, le=1e7, fix="window length in seconds, e.g. 10") = None
     lengths: Choice("fixed", "lognormal") = "lognormal"
     prompt_tokens: Whole(1, rules.MAX_TOKENS) = 1024
     output_tokens: Whole(1, rules.MAX_TOKENS) = 256
@@ -80,12 +82,20 @@ class SimulateRequest(Request):
 
         rules.choice(f("engine"), self.engine, engine_names())
         if self.trace is not None:
-            given = [f(k) for k in ("rate", "requests", "duration", "arrivals", "lengths", "prompt_tokens",
+            given = [f(k) for k in ("rate", "requests", "duration", "stages", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
             if given:
                 raise rules.UsageError(f"{f('trace')} gives the arrivals and lengths; drop {', '.join(given)}")
             self._trace_text = rules.text_file(self.trace, f"{f('trace')} file", "a CSV trace with columns "
                                                "arrival_s,prompt_tokens,output_tokens[,priority]")
+        if self.stages is not None:  # the stages give the rates and the durations (simulate/workload.staged)
+            for k in ("rate", "duration", "requests"):
+                if k in fs:
+                    raise rules.UsageError(f"{f('stages')} and {f(k)} cannot be used together: each stage gives its "
+                                           f"rate and duration; drop {f(k)}")
+            from ..simulate.workload import parse_stages
+
+            self._stages = parse_stages(self.stages, f("stages"))
         if self.duration is not None and "requests" in fs:  # --duration generates its own count
             rules.exclusive(**{f("requests"): self.requests, f("duration"): self.duration})
         if self.prefill_gpus is not None:
@@ -122,7 +132,7 @@ def workload(req: SimulateRequest, rng):
     arrivals with generated lengths (medians within the context; draws capped as the module says)."""
     import numpy as np
 
-    from ..simulate.workload import generate, read_trace, requests_for_duration
+    from ..simulate.workload import generate, read_trace, requests_for_duration, staged, staged_requests
 
     maxc = req._model.max_context or rules.MAX_TOKENS
     if req.trace:
@@ -133,6 +143,14 @@ def workload(req: SimulateRequest, rng):
             raise rules.InputError(f"{req.trace} line {k + 2}: prompt_tokens + output_tokens = {total[k]:,.0f} exceeds "
                                    f"{req._model.id}'s max_context {maxc:,}; shorten that request or use a model "
                                    f"with a longer context")
+    elif req.stages is not None:
+        n = staged_requests(req._stages)
+        if n > 10**7:
+            raise rules.InputError(f"{req.flag('stages')} asks for about {n:,} requests (rate x duration summed), "
+                                   f"more than 10,000,000; shorten the stages or lower their rates")
+        wl = staged(rng, req._stages, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
+                    prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
+                    max_context=maxc)
     else:
         n = req.requests
         if req.duration is not None:
@@ -216,6 +234,13 @@ def simulate(req: SimulateRequest, progress=None):
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
+    if req.stages is not None or req.window_s is not None:  # per stage / per window lists (metrics.py)
+        from ..simulate.metrics import stage_metrics, windows
+
+        if req.stages is not None:
+            d["stages"] = stage_metrics(tr, req._stages, d.get("capacity_requests_per_s"))
+        if req.window_s is not None:
+            d["windows"] = windows(tr, req.window_s)
     if not ovh.is_none:
         d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0))
     if req.fast_fraction:
