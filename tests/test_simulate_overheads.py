@@ -206,6 +206,7 @@ def test_lone_request_through_the_cli(run_cli, realistic):
     assert eng["ttft_overhead_s"] == pytest.approx(ttft_extra, rel=1e-12)
     assert eng["tpot_overhead_s"] == pytest.approx(v.per_pass_s + v.per_sequence_s * eng["mean_batch"], rel=1e-12)
     assert eng["engine"] == "vllm" and eng["engine_per_pass_s"] == v.per_pass_s
+    assert eng.get("engine_replaced_pass_overhead_s") == (fam.pass_overhead_s.value if realistic else None)
 
 
 def test_engine_runs_with_disaggregation_and_grid(run_cli):

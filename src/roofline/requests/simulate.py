@@ -243,6 +243,10 @@ def simulate(req: SimulateRequest, progress=None):
             d["windows"] = windows(tr, req.window_s)
     if not ovh.is_none:
         d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0))
+        if req.realistic:  # the family's per-pass estimate the engine's figures replaced
+            from ..efficiency import family_for
+
+            d["engine_replaced_pass_overhead_s"] = family_for(sysrec.accelerator).pass_overhead_s.value
     if req.fast_fraction:
         for name, c in (("fast", 0), ("slow", 1)):
             if np.any(tr.priority == c):
