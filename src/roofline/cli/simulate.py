@@ -42,6 +42,8 @@ def register(app: typer.Typer) -> None:
         cv: Annotated[float, typer.Option(help="Coefficient of variation of gamma inter-arrival gaps.")] = 2.0,
         requests: Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")] = 1000,
         duration: Annotated[Optional[float], typer.Option(help="Generate arrivals for this many seconds instead of --requests.")] = None,
+        stages: Annotated[Optional[str], typer.Option("--stages", help="Load stages RATE:DURATION,... (requests/s : s, back to back), e.g. 8:60,20:60; Poisson (or gamma, --cv) within each; instead of --rate/--duration/--requests. Adds per-stage metrics.")] = None,
+        window_s: Annotated[Optional[float], typer.Option("--window-s", help="Also report metrics per window of this many seconds (requests by arrival time, throughput by finish time).")] = None,
         lengths: Annotated[str, typer.Option(help="fixed or lognormal prompt/output lengths.")] = "lognormal",
         prompt_tokens: Annotated[int, typer.Option("--prompt-tokens", "--prompt", help="Prompt tokens per request (median if lognormal); --prompt as in plan.")] = 1024,
         output_tokens: Annotated[int, typer.Option("--output-tokens", "--output", help="Output tokens per request (median if lognormal); --output as in plan.")] = 256,
@@ -78,7 +80,8 @@ def register(app: typer.Typer) -> None:
                                 efficiency=(compute_efficiency, memory_efficiency),
                                 targets=(ttft_target_s, tpot_target_s),
                                 refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
-                                             fast_fraction=fast_fraction, duration=duration), realistic=realistic,
+                                             fast_fraction=fast_fraction, duration=duration, stages=stages,
+                                             window_s=window_s), realistic=realistic,
                                 engine=engine,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
                                           prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
@@ -90,13 +93,14 @@ def register(app: typer.Typer) -> None:
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
             no_preemption=no_preemption, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            stages=stages, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, ttft_target_s=ttft_target_s,
             tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
             memory_efficiency=memory_efficiency, realistic=realistic, engine=engine, plot=plot)
-        n = None if trace or duration else requests
+        n = None if trace or duration or stages else requests
         with progress_bar(n, "simulating requests", quiet=json) as advance:
             d, tr = simulate(req, advance)
         if plot:
@@ -109,6 +113,10 @@ def register(app: typer.Typer) -> None:
             latency_distributions(tr, f"{plot}/latency.png", Targets(ttft_target_s, tpot_target_s))
             occupancy_over_time(tr, f"{plot}/occupancy.png")
             train_timeline(tr, f"{plot}/timeline.png")
+            if "stages" in d or "windows" in d:
+                from ..plots.simulate import stages_over_time
+
+                stages_over_time(d.get("stages"), d.get("windows"), f"{plot}/stages.png")
         if json:
             return print_json(d)
         rows = [["requests", f"{d['requests']:,}"], ["makespan", seconds(d["makespan_s"])],
@@ -141,6 +149,30 @@ def register(app: typer.Typer) -> None:
                              f"{seconds(d[f'{name}_ttft_p50_s'])} / {seconds(d[f'{name}_tpot_p50_s'])}"])
         table(f"{d['model']} on {d['gpus']} x {req._system.accelerator.id}, {policy}, {d['requests']:,} requests",
               ["metric", "value"], rows, caption=f"plots in {plot}" if plot else None)
+        if "stages" in d:
+            stage_table(d["stages"])
+
+
+STAGE_COLUMNS = ("stage", "time", "offered / capacity", "requests", "done req/s", "tok/s", "TTFT p50 / p99",
+                 "TPOT p50 / p99", "batch", "queue", "saturated")
+
+
+def stage_table(stages: list[dict]) -> None:
+    """The per-stage table of `simulate --stages` (the --json `stages` list; latencies of the requests arriving
+    in the stage, throughput of those finishing in it, queue = waiting for admission at its start -> end)."""
+
+    def lat(d, k):
+        return "-" if d[f"{k}_p50_s"] is None else f"{seconds(d[f'{k}_p50_s'])} / {seconds(d[f'{k}_p99_s'])}"
+
+    body = [[str(d["index"] + 1), f"{d['start_s']:,.0f}-{d['end_s']:,.0f} s",
+             f"{d['offered_rate_per_s']:,.3g} / " + ("-" if d["capacity_requests_per_s"] is None
+                                                     else f"{d['capacity_requests_per_s']:,.3g}"),
+             f"{d['requests']:,}", f"{d['throughput_requests_per_s']:,.3g}", f"{d['throughput_tokens_per_s']:,.0f}",
+             lat(d, "ttft"), lat(d, "tpot"), "-" if d["mean_batch"] is None else f"{d['mean_batch']:,.1f}",
+             f"{d['queue_start']:,} -> {d['queue_end']:,}",
+             f"YES ({d['queue_growth_s_per_s']:+.2f} s/s)" if d["saturated"] else "no"] for d in stages]
+    table("per stage (requests by arrival; throughput by finish)", list(STAGE_COLUMNS), body,
+          caption="saturated: stage rate / capacity >= 1 or waiting time growing > 0.05 s per s (docs/simulator.md)")
 
 
 GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s", "goodput req/s", "good/GPU", "$/Mtok")
@@ -163,7 +195,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
         raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
-                         "--fast-fraction or --duration; drop those options")
+                         "--fast-fraction, --duration, --stages or --window-s; drop those options")
     check_workers(workers, scheduler)
     m = resolve_model(model)
     sysrec, chips = resolve_hardware(system, accelerator, gpus)

@@ -90,3 +90,42 @@ def fast_slow(points, path):
     ax.set_ylabel("$ per million output tokens")
     ax.set_title("fast vs slow mode (simulated)")
     return save(fig, path)
+
+
+def stages_over_time(stages, windows, path):
+    """TTFT (top) and TPOT (bottom) p50 and p99 against time, one point per window (`simulate --window-s`) or
+    else per stage, at the interval's middle (requests by arrival time); the stage boundaries as vertical
+    lines, saturated stages shaded, and the offered rate (each stage's rate, else the windows' arrivals per
+    second) as a step line on a second axis. `stages`/`windows` are the --json lists (None when absent);
+    a window without arrivals has no latency and is left out."""
+    rows = windows or stages or []
+    fig, axes = new_figure(nrows=2, width=8.0, height=3.0)
+    mid = np.array([(d["start_s"] + d["end_s"]) / 2 for d in rows])
+    for ax, key, name in zip(axes, ("ttft", "tpot"), ("TTFT", "TPOT")):
+        for q, style in (("p50", "-"), ("p99", "--")):
+            y = np.array([np.nan if d[f"{key}_{q}_s"] is None else d[f"{key}_{q}_s"] * 1e3 for d in rows])
+            ok = np.isfinite(y)
+            ax.plot(mid[ok], y[ok], style, marker=".", color=COLORS["weights"] if q == "p50" else COLORS["compute"],
+                    label=f"{name} {q}")
+        ax.set_ylabel(f"{name} (ms)")
+        if np.any([d[f"{key}_p99_s"] for d in rows]):
+            ax.set_yscale("log")
+        rate = ax.twinx()
+        src = stages or windows or []
+        edges = [d["start_s"] for d in src] + ([src[-1]["end_s"]] if src else [])
+        offered = [d["offered_rate_per_s"] if "offered_rate_per_s" in d else d["arrival_rate_per_s"] for d in src]
+        if src:
+            rate.stairs(offered, edges, color=COLORS["other"], lw=1.2, label="offered rate")
+        rate.set_ylabel("offered (requests/s)", color=COLORS["other"])
+        rate.set_ylim(bottom=0)
+        for d in stages or []:
+            ax.axvline(d["start_s"], color=COLORS["total"], lw=0.6, alpha=0.6)
+            if d["saturated"]:
+                ax.axvspan(d["start_s"], d["end_s"], color=COLORS["compute"], alpha=0.08)
+        lines = ax.get_legend_handles_labels()
+        extra = rate.get_legend_handles_labels()
+        ax.legend(lines[0] + extra[0], lines[1] + extra[1], fontsize=7, loc="upper left")
+    axes[-1].set_xlabel("arrival time (s); vertical lines: stage starts, shaded: saturated stages")
+    axes[0].set_title(("per window" if windows else "per stage") + ": latency of the requests arriving in it",
+                      fontsize=9)
+    return save(fig, path)
