@@ -153,6 +153,15 @@ class EngineOverheads:
         return {"engine": self.engine, "engine_which": self.which,
                 **{f"engine_{n}": getattr(self, n) for n in FIGURES}}
 
+    def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0) -> dict:
+        """The overheads as their own --json terms of a run: `ttft_overhead_s` = request-in + tokenise +
+        first-token-out for the median prompt of `prompt_tokens` (the prefill pass's per-pass share is inside
+        the pass); `tpot_overhead_s` = (per_pass_s + per_sequence_s · mean_batch) / tokens per decode pass (1;
+        the expected tokens per verify step under speculation) — the per-pass share of each output token at
+        the run's time-weighted mean batch; and the figures used (`to_dict`)."""
+        return {**self.to_dict(), "ttft_overhead_s": self.ttft_overhead_s(float(np.median(prompt_tokens))),
+                "tpot_overhead_s": float(self.pass_overhead_s(mean_batch)) / tokens_per_pass}
+
 
 @dataclass(frozen=True)
 class OverheadStep:
