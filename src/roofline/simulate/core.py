@@ -540,6 +540,26 @@ class Simulation:
         return replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
                        prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
 
+    def saved_prefill_s(self, trace: Trace) -> float:
+        """Seconds of prefill the cache hits saved: per request with a hit H of prompt P at its first admission,
+        the step model's time of its prompt prefilled alone minus that of the P − H new tokens on H cached
+        tokens (the mixed pass, else the table's pass), summed. An isolated-prefill estimate: inside a batch the
+        weights are read once for all, so the saving is the marginal compute and attention of the H tokens
+        (what `roofline prices infer` charges as the cache-hit discount, docs/pricing.md)."""
+        if trace.prefix_hit_tokens is None:
+            return 0.0
+        hit = trace.prefix_hit_tokens
+        sel = hit > 0
+        pairs, count = np.unique(np.stack([trace.prompt_tokens[sel], hit[sel]], axis=1), axis=0, return_counts=True)
+        total = 0.0
+        for (p, h), k in zip(pairs.tolist(), count.tolist()):
+            if self.mixed is not None:
+                full, part = self.mixed(0, 1, 0.0, [(p, 0.0)]), self.mixed(0, 1, 0.0, [(p - h, h)])
+            else:
+                full, part = self.table.t(1, p, 0.0), self.table.t(1, p - h, h)
+            total += k * (full - part)
+        return total
+
     def _trace(self, cols, its, npre) -> Trace:
         w, dep = self.workload, self.deployment
         it0, start, k, t0, sl, b, tok = cols

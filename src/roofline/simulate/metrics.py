@@ -122,6 +122,20 @@ def littles_law(trace: Trace) -> dict:
             "W_s": W, "lambda_W": lam * W}
 
 
+def prefix_cache_metrics(trace: Trace) -> dict:
+    """Prefix-cache figures of a run with the cache on ({} when off): hit rate = hit tokens / prompt tokens
+    and requests with a hit / requests (each request's first admission); prompt tokens not prefilled over the
+    run (`prefill_tokens_saved`, re-admissions after preemption included); blocks evicted; blocks cached at
+    the end; the block size."""
+    if trace.prefix_hit_tokens is None:
+        return {}
+    hit = trace.prefix_hit_tokens
+    return {"prefix_block_tokens": trace.block_tokens, "prefix_hit_tokens": float(hit.sum()),
+            "prefix_hit_rate": float(hit.sum() / trace.prompt_tokens.sum()),
+            "prefix_request_hit_rate": float(np.mean(hit > 0)), "prefill_tokens_saved": trace.prefill_tokens_saved,
+            "prefix_evictions": trace.prefix_evictions, "prefix_cached_blocks": trace.prefix_cached_blocks}
+
+
 def occupancy(trace: Trace):
     """(start times, batch) of every segment: the batch occupancy over time (step function)."""
     return trace.seg_start_s, trace.seg_batch
