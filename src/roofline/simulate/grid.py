@@ -66,6 +66,7 @@ class Scenario:
     replicas: int = 1
     weights_dtype: str = "bf16"
     kv_dtype: str = "bf16"
+    engine: str = "none"  # serving-engine overheads (simulate.overheads, catalog/data/engines.yaml)
     label: str = ""
 
 
@@ -88,7 +89,6 @@ class GridContext:
     seed: int = 0
     trace: Any = None
     realistic: bool = False  # step times from the accelerator family's cited factors (efficiency.realistic)
-    engine: str = "none"  # serving-engine overheads of every scenario (simulate.overheads, engines.yaml)
 
 
 # ---- parsing ----------------------------------------------------------------------------------------
@@ -138,6 +138,11 @@ def _check(sc: Scenario) -> Scenario:
     if sc.policy not in POLICIES:
         raise InputError(f"{where}: unknown policy {sc.policy!r}; expected one of {', '.join(POLICIES)}")
     parse_layout(sc.layout)
+    from .overheads import engine_names
+
+    if sc.engine not in engine_names():
+        raise InputError(f"{where}: engine must be one of {', '.join(engine_names())}, got {sc.engine!r}; pick "
+                         f"one of those")
     for k in ("rate", "cv", "interval_s"):
         if not (getattr(sc, k) > 0 and math.isfinite(getattr(sc, k))):
             raise InputError(f"{where}: {k} must be > 0, got {getattr(sc, k):g}")
@@ -236,7 +241,7 @@ def deployment_for(ctx: GridContext, sc: Scenario):
         kw["realistic"] = True
     from .overheads import EngineOverheads, with_engine
 
-    ovh = EngineOverheads.load(ctx.engine)
+    ovh = EngineOverheads.load(sc.engine)
     if lay is None:
         return with_engine(roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw), ovh)
     return with_engine(layout_deployment(ctx.model, ctx.system, *lay, **kw), ovh)
@@ -279,7 +284,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
                       output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=maxc)
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
-    ovh = EngineOverheads.load(ctx.engine)
+    ovh = EngineOverheads.load(sc.engine)
     tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=s_seq).run())
     s = summarize(tr, ctx.targets).to_dict()
     for name in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):
