@@ -82,12 +82,11 @@ def register(app: typer.Typer) -> None:
                                 refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
                                              window_s=window_s), realistic=realistic,
-                                engine=engine,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
                                           prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
                                           requests=requests, max_seqs=max_seqs, max_batched_tokens=max_batched_tokens,
                                           interval_s=interval_s, preemption=not no_preemption,
-                                          weights_dtype=weights_dtype, kv_dtype=kv_dtype))
+                                          weights_dtype=weights_dtype, kv_dtype=kv_dtype, engine=engine))
 
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
@@ -179,7 +178,7 @@ GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s",
 
 
 def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, json, plot, seed, trace, price,
-                 efficiency, targets, refused, base, realistic=False, engine="none"):
+                 efficiency, targets, refused, base, realistic=False):
     """`simulate --grid`: one row per scenario (simulate.grid) on the executor asked for (roofline.executors);
     --json {"model", "system", "seed", "ttft_target_s", "tpot_target_s", "scenarios": [rows]}."""
     from ..efficiency import Efficiency
@@ -204,12 +203,8 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if realistic and not eff.is_ideal:
         raise InputError("--realistic uses the efficiency model's own factors; drop --compute-efficiency and "
                          "--memory-efficiency or --realistic")
-    from ..simulate.overheads import engine_names
-
-    if engine not in engine_names():
-        raise InputError(f"--engine must be one of {', '.join(engine_names())}, got {engine!r}; pick one of those")
     ctx = GridContext(m, sysrec, chips, None if realistic else eff, price, Targets(*targets), seed,
-                      read_trace(trace) if trace else None, realistic, engine)
+                      read_trace(trace) if trace else None, realistic)
     with progress_bar(len(scenarios), f"simulating {len(scenarios):,} scenarios", quiet=json) as advance:
         rows = run_grid(ctx, scenarios, workers=workers, scheduler=scheduler, progress=advance)
     if plot:
