@@ -219,6 +219,15 @@ def test_engine_runs_with_disaggregation_and_grid(run_cli):
     for row in g["scenarios"]:
         assert row["engine"] == "sglang"
         assert row["tpot_overhead_s"] == pytest.approx(s.per_pass_s + s.per_sequence_s * row["mean_batch"])
+    # engine as a grid axis: the same requests (engine is not a workload key), so one fixed-length request per
+    # scenario shows exactly the engine's terms
+    g = _json(run_cli, *ONE[:-1], "--grid", "engine=none,trtllm", "--json")
+    none, trt = g["scenarios"]
+    t = EngineOverheads.load("trtllm")
+    assert none["engine"] == "none" and "ttft_overhead_s" not in none
+    assert trt["ttft_p50_s"] - none["ttft_p50_s"] == pytest.approx(
+        t.request_in_s + 500 * t.tokenize_s_per_token + t.first_token_out_s + t.per_pass_s + t.per_sequence_s,
+        abs=1e-9)
 
 
 def test_unknown_engine_is_one_line(run_cli):
