@@ -3,6 +3,7 @@ step, the arrival shift and its inverse, the wrapper's step and mixed-pass proto
 pass overhead replaced (not added twice), `--engine none` identical to no engine, the catalog rows."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -75,6 +76,8 @@ def test_shift_resorts_and_restore_maps_back():
     wl = make_workload(np.array([0.0, 0.001]), np.array([10_000.0, 10.0]), np.array([2.0, 2.0]))
     shifted, order = shift_arrivals(wl, OV)
     assert order.tolist() == [1, 0]
+    # every per-request column moves with its request (here a prefix id)
+    assert shift_arrivals(replace(wl, prefix_id=np.array([7, 9])), OV)[0].prefix_id.tolist() == [9, 7]
     np.testing.assert_allclose(shifted.arrival_s, [0.0111, 0.110], atol=1e-12)
     assert shifted.prompt_tokens.tolist() == [10.0, 10_000.0]
     tr = _run(wl)
