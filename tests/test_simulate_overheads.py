@@ -77,7 +77,9 @@ def test_shift_resorts_and_restore_maps_back():
     shifted, order = shift_arrivals(wl, OV)
     assert order.tolist() == [1, 0]
     # every per-request column moves with its request (here a prefix id)
-    assert shift_arrivals(replace(wl, prefix_id=np.array([7, 9])), OV)[0].prefix_id.tolist() == [9, 7]
+    wp = replace(wl, prefix_id=np.array([7, 9]), shared_prefix_tokens=np.array([64.0, 8.0]))
+    sp = shift_arrivals(wp, OV)[0]
+    assert sp.prefix_id.tolist() == [9, 7] and sp.shared_prefix_tokens.tolist() == [8.0, 64.0]
     np.testing.assert_allclose(shifted.arrival_s, [0.0111, 0.110], atol=1e-12)
     assert shifted.prompt_tokens.tolist() == [10.0, 10_000.0]
     tr = _run(wl)
