@@ -465,7 +465,8 @@ def staged_requests(stages) -> int:
 
 def staged(rng: np.random.Generator, stages, *, arrivals: str = "poisson", cv: float = 2.0,
            lengths_kind: str = "lognormal", prompt_tokens: float = 1024, output_tokens: float = 256,
-           sigma: float = 1.0, max_context: float | None = None) -> Workload:
+           sigma: float = 1.0, max_context: float | None = None, shared_prefix_tokens: int = 0,
+           prefix_groups: int = 1) -> Workload:
     """Requests of a staged load profile: stage k holds rate r_k for d_k seconds from T_k = d_1 + ... + d_{k-1}
     (stages run back to back). Within a stage, Poisson arrivals at r_k (exponential gaps; memoryless, so the
     whole profile is the non-homogeneous Poisson process of the piecewise-constant rate) or gamma gaps of
@@ -500,9 +501,12 @@ def staged(rng: np.random.Generator, stages, *, arrivals: str = "poisson", cv: f
     if t.size == 0:
         raise InputError("no request arrives within the stages; raise a stage's rate or duration")
     prompts, outputs = draw_lengths(rng, t.size, lengths_kind=lengths_kind, prompt_tokens=prompt_tokens,
-                                    output_tokens=output_tokens, sigma=sigma, max_context=max_context)
+                                    output_tokens=output_tokens, sigma=sigma, max_context=max_context,
+                                    min_prompt=int(shared_prefix_tokens) + 1 if shared_prefix_tokens else 1)
     wl = make_workload(t, prompts, outputs)
-    return Workload(wl.arrival_s, wl.prompt_tokens, wl.output_tokens, wl.priority, np.concatenate(index))
+    wl = Workload(wl.arrival_s, wl.prompt_tokens, wl.output_tokens, wl.priority, np.concatenate(index))
+    # a shared system prompt (`with_system_prompts`, as in `generate`): prompts were redrawn below N + 1
+    return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
 
 
 def stage_of(arrival_s, stages) -> np.ndarray:
