@@ -70,6 +70,14 @@ def _simulate(body: dict) -> None:
     n = body.get("requests", 1000)
     if duration is not None and rate is not None and duration > 0 and rate > 0:
         n = int(rate * duration * 1.2 + 10 * (rate * duration) ** 0.5 + 10)  # what the CLI generates
+    if isinstance(body.get("stages"), str):
+        from ..errors import InputError
+        from ..simulate.workload import parse_stages, staged_requests
+
+        try:
+            n = staged_requests(parse_stages(body["stages"], "stages"))  # what the stages generate
+        except InputError:
+            return  # the run reports the malformed stages with the CLI's message
     if n is not None and n > MAX_SIMULATED_REQUESTS:
         raise LimitError(f"a simulation of {n:,} requests exceeds this server's limit of {MAX_SIMULATED_REQUESTS:,}; "
                          f"lower requests (or rate x duration), or run `roofline simulate` on the command line")
