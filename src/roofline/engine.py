@@ -152,6 +152,8 @@ def classify_bound(compute, memory, comm):
 def check_moe_imbalance(moe_imbalance) -> None:
     """λ = busiest expert GPU's tokens over the mean: >= 1 (1 = uniform routing), or "sampling" (the sampling
     noise of a balanced router for each pass's tokens, model.sampling_imbalance)."""
+    if isinstance(moe_imbalance, M.ExpertSkew):  # hot experts (model.ExpertSkew), on top of the sampling noise
+        return
     if isinstance(moe_imbalance, str):
         if moe_imbalance != "sampling":
             raise InputError(f"MoE load imbalance must be a number >= 1 or 'sampling', got {moe_imbalance!r}")
@@ -280,6 +282,9 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     slots = E + layout.redundant_experts  # expert slots: routed experts + redundant copies (EPLB)
     if isinstance(imbalance, str):  # "sampling": the busiest EP GPU of a balanced router, for this pass's tokens
         lam = M.sampling_imbalance(Te, k, E, ep, slots) if m.moe else np.ones_like(ep)
+    elif isinstance(imbalance, M.ExpertSkew):  # hot experts as placed (static or EPLB), times the sampling noise
+        lam = (imbalance.factor(ep, layout.redundant_experts) * M.sampling_imbalance(Te, k, E, ep, slots) if m.moe
+               else np.ones_like(ep))
     else:
         lam = np.where(ep > 1, imbalance, 1.0)
 

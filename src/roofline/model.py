@@ -18,6 +18,7 @@ Conventions and what they ignore:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -309,6 +310,98 @@ def sampling_imbalance(tokens, active, experts, ep, slots=None):
     lam = np.maximum(1.0 + z * np.sqrt(var) / mu, 1.0 / mu)
     cap = n_safe * np.minimum(k, s / n_safe) / np.maximum(k, 1e-300)
     return np.where(n > 1, np.clip(lam, 1.0, np.maximum(cap, 1.0)), 1.0)
+
+
+@dataclass(frozen=True)
+class ExpertSkew:
+    """Systematic expert popularity — hot experts — and what it does to the busiest expert-parallel GPU.
+
+    `shares` holds, per MoE layer (rows), each routed expert's share of the routed picks (columns, rows sum to
+    1): from a measured load table (`loads:FILE`, per-expert token counts as SGLang's expert-distribution recorder
+    or vLLM's EPLB statistics log them) or a power law `powerlaw:A`, the share of the expert of popularity rank r
+    ∝ r^−A (the model of expert load that NVIDIA's AIConfigurator uses, ai-dynamo/aiconfigurator PR #309),
+    ranks assigned to expert ids in a seeded random order. `factor(ep, R)` = the busiest GPU's share over the
+    mean 1/ep, averaged over the layers (a pass's MoE time is the sum of its layers'):
+
+    - R = 0, static placement: experts in id order, E/ep consecutive ids per GPU (a measured table as given;
+      a power law averaged over 64 seeded random rank orders);
+    - R > 0, DeepSeek's EPLB (github.com/deepseek-ai/EPLB): R redundant copies go one at a time to the expert
+      with the largest share per copy, each copy takes an equal part of its expert's picks, and the E + R
+      copies are packed heaviest first onto the least-loaded GPU with a free slot ((E + R)/ep slots each).
+
+    Ignores: the dynamics of rebalancing (the table is taken as the steady state), node-limited routing and
+    the correlation of the skew with the sampling noise (the engine multiplies the two: λ = factor ·
+    sampling_imbalance)."""
+
+    kind: str
+    value: str
+    shares: Any
+
+    @classmethod
+    def powerlaw(cls, exponent: float, experts: int, active: int = 1) -> "ExpertSkew":
+        """Shares ∝ rank^−A, capped at 1/k (a token picks k distinct experts, so no expert gets more than 1/k of
+        the picks; the excess is spread over the others in proportion, until none exceeds the cap)."""
+        p = np.arange(1, experts + 1, dtype=float) ** -float(exponent)
+        p /= p.sum()
+        cap = 1.0 / max(int(active), 1)
+        for _ in range(experts):
+            over = p > cap * (1 + 1e-12)
+            if not over.any():
+                break
+            excess = float((p[over] - cap).sum())
+            p[over] = cap
+            free = ~over & (p < cap)
+            p[free] += excess * p[free] / p[free].sum()
+        return cls("powerlaw", f"{exponent:g}", p[None, :])
+
+    @classmethod
+    def from_loads(cls, loads, name: str = "table") -> "ExpertSkew":
+        x = np.atleast_2d(np.asarray(loads, dtype=float))
+        return cls("loads", name, x / x.sum(axis=1, keepdims=True))
+
+    def factor(self, ep, redundant=0):
+        """λ_skew for EP degree(s) `ep` with `redundant` copies (broadcasts; one computation per distinct pair)."""
+        e, r = np.broadcast_arrays(np.asarray(ep, dtype=float), np.asarray(redundant, dtype=float))
+        pairs, where = np.unique(np.stack([e.ravel(), r.ravel()]), axis=1, return_inverse=True)
+        vals = np.array([self._factor(int(a), int(b)) for a, b in pairs.T])
+        return vals[np.ravel(where)].reshape(e.shape)
+
+    def _factor(self, ep: int, redundant: int) -> float:
+        if ep <= 1:
+            return 1.0
+        experts = self.shares.shape[1]
+        if redundant == 0:
+            rows = self.shares
+            if self.kind == "powerlaw":  # popularity ranks in 64 seeded random orders over the expert ids
+                rng = np.random.default_rng(0)
+                rows = np.stack([self.shares[0][rng.permutation(experts)] for _ in range(64)])
+            per_gpu = rows[:, : experts - experts % ep].reshape(len(rows), ep, -1).sum(axis=2)
+            return float(np.mean(per_gpu.max(axis=1) * ep / per_gpu.sum(axis=1)))
+        return float(np.mean([_eplb_busiest(row, ep, redundant) * ep for row in self.shares]))
+
+
+def _eplb_busiest(shares, ep: int, redundant: int) -> float:
+    """The busiest GPU's share under EPLB's replicate-then-pack (ExpertSkew docstring)."""
+    import heapq
+
+    copies = np.ones(len(shares))
+    heap = [(-float(s), i) for i, s in enumerate(shares)]
+    heapq.heapify(heap)
+    for _ in range(redundant):  # a copy for the expert with the most picks per copy
+        _, i = heapq.heappop(heap)
+        copies[i] += 1
+        heapq.heappush(heap, (-float(shares[i] / copies[i]), i))
+    items = np.sort(np.repeat(shares / copies, copies.astype(int)))[::-1]
+    slots = -(-(len(shares) + redundant) // ep)  # (E + R)/ep when it divides (the layout's rule), else rounded up
+    free = [(0.0, g, 0) for g in range(ep)]  # (load, gpu, slots used) of GPUs with a free slot: least loaded first
+    full = []
+    for w in items:
+        load, g, used = heapq.heappop(free)
+        if used + 1 < slots:
+            heapq.heappush(free, (load + float(w), g, used + 1))
+        else:
+            full.append(load + float(w))
+    return max(full + [x[0] for x in free])
 
 
 def weight_read_params(m: Model, tokens=None):

@@ -70,12 +70,24 @@ def _imbalance(n, v):
     if isinstance(v, str):
         if v == "sampling":
             return v
+        kind, _, arg = v.partition(":")
+        if kind == "powerlaw":
+            try:
+                a = float(arg)
+            except ValueError:
+                raise rules.UsageError(f"{n} powerlaw:A needs a number A, got {rules._shown(v)}; e.g. powerlaw:0.5"
+                                       ) from None
+            rules.number(f"{n} powerlaw exponent", a, gt=0, le=10, fix="e.g. powerlaw:0.5")
+            return v
+        if kind == "loads" and arg:
+            return v  # the file is read and checked against the model by the request (resolve.moe_imbalance)
         try:
             v = float(v)
         except ValueError:
-            raise rules.UsageError(f"{n} must be a number >= 1 or 'sampling', got {rules._shown(v)}; 1 means "
-                                   f"perfectly balanced experts, 'sampling' the busiest GPU of a balanced router "
-                                   f"for each pass's tokens") from None
+            raise rules.UsageError(f"{n} must be a number >= 1, 'sampling', 'powerlaw:A' or 'loads:FILE', got "
+                                   f"{rules._shown(v)}; 1 means perfectly balanced experts, 'sampling' the busiest "
+                                   f"GPU of a balanced router for each pass's tokens, powerlaw:A / loads:FILE hot "
+                                   f"experts (docs/parallelism.md)") from None
     return rules.number(n, v, ge=1, le=1e3, fix="1 = perfectly balanced experts, or 'sampling'")
 
 

@@ -64,6 +64,7 @@ class PlanRequest(Request):
     def check(self) -> None:
         f = self.flag
         self._model = resolve.model(self.model, f("model"))
+        self._imbalance = resolve.moe_imbalance(self.moe_imbalance, self._model, f("moe_imbalance"))
         self._system = resolve.system(self.system, f("system"))
         self._domains = parse_domains(self.domains, f("domains"))
         rules.context_fits(self._model, self.prompt + self.output, f"{f('prompt')} + {f('output')} =",
@@ -90,7 +91,7 @@ def run_plan(req: PlanRequest) -> dict:
                  tpot_s=None if req.tpot_ms is None else req.tpot_ms / 1e3,
                  tokens_per_s_per_user=req.tokens_per_s_per_user)
     p = plan(req._model, req._system, req._domains, Workload(req.prompt, req.output, req.context), tg,
-             efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req.moe_imbalance,
+             efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req._imbalance,
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
              usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req))
     rows = p.rows(pareto_only=not req.all_layouts)

@@ -3,6 +3,8 @@ hardware from a system or an accelerator with a GPU count; a layout checked by t
 
 from __future__ import annotations
 
+import math
+
 from ..errors import InputError
 from . import rules
 
@@ -90,3 +92,42 @@ def sparse_attention(text):
     from ..engine import SparseAttention
 
     return None if text is None else SparseAttention.parse(text)
+
+
+def moe_imbalance(value, model, flag: str):
+    """--moe-imbalance as the engine takes it: a number, "sampling", or a model.ExpertSkew for powerlaw:A (the
+    model's E experts, capped at 1/k a pick) and loads:FILE (a CSV of per-expert token counts: one row per MoE
+    layer, or one row for all, E non-negative numbers each; '#' lines are comments)."""
+    if not isinstance(value, str) or value == "sampling":
+        return value
+    from ..model import ExpertSkew
+
+    kind, _, arg = value.partition(":")
+    if not model.moe:
+        raise rules.UsageError(f"{flag} {value} describes routed experts; {model.id} has none: drop it")
+    experts = model.moe.experts
+    if kind == "powerlaw":
+        return ExpertSkew.powerlaw(float(arg), experts, model.moe.active)
+    text = rules.text_file(arg, f"{flag} loads file", f"a CSV of {experts} per-expert token counts per line")
+    rows = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        try:
+            row = [float(c) for c in cells]
+        except ValueError:
+            raise rules.InputError(f"{arg} line {i}: not a list of numbers; give {experts} comma-separated "
+                                   f"token counts per line") from None
+        if len(row) != experts:
+            raise rules.InputError(f"{arg} line {i}: {len(row)} values, {model.id} has {experts} routed experts; "
+                                   f"give one count per expert")
+        if not all(math.isfinite(x) and x >= 0 for x in row) or sum(row) <= 0:
+            raise rules.InputError(f"{arg} line {i}: counts must be finite, >= 0 and not all 0")
+        rows.append(row)
+    if not rows:
+        raise rules.InputError(f"{arg} holds no rows of counts; give one line of {experts} counts per MoE layer")
+    if len(rows) not in (1, model.moe_layers):
+        raise rules.InputError(f"{arg} has {len(rows)} rows; give one (all layers) or {model.moe_layers} "
+                               f"({model.id}'s MoE layers)")
+    return ExpertSkew.from_loads(rows, arg)

@@ -60,6 +60,7 @@ class StepRequest(Request):
     def check(self) -> None:
         f = self.flag
         self._model = resolve.model(self.model, f("model"))
+        self._imbalance = resolve.moe_imbalance(self.moe_imbalance, self._model, f("moe_imbalance"))
         self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
                                                      (f("system"), f("accelerator"), f("gpus")))
         if self.phase == "decode" and self.prompt != 1:
@@ -148,7 +149,7 @@ def realistic(req: "StepRequest", layout) -> dict:
             for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
-                 efficiency=effs[w], speculation=speculation(req), details=False, moe_imbalance=req.moe_imbalance,
+                 efficiency=effs[w], speculation=speculation(req), details=False, moe_imbalance=req._imbalance,
                  sparse_attention=resolve.sparse_attention(req.sparse_attention))
          for w in WHICH}
     mid = t["mid"]
@@ -225,7 +226,7 @@ def run_step(req: StepRequest) -> dict:
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
-             check_fit=layout is None, speculation=speculation(req), moe_imbalance=req.moe_imbalance,
+             check_fit=layout is None, speculation=speculation(req), moe_imbalance=req._imbalance,
              sparse_attention=resolve.sparse_attention(req.sparse_attention))
     d.update(r.to_dict())
     if req.realistic:  # no layout given: the GPUs as one TP group (the efficiency model needs a layout)
