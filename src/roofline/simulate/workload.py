@@ -73,7 +73,8 @@ class Workload:
     @property
     def has_prefixes(self) -> bool:
         """Whether any request carries a shared prefix (prefix_id >= 0 and shared_prefix_tokens >= 1)."""
-        return self.prefix_id is not None and bool(np.any((self.prefix_id >= 0) & (self.shared_prefix_tokens > 0)))
+        pid, shared = self.prefix_id, self.shared_prefix_tokens
+        return pid is not None and shared is not None and bool(np.any((pid >= 0) & (shared > 0)))
 
 
 def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray) -> None:
