@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .. import model as M
-from .core import Simulation, Trace
+from .core import DEFAULT_BLOCK_TOKENS, Simulation, Trace
 from .metrics import summarize
 from .policies import Policy
 from .steptable import Deployment
@@ -41,14 +41,20 @@ class Disaggregated:
     prefill: Trace
     decode: Trace | None
     transfer_s: np.ndarray
+    prefill_simulation: Simulation | None = None  # the prefill pool's run (its prefix cache, its step model)
 
 
 def disaggregated(workload: Workload, prefill: Deployment, decode: Deployment, transfer_s,
                   prefill_policy: Policy = Policy("continuous"), decode_policy: Policy = Policy("continuous"),
-                  *, seed: int = 0, progress=None) -> Disaggregated:
-    """Run the prefill pool, move each KV (`transfer_s`, per request or one number), run the decode pool."""
+                  *, seed: int = 0, progress=None, prefix_cache: bool | None = None,
+                  block_tokens: int = DEFAULT_BLOCK_TOKENS) -> Disaggregated:
+    """Run the prefill pool, move each KV (`transfer_s`, per request or one number), run the decode pool.
+    Shared prefixes are cached on the prefill pool (`prefix_cache`, `block_tokens`: see Simulation); the decode
+    pool receives every prompt's whole KV (its memory sharing is not modelled)."""
     pre_wl = replace(workload, output_tokens=np.ones_like(workload.output_tokens))
-    tp = Simulation(pre_wl, prefill, replace(prefill_policy, speculation=None), seed=seed).run()
+    sim = Simulation(pre_wl, prefill, replace(prefill_policy, speculation=None), seed=seed, prefix_cache=prefix_cache,
+                     block_tokens=block_tokens)
+    tp = sim.run()
     x = np.broadcast_to(np.asarray(transfer_s, dtype=float), workload.arrival_s.shape)
     ready = tp.first_token_s + x
     finish = tp.first_token_s.copy()
@@ -66,8 +72,9 @@ def disaggregated(workload: Workload, prefill: Deployment, decode: Deployment, t
     trace = Trace(workload.arrival_s, tp.admit_s, tp.first_token_s, finish, workload.prompt_tokens,
                   workload.output_tokens, workload.priority, tp.preemptions + (0 if td is None else 0),
                   seg.seg_start_s, seg.seg_iters, seg.seg_t0_s, seg.seg_slope_s, seg.seg_batch, seg.seg_tokens,
-                  gpus, price, "disaggregated")
-    return Disaggregated(trace, tp, td, x)
+                  gpus, price, "disaggregated", tp.prefix_hit_tokens, tp.prefill_tokens_saved, tp.prefix_evictions,
+                  tp.prefix_cached_blocks, tp.block_tokens)
+    return Disaggregated(trace, tp, td, x, sim)
 
 
 def mode_trade(deployment: Deployment, b_slow: int, b_fast: int, *, prompt: int = 1, output: int = 200,
