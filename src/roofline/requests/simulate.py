@@ -55,6 +55,10 @@ class SimulateRequest(Request):
     output_tokens: Whole(1, rules.MAX_TOKENS) = 256
     sigma: Real(ge=0, le=10, fix="log-sd of lognormal lengths, e.g. 1") = 1.0
     trace: OptText = None
+    shared_prefix_tokens: Whole(0, rules.MAX_TOKENS, fix="tokens of the shared system prompt, 0 = none") = 0
+    prefix_groups: Whole(1, 10**6, fix="number of distinct system prompts, e.g. 4") = 1
+    prefix_cache: Choice("auto", "on", "off") = "auto"
+    block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
     fast_fraction: FractionZero = 0.0
     spec_gamma: Whole(0, 64, fix="draft tokens per step, 0 = off") = 0
     spec_alpha: Real(ge=0, lt=1, fix="acceptance rate per draft token in [0, 1), e.g. 0.7") = 0.7
@@ -96,6 +100,17 @@ class SimulateRequest(Request):
             from ..simulate.workload import parse_stages
 
             self._stages = parse_stages(self.stages, f("stages"))
+        if self.trace is not None and {"shared_prefix_tokens", "prefix_groups"} & fs:
+            raise rules.UsageError(f"{f('trace')} gives each request's prefix (columns prefix_id, "
+                                   f"shared_prefix_tokens); drop {f('shared_prefix_tokens')}/{f('prefix_groups')}")
+        if "prefix_groups" in fs and not self.shared_prefix_tokens:
+            raise rules.UsageError(f"{f('prefix_groups')} counts the system prompts of {f('shared_prefix_tokens')}; "
+                                   f"add {f('shared_prefix_tokens')} N or drop it")
+        if self.trace is None and self.shared_prefix_tokens and self.lengths == "fixed" \
+                and self.prompt_tokens < self.shared_prefix_tokens + 1:
+            raise rules.InputError(f"{f('prompt_tokens')} {self.prompt_tokens} cannot hold the "
+                                   f"{self.shared_prefix_tokens}-token shared prefix plus one token; raise it above "
+                                   f"{self.shared_prefix_tokens} or lower {f('shared_prefix_tokens')}")
         if self.duration is not None and "requests" in fs:  # --duration generates its own count
             rules.exclusive(**{f("requests"): self.requests, f("duration"): self.duration})
         if self.prefill_gpus is not None:
@@ -150,7 +165,8 @@ def workload(req: SimulateRequest, rng):
                                    f"more than 10,000,000; shorten the stages or lower their rates")
         wl = staged(rng, req._stages, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                     prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
-                    max_context=maxc)
+                    max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
+                    prefix_groups=req.prefix_groups)
     else:
         n = req.requests
         if req.duration is not None:
@@ -160,7 +176,8 @@ def workload(req: SimulateRequest, rng):
                                        f"more than 10,000,000; shorten the duration or lower the rate")
         wl = generate(rng, rate_per_s=req.rate, n=n, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                       prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
-                      max_context=maxc, duration_s=req.duration)
+                      max_context=maxc, duration_s=req.duration, shared_prefix_tokens=req.shared_prefix_tokens,
+                      prefix_groups=req.prefix_groups)
     if req.fast_fraction:
         from dataclasses import replace
 
@@ -217,23 +234,36 @@ def simulate(req: SimulateRequest, progress=None):
     ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
     dep = with_engine(roofline_deployment(m, sysrec, chips=chips, **opts), ovh)
     advance = progress or (lambda n=1: None)
+    cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
+                                 block_tokens=req.block_size)
+    sims: list = []  # the Simulation whose prefills the cache serves (its step model prices the saved prefill)
     if disagg:
         from ..simulate.pools import disaggregated, kv_transfer_s
 
         pdep = with_engine(roofline_deployment(m, sysrec, chips=req.prefill_gpus or chips, **opts), ovh)
 
         def run(w):
-            return disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
-                                                             chips=chips), pol, pol, seed=req.seed,
-                                 progress=advance).trace
+            res = disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
+                                                            chips=chips), pol, pol, seed=req.seed,
+                                progress=advance, **cache)
+            sims.append(res.prefill_simulation)
+            return res.trace
     else:
         def run(w):
-            return Simulation(w, dep, pol, seed=req.seed).run(advance)
+            sims.append(Simulation(w, dep, pol, seed=req.seed, **cache))
+            return sims[-1].run(advance)
     tr = run_with_engine(wl, ovh, run)
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
+    if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
+        from ..simulate.metrics import prefix_cache_metrics
+
+        d["prefix_cache"] = "on" if sims[-1].prefix_cache else "off"
+        if sims[-1].prefix_cache:
+            d.update(prefix_cache_metrics(tr))
+            d["prefill_gpu_s_saved"] = sims[-1].saved_prefill_s(tr) * (pdep if disagg else dep).gpus
     if req.stages is not None or req.window_s is not None:  # per stage / per window lists (metrics.py)
         from ..simulate.metrics import stage_metrics, windows
 
