@@ -49,6 +49,10 @@ def register(app: typer.Typer) -> None:
         output_tokens: Annotated[int, typer.Option("--output-tokens", "--output", help="Output tokens per request (median if lognormal); --output as in plan.")] = 256,
         sigma: Annotated[float, typer.Option(help="Log-sd of lognormal lengths.")] = 1.0,
         trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,priority].")] = None,
+        shared_prefix_tokens: Annotated[int, typer.Option(help="Every generated prompt starts with a shared system prompt of this many tokens (0 = none); prompts stay longer.")] = 0,
+        prefix_groups: Annotated[int, typer.Option(help="Distinct system prompts of --shared-prefix-tokens, each request's drawn uniformly.")] = 1,
+        prefix_cache: Annotated[str, typer.Option(help="Prefix caching: auto (on when requests share prefixes), on or off.")] = "auto",
+        block_size: Annotated[int, typer.Option(help="KV block size in tokens: only whole blocks of a prefix are reused (vLLM 16, SGLang 1).")] = 16,
         fast_fraction: Annotated[float, typer.Option(help="Share of requests in the fast (priority) class.")] = 0.0,
         spec_gamma: Annotated[int, typer.Option(help="Speculative draft length (0 = off).")] = 0,
         spec_alpha: Annotated[float, typer.Option(help="Speculative acceptance rate per draft token.")] = 0.7,
@@ -81,7 +85,9 @@ def register(app: typer.Typer) -> None:
                                 targets=(ttft_target_s, tpot_target_s),
                                 refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
-                                             window_s=window_s), realistic=realistic,
+                                             window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
+                                             prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
+                                             block_size=block_size != 16), realistic=realistic,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
                                           prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
                                           requests=requests, max_seqs=max_seqs, max_batched_tokens=max_batched_tokens,
@@ -94,7 +100,8 @@ def register(app: typer.Typer) -> None:
             no_preemption=no_preemption, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
-            fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
+            shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
+            block_size=block_size, fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, ttft_target_s=ttft_target_s,
             tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
@@ -142,6 +149,15 @@ def register(app: typer.Typer) -> None:
                          f"{seconds(d['engine_tokenize_s_per_token'])}/token, first out "
                          f"{seconds(d['engine_first_token_out_s'])}, pass {seconds(d['engine_per_pass_s'])} + "
                          f"{seconds(d['engine_per_sequence_s'])}/seq"])
+        if "prefix_hit_rate" in d:
+            rows.append(["prefix cache hits: tokens / requests",
+                         f"{d['prefix_hit_rate']:.1%} / {d['prefix_request_hit_rate']:.1%} (block {d['prefix_block_tokens']})"])
+            rows.append(["prefill saved: tokens / GPU-seconds",
+                         f"{d['prefill_tokens_saved']:,.0f} / {d['prefill_gpu_s_saved']:,.4g}"])
+            rows.append(["prefix blocks cached at end / evicted",
+                         f"{d['prefix_cached_blocks']:,} / {d['prefix_evictions']:,}"])
+        elif d.get("prefix_cache") == "off":
+            rows.append(["prefix cache", "off (requests share prefixes)"])
         for name in ("fast", "slow"):
             if f"{name}_requests" in d:
                 rows.append([f"{name} class TTFT p50 / TPOT p50",
@@ -194,7 +210,9 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
         raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
-                         "--fast-fraction, --duration, --stages or --window-s; drop those options")
+                         "--fast-fraction, --duration, --stages, --window-s, --shared-prefix-tokens, --prefix-groups, "
+                         "--prefix-cache or --block-size; drop those options (a --trace's prefix columns are cached "
+                         "with the defaults)")
     check_workers(workers, scheduler)
     m = resolve_model(model)
     sysrec, chips = resolve_hardware(system, accelerator, gpus)
