@@ -515,3 +515,60 @@ def stage_of(arrival_s, stages) -> np.ndarray:
     bounds = stage_bounds(stages)
     k = np.searchsorted(bounds, np.asarray(arrival_s, dtype=float), side="right") - 1
     return np.where(k >= len(stages), -1, k)
+
+
+# ---- vLLM's ramp-up ----------------------------------------------------------------------------
+RAMP_FORM = "STRATEGY:START:END with STRATEGY linear or exponential and START, END in requests/s (> 0), e.g. linear:1:20"
+
+
+def parse_ramp(text, name: str = "ramp_up") -> tuple[str, float, float]:
+    """`"linear:1:20"` -> ("linear", 1.0, 20.0): vLLM bench serve's --ramp-up-strategy, --ramp-up-start-rps and
+    --ramp-up-end-rps in one value. One InputError naming the form and an example for anything else."""
+    parts = text.strip().split(":") if isinstance(text, str) else []
+    try:
+        if len(parts) != 3 or parts[0].strip() not in ("linear", "exponential"):
+            raise ValueError
+        start, end = float(parts[1]), float(parts[2])
+    except ValueError:
+        raise InputError(f"{name} {text!r} is not {RAMP_FORM}") from None
+    for what, v in (("start", start), ("end", end)):
+        if not (np.isfinite(v) and 0 < v <= 1e7):
+            raise InputError(f"{name} {text!r}: the {what} rate {v:g} must be > 0 and <= 1e7 requests/s; expected "
+                             f"{RAMP_FORM}")
+    return parts[0].strip(), start, end
+
+
+def ramp_arrivals(rng: np.random.Generator, n: int, start_rps: float, end_rps: float, strategy: str = "linear",
+                  burstiness: float = 1.0) -> np.ndarray:
+    """n arrival times under vLLM bench serve's ramp-up (vllm/benchmarks/serve.py `get_request` and
+    `get_current_request_rate`): request i (0-based) is sent at the rate r_i = start + (end − start)·p
+    (linear) or start·(end/start)^p (exponential), p = i/(n − 1), after a gamma gap of shape `burstiness` and
+    scale 1/(r_i·burstiness) (mean 1/r_i; burstiness 1 is Poisson, = 1/cv²); arrival times are the
+    cumulative gaps, the first gap included. The ramp is in the request index, not in time: requests come
+    at the start rate first, then faster. Without a ramp vLLM also rescales the gaps so the last arrival is
+    at exactly n/rate; a ramp is not rescaled, nor is it here."""
+    _require_count(n)
+    if strategy not in ("linear", "exponential"):
+        raise InputError(f"unknown ramp-up strategy {strategy!r}; expected linear or exponential")
+    require_positive("ramp-up start rate (requests/s)", start_rps)
+    require_positive("ramp-up end rate (requests/s)", end_rps)
+    require_positive("burstiness", burstiness)
+    p = np.arange(n) / max(n - 1, 1)
+    rate = start_rps + (end_rps - start_rps) * p if strategy == "linear" else start_rps * (end_rps / start_rps) ** p
+    return np.cumsum(rng.gamma(burstiness, 1.0 / (rate * burstiness)))
+
+
+def ramped(rng: np.random.Generator, n: int, strategy: str, start_rps: float, end_rps: float, *,
+           arrivals: str = "poisson", cv: float = 2.0, lengths_kind: str = "lognormal", prompt_tokens: float = 1024,
+           output_tokens: float = 256, sigma: float = 1.0, max_context: float | None = None,
+           shared_prefix_tokens: int = 0, prefix_groups: int = 1) -> Workload:
+    """n requests arriving on vLLM's ramp (`ramp_arrivals`; Poisson gaps, or gamma gaps of coefficient of
+    variation cv, i.e. vLLM's burstiness 1/cv²), then lengths and system prompts as `generate` draws them."""
+    if arrivals not in ("poisson", "gamma"):
+        raise InputError(f"unknown arrival process {arrivals!r}; expected poisson or gamma")
+    t = ramp_arrivals(rng, n, start_rps, end_rps, strategy, 1.0 if arrivals == "poisson" else 1.0 / cv**2)
+    prompts, outputs = draw_lengths(rng, t.size, lengths_kind=lengths_kind, prompt_tokens=prompt_tokens,
+                                    output_tokens=output_tokens, sigma=sigma, max_context=max_context,
+                                    min_prompt=int(shared_prefix_tokens) + 1 if shared_prefix_tokens else 1)
+    wl = make_workload(t, prompts, outputs)
+    return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
