@@ -49,6 +49,7 @@ class SimulateRequest(Request):
     requests: Whole(1, 10**7, fix="requests to simulate, e.g. 1000") = 1000
     duration: OptReal(gt=0, le=1e7, fix="seconds of arrivals, e.g. 60") = None
     stages: OptText = None
+    ramp_up: OptText = None
     window_s: OptReal(gt=0, le=1e7, fix="window length in seconds, e.g. 10") = None
     lengths: Choice("fixed", "lognormal") = "lognormal"
     prompt_tokens: Whole(1, rules.MAX_TOKENS) = 1024
@@ -86,7 +87,7 @@ class SimulateRequest(Request):
 
         rules.choice(f("engine"), self.engine, engine_names())
         if self.trace is not None:
-            given = [f(k) for k in ("rate", "requests", "duration", "stages", "arrivals", "lengths", "prompt_tokens",
+            given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
             if given:
                 raise rules.UsageError(f"{f('trace')} gives the arrivals and lengths; drop {', '.join(given)}")
@@ -100,6 +101,14 @@ class SimulateRequest(Request):
             from ..simulate.workload import parse_stages
 
             self._stages = parse_stages(self.stages, f("stages"))
+        if self.ramp_up is not None:  # vLLM's ramp: -n requests at a rate rising with the request index
+            for k in ("rate", "duration", "stages"):
+                if k in fs:
+                    raise rules.UsageError(f"{f('ramp_up')} and {f(k)} cannot be used together: the ramp gives the "
+                                           f"rates of {f('requests')} requests; drop {f(k)}")
+            from ..simulate.workload import parse_ramp
+
+            self._ramp = parse_ramp(self.ramp_up, f("ramp_up"))
         if self.trace is not None and {"shared_prefix_tokens", "prefix_groups"} & fs:
             raise rules.UsageError(f"{f('trace')} gives each request's prefix (columns prefix_id, "
                                    f"shared_prefix_tokens); drop {f('shared_prefix_tokens')}/{f('prefix_groups')}")
@@ -147,7 +156,7 @@ def workload(req: SimulateRequest, rng):
     arrivals with generated lengths (medians within the context; draws capped as the module says)."""
     import numpy as np
 
-    from ..simulate.workload import generate, read_trace, requests_for_duration, staged, staged_requests
+    from ..simulate.workload import generate, ramped, read_trace, requests_for_duration, staged, staged_requests
 
     maxc = req._model.max_context or rules.MAX_TOKENS
     if req.trace:
@@ -164,6 +173,11 @@ def workload(req: SimulateRequest, rng):
             raise rules.InputError(f"{req.flag('stages')} asks for about {n:,} requests (rate x duration summed), "
                                    f"more than 10,000,000; shorten the stages or lower their rates")
         wl = staged(rng, req._stages, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
+                    prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
+                    max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
+                    prefix_groups=req.prefix_groups)
+    elif req.ramp_up is not None:
+        wl = ramped(rng, req.requests, *req._ramp, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                     prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
                     max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
                     prefix_groups=req.prefix_groups)
