@@ -43,6 +43,7 @@ def register(app: typer.Typer) -> None:
         requests: Annotated[int, typer.Option("--requests", "-n", help="Requests to simulate.")] = 1000,
         duration: Annotated[Optional[float], typer.Option(help="Generate arrivals for this many seconds instead of --requests.")] = None,
         stages: Annotated[Optional[str], typer.Option("--stages", help="Load stages RATE:DURATION,... (requests/s : s, back to back), e.g. 8:60,20:60; Poisson (or gamma, --cv) within each; instead of --rate/--duration/--requests. Adds per-stage metrics.")] = None,
+        ramp_up: Annotated[Optional[str], typer.Option("--ramp-up", help="vLLM bench serve's ramp-up over the --requests: STRATEGY:START:END, linear or exponential from START to END requests/s by request index, e.g. linear:1:20; instead of --rate.")] = None,
         window_s: Annotated[Optional[float], typer.Option("--window-s", help="Also report metrics per window of this many seconds (requests by arrival time, throughput by finish time).")] = None,
         lengths: Annotated[str, typer.Option(help="fixed or lognormal prompt/output lengths.")] = "lognormal",
         prompt_tokens: Annotated[int, typer.Option("--prompt-tokens", "--prompt", help="Prompt tokens per request (median if lognormal); --prompt as in plan.")] = 1024,
@@ -85,7 +86,7 @@ def register(app: typer.Typer) -> None:
                                 targets=(ttft_target_s, tpot_target_s),
                                 refused=dict(policy_disaggregated=policy == "disaggregated", spec_gamma=spec_gamma,
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
-                                             window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
+                                             ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
                                              block_size=block_size != 16), realistic=realistic,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
@@ -98,7 +99,7 @@ def register(app: typer.Typer) -> None:
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
             no_preemption=no_preemption, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
-            stages=stages, window_s=window_s,
+            stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
             block_size=block_size, fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
@@ -210,7 +211,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
         raise InputError("--workers and --scheduler run the scenarios of a --grid; add --grid or drop them")
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
-                         "--fast-fraction, --duration, --stages, --window-s, --shared-prefix-tokens, --prefix-groups, "
+                         "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
                          "--prefix-cache or --block-size; drop those options (a --trace's prefix columns are cached "
                          "with the defaults)")
     check_workers(workers, scheduler)
