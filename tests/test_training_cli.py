@@ -81,3 +81,34 @@ def test_overtrain_errors(run_cli):
 def test_train_tp_must_divide_heads(run_cli):
     code, _, err = run_cli("train", "-m", "llama-3-70b", "-s", "dgx-h100", "--tp", "3")
     assert code == 1 and "error: TP 3 does not divide llama-3-70b's 64 attention heads; use TP in [1, 2, 4, 8]" in err
+
+
+def test_train_moe_tp_by_hand(run_cli):
+    """Mixtral 8x7B on 8 H100, TP 2 x DP 4 with EP 4: by default each routed expert is sliced over TP (moe_tp 2),
+    one expert group of 2·4 = 8 GPUs, no expert replica to synchronise. --moe-tp 1: groups of 4 GPUs, each expert
+    held whole by one GPU and replicated on 2·4/4 = 2 groups, so its gradients are all-reduced over 2 ranks 4
+    GPUs apart — 2·N_expert/4 bytes per GPU (bf16 gradients) on NVLink; the MoE TP all-reduce disappears."""
+    import json
+
+    import pytest
+
+    from roofline import network as NET
+    from roofline.catalog import get_catalog
+    from roofline.efficiency import realistic
+    from roofline.engine import tiers
+    from roofline.layout import Layout
+    from roofline.memory import params_per_gpu
+
+    base = ["train", "-m", "mixtral-8x7b", "-s", "dgx-h100", "--tp", "2", "--ep", "4", "--dp", "4",
+            "--global-batch", "64", "--json"]
+    a, b = (json.loads(run_cli(*base, *extra)[1]) for extra in ((), ("--moe-tp", "1")))
+    m, s = get_catalog().model("mixtral-8x7b"), get_catalog().system("dgx-h100")
+    lay = Layout(tp=2, ep=4, dp=4, expert_tp=1)
+    eff = realistic(s.accelerator, "bf16", "mid")
+    up, out = tiers(s, eff)
+    _, expert = params_per_gpu(m, lay)
+    extra = NET.ring_all_reduce_s(float(expert) * 2.0, 2, up.bytes_per_s, up.latency_s, up.efficiency)
+    assert b["dp_comm_s"] - a["dp_comm_s"] == pytest.approx(float(extra) * (1 - eff.overlap_dp), rel=1e-9)
+    assert b["tp_comm_s"] < a["tp_comm_s"] and b["ep_comm_s"] == pytest.approx(a["ep_comm_s"])
+    code, _, err = run_cli(*base, "--moe-tp", "3")
+    assert code == 1 and len(err.strip().splitlines()) == 1

@@ -230,15 +230,17 @@ def train_step(m: M.Model, system: System, layout: Layout, seq_len, *, efficienc
     dense, expert = params_per_gpu(m, layout)
     dp_s = 0.0 * s
     ranks = layout.dp * layout.cp  # weights are replicated over the data and the context ranks
+    # a routed expert lives on one moe_tp·ep group and is replicated over the tp·dp·cp/(moe_tp·ep) such groups
+    moe_group = layout.moe_tp * layout.ep
+    exp_ranks = max(int(layout.tp * ranks // moe_group), 1)
     if ranks > 1:
         k_zero = 1.5 if layout.zero >= 3 else 1.0
         dp_s = dp_s + k_zero * _all_reduce(dense * grad_comm_bytes, ranks, layout.tp, system, up, out)
-        if expert and ranks // layout.ep > 1:
-            dp_s = dp_s + k_zero * _all_reduce(expert * grad_comm_bytes, ranks // layout.ep,
-                                               layout.tp * layout.ep, system, up, out)
+        if expert and exp_ranks > 1:
+            dp_s = dp_s + k_zero * _all_reduce(expert * grad_comm_bytes, exp_ranks, moe_group, system, up, out)
         dp_s = dp_s * (1.0 - eff.overlap_dp)
     shard_dense = dense / (ranks if layout.zero >= 1 else 1)
-    shard_exp = expert / (max(ranks // layout.ep, 1) if layout.zero >= 1 else 1)
+    shard_exp = expert / (exp_ranks if layout.zero >= 1 else 1)
     opt_s = (shard_dense + shard_exp) * ADAM_UPDATE_BYTES / acc.hbm_bytes_per_s + 0.0 * s
     step_s = busy + bubble_s + pp_s + dp_s + opt_s
 

@@ -23,6 +23,7 @@ def register(app: typer.Typer) -> None:
         dp: Int("--dp", "Data-parallel replicas.") = 1,
         ep: Int("--ep", "Expert-parallel degree (divides --dp).") = 1,
         cp: Int("--cp", "Context-parallel degree: each sequence split over CP GPUs, K/V all-gathered per layer (Llama 3's 128K stage: 16).") = 1,
+        moe_tp: Annotated[Optional[int], typer.Option("--moe-tp", help="GPUs each routed expert is sliced over (Megatron's expert tensor parallelism); default: TP when EP divides DP, else 1.")] = None,
         seq: Int("--seq", "Sequence length, tokens.") = 4096,
         global_batch: Int("--global-batch", "Sequences per optimizer step.") = 1024,
         micro_batch: Int("--micro-batch", "Sequences per micro-batch.") = 1,
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
         """Step time, MFU, memory per GPU and the cost of training MODEL on D tokens with a TP/PP/DP/EP layout."""
         from ..requests.train import TrainRequest, run_train
 
-        req = TrainRequest.of(style="cli", model=model, system=system, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, seq=seq,
+        req = TrainRequest.of(style="cli", model=model, system=system, tp=tp, pp=pp, dp=dp, ep=ep, cp=cp, moe_tp=moe_tp, seq=seq,
                               global_batch=global_batch, micro_batch=micro_batch, schedule=schedule,
                               virtual_stages=virtual_stages, zero=zero, recompute=recompute, tokens=tokens,
                               compute_efficiency=compute_efficiency, overlap_dp=overlap_dp, dtype=dtype,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import resolve, rules
-from .base import Choice, Flag, FractionZero, OptReal, Price, Real, Request, Whole, describe
+from .base import Choice, Flag, FractionZero, OptReal, OptWhole, Price, Real, Request, Whole, describe
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 RECOMPUTE = ("none", "selective", "full", "reversible")
@@ -25,6 +25,7 @@ class TrainRequest(Request):
     dp: Whole(1) = 1
     ep: Whole(1) = 1
     cp: Whole(1, 1024, fix="1 = no context parallelism; e.g. 16 for a 128K stage") = 1
+    moe_tp: OptWhole(1, 1024) = None
     seq: Whole(1, rules.MAX_TOKENS) = 4096
     global_batch: Whole(1, fix="sequences per optimizer step, e.g. 1024") = 1024
     micro_batch: Whole(1, fix="sequences per micro-batch, e.g. 1") = 1
@@ -58,7 +59,7 @@ class TrainRequest(Request):
             raise rules.InputError(f"{f('global_batch')} {self.global_batch} must be a multiple of dp·micro-batch = "
                                    f"{self.dp * self.micro_batch}; change {f('global_batch')} or {f('micro_batch')}")
         self._layout = resolve.layout(
-            self._model, self._system, self.tp, self.ep, self.pp, self.dp, 1, cp=self.cp,
+            self._model, self._system, self.tp, self.ep, self.pp, self.dp, 1, cp=self.cp, expert_tp=self.moe_tp,
             micro_batch=self.micro_batch, micro_batches=self.global_batch // (self.dp * self.micro_batch),
             schedule=self.schedule, virtual_stages=self.virtual_stages, zero=self.zero, recompute=self.recompute,
             sequence_parallel=self.sequence_parallel)
