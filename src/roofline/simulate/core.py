@@ -224,9 +224,11 @@ class Simulation:
         # tokens of prefixes some running sequence uses (pinned, stored once) − tokens of running sequences'
         # contexts that are those cached blocks; free_tok = cached tokens no running sequence uses (evictable,
         # LRU). Admission and preemption count memory without free_tok (eviction frees it); eviction runs when
-        # memory with free_tok passes the capacity. All zero without prefix caching: the sums are unchanged.
+        # memory with free_tok passes the capacity. The checks compare with room = cap − held (kept up to date
+        # as held changes), so they cost no more than without the cache; without it room is cap exactly.
         pc = self.prefix_cache
-        held = free_tok = saved = 0.0
+        room = cap
+        free_tok = saved = 0.0
         evicted = 0
         blk = float(self.block_tokens)
         lru: OrderedDict = OrderedDict()  # unpinned prefixes with cached blocks, least recently released first
@@ -246,7 +248,7 @@ class Simulation:
             # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
             if on_demand:
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
-                while ctx_sum + held + pending + nd * g + nseq * ovh > cap + 1e-9 and nd > 0:
+                while ctx_sum + pending + nd * g + nseq * ovh > room + 1e-9 and nd > 0:
                     i = len(stack) - 1
                     while state[stack[i]] != 2:
                         if state[stack[i]] == 3:
@@ -264,11 +266,11 @@ class Simulation:
                     requeue.appendleft(v)
                     if pc and pfx[v] >= 0:  # unpin its prefix (the cached blocks stay, evictable when unused)
                         q = pfx[v]
-                        held += sh[v] * blk
+                        room -= sh[v] * blk
                         sh[v] = 0
                         pins[q] -= 1
                         if pins[q] == 0 and cached[q]:
-                            held -= cached[q] * blk
+                            room += cached[q] * blk
                             free_tok += cached[q] * blk
                             lru[q] = None
             # ---- chunks of prompts already being prefilled --------------------------------------------------
@@ -312,12 +314,12 @@ class Simulation:
                             blocked = True
                             break
                     if on_demand:
-                        if ctx_sum + held + pending + mem + nd * g + (nseq + 1) * ovh > cap + 1e-9:
+                        if ctx_sum + pending + mem + nd * g + (nseq + 1) * ovh > room + 1e-9:
                             blocked = True
                             break
                     else:
                         res = need + rem[rid] * g + ovh
-                        if reserved + held + res + (mem - need) > cap + 1e-9:
+                        if reserved + res + (mem - need) > room + 1e-9:
                             blocked = True
                             break
                         reserved += res
@@ -357,20 +359,19 @@ class Simulation:
                             if pins[q] == 0 and cached[q]:
                                 del lru[q]
                                 free_tok -= cached[q] * blk
-                                held += cached[q] * blk
+                                room -= cached[q] * blk
                             pins[q] += 1
                             sh[rid] = h
-                            held -= need - new
+                            room += need - new
                             ctx_sum += need - new  # the hit tokens are context at once (attention reads them)
                             saved += need - new
                             if hit[rid] < 0:
                                 hit[rid] = need - new
                         elif hit[rid] < 0:
                             hit[rid] = 0.0
-                        if free_tok and (ctx_sum + held + free_tok + pending + nseq * ovh > cap + 1e-9 if on_demand
-                                         else reserved + held + free_tok > cap + 1e-9):
-                            over = (ctx_sum + held + pending + nseq * ovh if on_demand else reserved + held)
-                            k_ev = _evict(lru, cached, ceil((over + free_tok - cap - 1e-9) / blk))
+                        use = ctx_sum + pending + nseq * ovh if on_demand else reserved  # memory but held
+                        if free_tok and use + free_tok > room + 1e-9:
+                            k_ev = _evict(lru, cached, ceil((use + free_tok - room - 1e-9) / blk))
                             free_tok -= k_ev * blk
                             evicted += k_ev
                 if nseq >= max_seqs:
@@ -400,7 +401,7 @@ class Simulation:
                     if ke < k:
                         k = ke
                 if on_demand and cap != inf:  # iterations until the KV pool is full (at least 1)
-                    kc = int((cap - ctx_sum - nseq * ovh + 1e-9) / ((nd + pad) * g))
+                    kc = int((room - ctx_sum - nseq * ovh + 1e-9) / ((nd + pad) * g))
                     if kc < 1:
                         kc = 1
                     if kc < k:
@@ -435,9 +436,9 @@ class Simulation:
                 now += k * t0 + s * k * (k - 1) / 2.0
                 ctx_sum += (nd + pad) * g * k
                 it += k
-                if free_tok and on_demand and ctx_sum + held + free_tok + nseq * ovh > cap + 1e-9:
+                if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
                     # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
-                    k_ev = _evict(lru, cached, ceil((ctx_sum + held + free_tok + nseq * ovh - cap - 1e-9) / blk))
+                    k_ev = _evict(lru, cached, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
                     free_tok -= k_ev * blk
                     evicted += k_ev
             else:
@@ -489,9 +490,9 @@ class Simulation:
                 it += 1
                 if free_tok and on_demand:
                     pending = sum(e[1] for e in pf) if pf else 0
-                    if ctx_sum + held + free_tok + pending + nseq * ovh > cap + 1e-9:
-                        k_ev = _evict(lru, cached, ceil((ctx_sum + held + free_tok + pending + nseq * ovh - cap
-                                                         - 1e-9) / blk))
+                    if ctx_sum + free_tok + pending + nseq * ovh > room + 1e-9:
+                        k_ev = _evict(lru, cached, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
+                                                        / blk))
                         free_tok -= k_ev * blk
                         evicted += k_ev
             # ---- finishes ---------------------------------------------------------------------------
@@ -506,10 +507,10 @@ class Simulation:
                     reserved -= reserve[rid]
                     if pc and pfx[rid] >= 0:  # unpin its prefix (as on preemption)
                         q = pfx[rid]
-                        held += sh[rid] * blk
+                        room -= sh[rid] * blk
                         pins[q] -= 1
                         if pins[q] == 0 and cached[q]:
-                            held -= cached[q] * blk
+                            room += cached[q] * blk
                             free_tok += cached[q] * blk
                             lru[q] = None
                     if static:
