@@ -236,10 +236,11 @@ def interval_metrics(trace: Trace, edges) -> list[dict]:
 
     out = []
     for i in range(m):
-        d = {"index": i, "start_s": float(e[i]), "end_s": float(e[i + 1]), "requests": int(n_arr[i]),
-             "arrival_rate_per_s": float(n_arr[i] / dur[i]), "finished": int(n_fin[i]),
-             "throughput_tokens_per_s": float(tok_fin[i] / dur[i]),
-             "throughput_requests_per_s": float(n_fin[i] / dur[i])}
+        d: dict[str, float | int | None] = {
+            "index": i, "start_s": float(e[i]), "end_s": float(e[i + 1]), "requests": int(n_arr[i]),
+            "arrival_rate_per_s": float(n_arr[i] / dur[i]), "finished": int(n_fin[i]),
+            "throughput_tokens_per_s": float(tok_fin[i] / dur[i]),
+            "throughput_requests_per_s": float(n_fin[i] / dur[i])}
         for name, (mean, pct) in stats.items():
             d[f"{name}_mean_s"] = num(mean[i])
             for qq, v in pct.items():
