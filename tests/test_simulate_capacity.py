@@ -80,3 +80,15 @@ def test_cli_flags_a_run_past_saturation(run_cli):
     assert low["capacity_requests_per_s"] == pytest.approx(high["capacity_requests_per_s"])
     assert high["load"] > 1 > low["load"]
     assert "PAST SATURATION" in run_cli(*base[:-1], "--rate", "40")[1]
+
+
+def test_grid_rows_carry_saturation(run_cli):
+    code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-g", "1", "--realistic", "--grid",
+                             "rate=5,40;replicas=1,2", "-n", "800", "--lengths", "fixed", "--json")
+    assert code == 0, err
+    rows = {(r["rate"], r["replicas"]): r for r in json.loads(out)["scenarios"]}
+    assert not rows[(5.0, 1)]["saturated"] and rows[(40.0, 1)]["saturated"]
+    # two replicas: each sees half the rate; capacity and offered rate are reported for both together
+    assert rows[(40.0, 2)]["capacity_requests_per_s"] == pytest.approx(2 * rows[(40.0, 1)]["capacity_requests_per_s"])
+    assert rows[(40.0, 2)]["load"] == pytest.approx(rows[(40.0, 2)]["offered_requests_per_s"]
+                                                    / rows[(40.0, 2)]["capacity_requests_per_s"])

@@ -233,10 +233,12 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if json:
         return print_json({"model": m.id, "system": sysrec.id, "seed": seed, "ttft_target_s": ctx.targets.ttft_s,
                            "tpot_target_s": ctx.targets.tpot_s, "scenarios": rows})
-    body = [[r["scenario"], r["gpus"], f"{seconds(r['ttft_p50_s'])} / {seconds(r['ttft_p99_s'])}",
+    body = [[r["scenario"] + (" (PAST SATURATION)" if r["saturated"] else ""), r["gpus"],
+             f"{seconds(r['ttft_p50_s'])} / {seconds(r['ttft_p99_s'])}",
              f"{seconds(r['tpot_p50_s'])} / {seconds(r['tpot_p99_s'])}", f"{r['throughput_tokens_per_s']:,.0f}",
              f"{r['goodput_requests_per_s']:,.3g} ({r['goodput_fraction']:.0%})", f"{r['goodput_per_gpu']:,.3g}",
              f"{r['usd_per_million_tokens']:,.4g}"] for r in rows]
     table(f"{m.id} on {sysrec.id}: {len(rows):,} scenarios", list(GRID_COLUMNS), body,
           caption=f"goodput: TTFT <= {seconds(ctx.targets.ttft_s)} and TPOT <= {seconds(ctx.targets.tpot_s)}"
-                  + (f"; plot in {plot}" if plot else ""))
+                  + ("; PAST SATURATION: the queue grows with the run, its latencies measure the run's length"
+                     if any(r["saturated"] for r in rows) else "") + (f"; plot in {plot}" if plot else ""))

@@ -258,7 +258,9 @@ def check_context(ctx: GridContext, sc: Scenario) -> None:
 
 def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     """Simulate one scenario; its row: the scenario's options, gpus, and the metrics.summarize keys
-    (throughput and goodput for all replicas) plus goodput_per_gpu and kv_capacity_tokens."""
+    (throughput and goodput for all replicas) plus goodput_per_gpu, kv_capacity_tokens and the saturation keys
+    of simulate/capacity.py (offered rate and capacity for all replicas)."""
+    from .capacity import capacity, saturation
     from .core import Simulation
     from .metrics import summarize
     from .overheads import EngineOverheads, run_with_engine
@@ -293,6 +295,11 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     row = {"scenario": sc.label, **{k: v for k, v in asdict(sc).items() if k != "label"}, "gpus": gpus,
            "kv_capacity_tokens": dep.kv_capacity_tokens, **s}
     row["goodput_per_gpu"] = s["goodput_requests_per_s"] / gpus
+    sat = saturation(tr.arrival_s, tr.admit_s, capacity(wl, dep, pol))  # per replica: rates times r below
+    for name in ("offered_requests_per_s", "capacity_requests_per_s"):
+        if sat.get(name) is not None:
+            sat[name] *= r
+    row.update(sat)
     if not ovh.is_none:
         row.update(ovh.terms(wl.prompt_tokens, s["mean_batch"]))
     return row
