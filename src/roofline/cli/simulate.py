@@ -167,6 +167,8 @@ def register(app: typer.Typer) -> None:
               ["metric", "value"], rows, caption=f"plots in {plot}" if plot else None)
         if "stages" in d:
             stage_table(d["stages"])
+        if "windows" in d:
+            window_table(d["windows"])
 
 
 STAGE_COLUMNS = ("stage", "time", "offered / capacity", "requests", "done req/s", "tok/s", "TTFT p50 / p99",
@@ -189,6 +191,31 @@ def stage_table(stages: list[dict]) -> None:
              f"YES ({d['queue_growth_s_per_s']:+.2f} s/s)" if d["saturated"] else "no"] for d in stages]
     table("per stage (requests by arrival; throughput by finish)", list(STAGE_COLUMNS), body,
           caption="saturated: stage rate / capacity >= 1 or waiting time growing > 0.05 s per s (docs/simulator.md)")
+
+
+WINDOW_COLUMNS = ("window", "time", "arrivals/s", "requests", "done req/s", "tok/s", "TTFT p50 / p99",
+                  "TPOT p50 / p99", "batch", "queue")
+#: Most windows the table prints (more are in --json and the plot).
+MAX_WINDOW_ROWS = 40
+
+
+def window_table(windows: list[dict]) -> None:
+    """The per-window table of `simulate --window-s` (up to MAX_WINDOW_ROWS windows; '-' where no request arrived)."""
+    if len(windows) > MAX_WINDOW_ROWS:
+        w = windows[0]["end_s"] - windows[0]["start_s"]
+        table("per window", ["windows"], [[f"{len(windows):,} windows of {w:g} s: more than {MAX_WINDOW_ROWS}, "
+                                           f"see --json (windows) or --plot (stages.png)"]])
+        return
+
+    def lat(d, k):
+        return "-" if d[f"{k}_p50_s"] is None else f"{seconds(d[f'{k}_p50_s'])} / {seconds(d[f'{k}_p99_s'])}"
+
+    body = [[str(d["index"] + 1), f"{d['start_s']:,.4g}-{d['end_s']:,.4g} s", f"{d['arrival_rate_per_s']:,.3g}",
+             f"{d['requests']:,}", f"{d['throughput_requests_per_s']:,.3g}", f"{d['throughput_tokens_per_s']:,.0f}",
+             lat(d, "ttft"), lat(d, "tpot"), "-" if d["mean_batch"] is None else f"{d['mean_batch']:,.1f}",
+             f"{d['queue_start']:,} -> {d['queue_end']:,}"] for d in windows]
+    table("per window (requests by arrival; throughput by finish)", list(WINDOW_COLUMNS), body,
+          caption="'-': no request arrived in the window (the drain after the last arrival)")
 
 
 GRID_COLUMNS = ("scenario", "GPUs", "TTFT p50 / p99", "TPOT p50 / p99", "tok/s", "goodput req/s", "good/GPU", "$/Mtok")
