@@ -300,9 +300,9 @@ def test_stages_with_a_trace_is_a_usage_error(run_cli):
 
 def test_cli_table_and_plot(run_cli, tmp_path):
     c, out, err = run_cli(*M8, "--stages", "2:10,6:10", "--lengths", "fixed", "--prompt", "64", "--output", "64",
-                          "--plot", str(tmp_path))
+                          "--window-s", "5", "--plot", str(tmp_path))
     assert c == 0, err
-    assert "per stage" in out and (tmp_path / "stages.png").stat().st_size > 10_000
+    assert "per stage" in out and "per window" in out and (tmp_path / "stages.png").stat().st_size > 10_000
 
 
 def test_http_answer_carries_the_lists(run_cli):
