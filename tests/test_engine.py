@@ -473,7 +473,7 @@ def test_sampling_imbalance_by_hand_and_against_a_simulated_router(run_cli):
         assert float(samp.gemm_compute_s) == pytest.approx(float(fixed.gemm_compute_s), rel=1e-12)
         assert float(samp.ep_comm_s) > float(flat.ep_comm_s)
     code, out, err = run_cli("step", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--moe-imbalance", "lots")
-    assert code == 2 and "must be a number >= 1 or 'sampling'" in err  # not a number: a usage error
+    assert code == 2 and "must be a number >= 1, 'sampling', 'powerlaw:A' or 'loads:FILE'" in err  # not a number: a usage error
 
 
 def test_sparse_attention_by_hand(run_cli):
