@@ -11,7 +11,8 @@ from typing import Any, Optional
 import numpy as np
 
 from . import resolve, rules
-from .base import Choice, Dtype, Fraction, Imbalance, OptWhole, Price, Request, Whole, describe
+from .base import Choice, Dtype, Fraction, Imbalance, OptWhole, Price, Whole, describe
+from .layout_opts import LayoutOptions
 
 PHASES = ("decode", "prefill")
 DECODE_ATTENTION = ("shared", "per-query-head")
@@ -19,7 +20,7 @@ KERNELS = ("factor", "tables")  # --realistic's kernel times: cited family facto
 ENGINES = ("trtllm", "sglang", "vllm")  # whose measured kernels (roofline.kernels) with --kernels tables
 
 
-class StepRequest(Request):
+class StepRequest(LayoutOptions):
     """One pass: the model, the hardware (a system, or an accelerator with a GPU count), the batch and
     context, formats, price, efficiencies and, optionally, a TP/EP/PP/DP layout over `domains`."""
 
@@ -37,16 +38,7 @@ class StepRequest(Request):
     moe_imbalance: Imbalance = 1.0
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
-    tp: OptWhole(1) = None
-    ep: OptWhole(1) = None
-    pp: OptWhole(1) = None
-    dp: OptWhole(1) = None
-    domains: OptWhole(1, 1024) = None
-    cp: OptWhole(1, 1024) = None
-    moe_tp: OptWhole(1, 1024) = None
-    redundant_experts: OptWhole(0, 100_000) = None
-    attention: Optional[Choice("heads", "batch")] = None
-    weight_stationary: Optional[Choice("1d", "2d", "gathered")] = None
+    # tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary: LayoutOptions
     sparse_attention: Optional[str] = None
     spec_gamma: Whole(0, 64) = 0
     spec_alpha: float = 0.7
@@ -88,31 +80,10 @@ class StepRequest(Request):
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
         resolve.sparse_attention(self.sparse_attention)  # sqrt:C or topk:K, checked here: one line
         if self.has_layout:
-            tp, ep, pp, dp, doms = self.layout_degrees
-            cp = self.cp or 1
-            if self.gpus is not None and self.gpus != tp * dp * pp * cp:
-                raise rules.InputError(
-                    f"{f('gpus')} {self.gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} x CP{cp} = "
-                    f"{tp * dp * pp * cp} GPUs; drop {f('gpus')} (the layout sets the GPU count) or change the degrees")
-            self._layout = resolve.layout(self._model, self._system, tp, ep, pp, dp, doms, batch=self.batch, cp=cp,
-                                          expert_tp=self.moe_tp, redundant_experts=self.redundant_experts or 0,
-                                          attention=self.attention or "heads",
-                                          weight_stationary=self.weight_stationary or "1d")
-            if cp > 1 and self.phase == "decode":
-                raise rules.UsageError(f"{f('cp')} {cp} splits a prompt's tokens over GPUs: add {f('phase')} prefill "
-                                       f"(a decode step has one token per sequence; spread sequences with "
-                                       f"{f('dp')})")
+            self._layout = self.layout_for(self._model, self._system, batch=self.batch, phase=self.phase,
+                                           gpus=self.gpus)
         elif self.realistic:
             one_tp_group(self._model, self._system, self._chips)
-
-    @property
-    def has_layout(self) -> bool:
-        return any(v is not None for v in (self.tp, self.ep, self.pp, self.dp, self.domains, self.cp, self.moe_tp,
-                                           self.redundant_experts, self.attention, self.weight_stationary))
-
-    @property
-    def layout_degrees(self) -> tuple[int, int, int, int, int]:
-        return self.tp or 1, self.ep or 1, self.pp or 1, self.dp or 1, self.domains or 1
 
 
 def one_tp_group(model, system, chips: int) -> None:
