@@ -6,6 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._layout import (
+    AttentionOpt,
+    CpOpt,
+    DomainsOpt,
+    DpOpt,
+    EpOpt,
+    MoeImbalanceOpt,
+    MoeTpOpt,
+    PpOpt,
+    RedundantOpt,
+    TpOpt,
+    WeightStationaryOpt,
+    layout_args,
+)
 from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
@@ -46,7 +60,19 @@ def register(app: typer.Typer) -> None:
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
-        realistic: Annotated[bool, typer.Option("--realistic", help="Add the cited efficiency model's step time and its interval (the GPUs as one TP group).")] = False,
+        tp: TpOpt = None,
+        ep: EpOpt = None,
+        pp: PpOpt = None,
+        dp: DpOpt = None,
+        domains: DomainsOpt = None,
+        cp: CpOpt = None,
+        moe_tp: MoeTpOpt = None,
+        redundant_experts: RedundantOpt = None,
+        attention: AttentionOpt = None,
+        weight_stationary: WeightStationaryOpt = None,
+        moe_imbalance: MoeImbalanceOpt = "1",
+        overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
+        realistic: Annotated[bool, typer.Option("--realistic", help="Add the cited efficiency model's step time and its interval (the layout's replica, else the GPUs as one TP group).")] = False,
         sparse_attention: Annotated[Optional[str], typer.Option("--sparse-attention", help="Each query attends at most c·sqrt(context) (sqrt:C) or k tokens (topk:K).")] = None,
         csv: Annotated[Optional[str], typer.Option("--csv", help="Stream every point to this CSV file as it is computed.")] = None,
         parquet: Annotated[Optional[str], typer.Option("--parquet", help="Stream every point to this Parquet file (zstd; bound as a dictionary column).")] = None,
@@ -62,6 +88,8 @@ def register(app: typer.Typer) -> None:
                               batch=batch, context=context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
                               kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                               compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
+                              **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
+                                            weight_stationary), moe_imbalance=moe_imbalance, overlap=overlap,
                               realistic=realistic, sparse_attention=sparse_attention, csv=csv, parquet=parquet, plot=plot, chunk_points=chunk_points,
                               json=json)
         m, sysrec, chips = req._model, req._system, req._chips
@@ -83,7 +111,8 @@ def register(app: typer.Typer) -> None:
             return
         rows = run_sweep(req)
         real = ["realistic ms [interval]"] if realistic else []
-        table(f"{m.id} on {chips} x {sysrec.accelerator.id} ({phase})",
+        where = f"{sysrec.id}, {req._layout}" if req._layout is not None else f"{chips} x {sysrec.accelerator.id}"
+        table(f"{m.id} on {where} ({phase})",
               ["batch", "context", "step ms", *real, "bound", "tok/s", "tok/s/seq", "$/Mtok", "MFU", "fits"],
               [[r["batch"], r["context"], r["step_s"] * 1e3,
                 *([f"{r['realistic_step_s'] * 1e3:.4g} [{r['realistic_low_s'] * 1e3:.3g}, "

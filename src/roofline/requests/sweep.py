@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import resolve, rules
-from .base import Choice, Dtype, Field, Fraction, OptText, OptWhole, Price, Request, Whole, describe
+from .base import Choice, Dtype, Field, Fraction, Imbalance, OptText, OptWhole, Price, Whole, describe
+from .layout_opts import LayoutOptions
 
 #: value of the `bound` column -> its name
 BOUND_NAMES = ("compute", "memory", "network")  # engine.BOUNDS
@@ -62,8 +63,9 @@ def parse_grid(text, name: str):
         raise bad from None
 
 
-class SweepRequest(Request):
-    """A grid of batch x context for one model on one piece of hardware, written where asked."""
+class SweepRequest(LayoutOptions):
+    """A grid of batch x context for one model on one piece of hardware (or one replica of a layout: the
+    LayoutOptions fields, with `step`'s rules), written where asked."""
 
     model: Any
     system: Optional[Any] = None
@@ -78,6 +80,8 @@ class SweepRequest(Request):
     usd_per_gpu_hour: Price = None
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
+    moe_imbalance: Imbalance = 1.0
+    overlap: bool = False
     realistic: bool = False
     sparse_attention: Optional[str] = None
     csv: OptText = None
@@ -91,6 +95,7 @@ class SweepRequest(Request):
 
         f = self.flag
         self._model = resolve.model(self.model, f("model"))
+        self._imbalance = resolve.moe_imbalance(self.moe_imbalance, self._model, f("moe_imbalance"))
         self._system, self._chips = resolve.hardware(self.system, self.accelerator, self.gpus,
                                                      (f("system"), f("accelerator"), f("gpus")))
         self._batches = parse_grid(self.batch, f("batch"))
@@ -104,7 +109,12 @@ class SweepRequest(Request):
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, float(self._contexts.max()) + new, f"{f('context')} + new tokens =")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
-        if self.realistic:
+        if self.overlap and not self.realistic:
+            raise rules.UsageError(f"{f('overlap')} overlaps communication with compute in the realistic model (the "
+                                   f"pure roofline already takes their max); add {f('realistic')} or drop {f('overlap')}")
+        self._layout = self.layout_for(self._model, self._system, batch=self._batches, phase=self.phase,
+                                       gpus=self.gpus)
+        if self.realistic and self._layout is None:
             from .step import one_tp_group
 
             one_tp_group(self._model, self._system, self._chips)
@@ -113,6 +123,9 @@ class SweepRequest(Request):
         if self.parquet is not None:
             rules.output_path(f("parquet"), self.parquet, (".parquet", ".pq"))
         if self.plot is not None:
+            if self._layout is not None:
+                raise rules.UsageError(f"{f('plot')} draws the perfect-sharding curves, not a layout's; drop "
+                                       f"{f('plot')} or the layout flags (plot the --csv/--parquet columns instead)")
             rules.output_path(f("plot"), self.plot, (".png", ".svg", ".pdf"))
         n = self.points
         if (self.as_json or not (self.csv or self.parquet or self.plot)) and n > MAX_PRINTED_POINTS:
@@ -162,10 +175,10 @@ def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times
     sysrec, acc = req._system, req._system.accelerator
     L = np.asarray(float(req.prompt) if req.phase == "prefill" else 1.0)
     eff = efficiency or Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
-    return core(req._model, sysrec, layout or Layout.sharded(req._chips), B, C, L, req.phase,
+    return core(req._model, sysrec, layout or req._layout or Layout.sharded(req._chips), B, C, L, req.phase,
                 b_w=dtype_bytes(req.weights_dtype), b_kv=dtype_bytes(req.kv_dtype), b_act=dtype_bytes("bf16"),
                 peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
-                low_precision=req.weights_dtype in LOW_PRECISION, imbalance=1.0,
+                low_precision=req.weights_dtype in LOW_PRECISION, imbalance=req._imbalance,
                 price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
                 times_only=times_only, sparse=resolve.sparse_attention(req.sparse_attention))
 
@@ -183,13 +196,13 @@ def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
     cols = {"batch": B, "context": C}
     for k in KEYS:
         cols[k] = np.broadcast_to(getattr(r, k), shape)
-    if req.realistic:  # the family's cited factors on the same points (the GPUs as one TP group)
+    if req.realistic:  # the family's cited factors on the same points (the layout, else the GPUs as one TP group)
         from ..efficiency import realistic
         from ..layout import Layout
 
         for key, which in zip(REALISTIC_KEYS, ("mid", "fast", "slow")):
-            eff = realistic(req._system.accelerator, req.weights_dtype, which)
-            t = _engine_pass(req, B, C, efficiency=eff, layout=Layout(tp=req._chips), times_only=True)
+            eff = realistic(req._system.accelerator, req.weights_dtype, which, overlap_comm=req.overlap)
+            t = _engine_pass(req, B, C, efficiency=eff, layout=req._layout or Layout(tp=req._chips), times_only=True)
             cols[key] = np.broadcast_to(getattr(t, "step_s", t), shape)
     cols["bound"] = np.broadcast_to(np.asarray(r.bound).astype(np.uint8), shape)
     cols["fits"] = np.broadcast_to(r.fits, shape)
