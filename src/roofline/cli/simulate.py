@@ -6,6 +6,20 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._layout import (
+    AttentionOpt,
+    CpOpt,
+    DomainsOpt,
+    DpOpt,
+    EpOpt,
+    MoeImbalanceOpt,
+    MoeTpOpt,
+    PpOpt,
+    RedundantOpt,
+    TpOpt,
+    WeightStationaryOpt,
+    layout_args,
+)
 from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
@@ -59,6 +73,18 @@ def register(app: typer.Typer) -> None:
         spec_alpha: Annotated[float, typer.Option(help="Speculative acceptance rate per draft token.")] = 0.7,
         draft_fraction: Annotated[float, typer.Option(help="Cost of one draft token, fraction of a decode step.")] = 0.05,
         prefill_gpus: Annotated[Optional[int], typer.Option(help="Disaggregated: GPUs of the prefill pool (default: same as decode).")] = None,
+        prefill_layout: Annotated[Optional[str], typer.Option("--prefill-layout", help="Disaggregated: the prefill pool's layout as key=value pairs, e.g. tp=8,cp=2 (keys as the layout flags; CP allowed here); the layout flags lay out the decode pool.")] = None,
+        tp: TpOpt = None,
+        ep: EpOpt = None,
+        pp: PpOpt = None,
+        dp: DpOpt = None,
+        domains: DomainsOpt = None,
+        cp: CpOpt = None,
+        moe_tp: MoeTpOpt = None,
+        redundant_experts: RedundantOpt = None,
+        attention: AttentionOpt = None,
+        weight_stationary: WeightStationaryOpt = None,
+        moe_imbalance: MoeImbalanceOpt = "1",
         ttft_target_s: Annotated[float, typer.Option(help="Goodput target on time to first token, s.")] = 1.0,
         tpot_target_s: Annotated[float, typer.Option(help="Goodput target on time per output token, s.")] = 0.1,
         seed: Annotated[int, typer.Option(help="Seed of the random generator.")] = 0,
@@ -88,7 +114,11 @@ def register(app: typer.Typer) -> None:
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
                                              ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
-                                             block_size=block_size != 16), realistic=realistic,
+                                             block_size=block_size != 16,
+                                             layout_flags=any(v is not None for v in layout_args(
+                                                 tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
+                                                 weight_stationary).values()) or moe_imbalance != "1"),
+                                realistic=realistic,
                                 base=dict(rate=rate, policy=policy, arrivals=arrivals, cv=cv, lengths=lengths,
                                           prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma,
                                           requests=requests, max_seqs=max_seqs, max_batched_tokens=max_batched_tokens,
@@ -103,7 +133,9 @@ def register(app: typer.Typer) -> None:
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
             block_size=block_size, fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
-            draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, ttft_target_s=ttft_target_s,
+            draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
+            **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
+            moe_imbalance=moe_imbalance, ttft_target_s=ttft_target_s,
             tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
             memory_efficiency=memory_efficiency, realistic=realistic, engine=engine, plot=plot)
@@ -239,7 +271,8 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache or --block-size; drop those options (a --trace's prefix columns are cached "
+                         "--prefix-cache, --block-size, the layout flags or --moe-imbalance (lay out a scenario with the grid's "
+                         "layout axis); drop those options (a --trace's prefix columns are cached "
                          "with the defaults)")
     check_workers(workers, scheduler)
     m = resolve_model(model)

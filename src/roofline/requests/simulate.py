@@ -17,21 +17,22 @@ from .base import (
     Dtype,
     Fraction,
     FractionZero,
+    Imbalance,
     OptReal,
     OptText,
     OptWhole,
     Price,
     Real,
-    Request,
     Text,
     Whole,
     describe,
 )
+from .layout_opts import LayoutOptions
 
 POLICIES = ("continuous", "chunked", "static", "train", "disaggregated")
 
 
-class SimulateRequest(Request):
+class SimulateRequest(LayoutOptions):
     """Requests (generated or a CSV trace) replayed through roofline step times under a batching policy."""
 
     model: Any
@@ -65,6 +66,8 @@ class SimulateRequest(Request):
     spec_alpha: Real(ge=0, lt=1, fix="acceptance rate per draft token in [0, 1), e.g. 0.7") = 0.7
     draft_fraction: Real(ge=0, le=1, fix="cost of one draft token as a fraction of a decode step") = 0.05
     prefill_gpus: OptWhole(1) = None
+    prefill_layout: OptText = None  # the prefill pool's layout as 'tp=8,cp=2' (LayoutOptions' rules)
+    moe_imbalance: Imbalance = 1.0
     ttft_target_s: Real(gt=0, le=1e6) = 1.0
     tpot_target_s: Real(gt=0, le=1e6) = 0.1
     seed: Whole(0, 2**63 - 1) = 0
@@ -143,12 +146,53 @@ class SimulateRequest(Request):
                                f"{f('prompt_tokens')} + {f('output_tokens')} =",
                                f"lower them to fit {self._model.max_context:,} tokens")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
-        if self.realistic:
+        self._layouts(f)
+        if self.realistic and self._layout is None:
             from .step import one_tp_group
 
             one_tp_group(self._model, self._system, self._chips)
         if self.plot is not None:
             self._plot = rules.output_dir(f("plot"), self.plot)
+
+
+    def _layouts(self, f) -> None:
+        """The replica's layout (the LayoutOptions fields: the deployment, or the decode pool of --policy
+        disaggregated), the prefill pool's (--prefill-layout) and --moe-imbalance, with step's rules."""
+        self._imbalance = resolve.moe_imbalance(self.moe_imbalance, self._model, f("moe_imbalance"))
+        if self.realistic and self.moe_imbalance != 1.0:
+            raise rules.UsageError(f"{f('realistic')} uses the efficiency model's own factors; drop "
+                                   f"{f('moe_imbalance')} or {f('realistic')}")
+        pre = f"{f('policy')} disaggregated {f('prefill_layout')} cp={self.cp}" + (f",tp={self.tp}" if self.tp else "")
+        self._layout = self.layout_for(self._model, self._system, gpus=self.gpus, cp_allowed=(
+            f"one layout runs prefill and decode passes alike here, and a decode token cannot be split; give CP to "
+            f"a prefill pool of its own: {pre}"))
+        self._prefill_layout = None
+        if self.prefill_layout is None:
+            return
+        if self.policy != "disaggregated":
+            raise rules.UsageError(f"{f('prefill_layout')} lays out the prefill pool of {f('policy')} disaggregated; "
+                                   f"add {f('policy')} disaggregated or drop it")
+        if self.prefill_gpus is not None:
+            raise rules.UsageError(f"{f('prefill_layout')} sets the prefill pool's GPUs (TP x DP x PP x CP); drop "
+                                   f"{f('prefill_gpus')}")
+        from .layout_opts import from_text
+
+        opts = from_text(self.prefill_layout, f("prefill_layout"))
+        try:
+            self._prefill_layout = opts.layout_for(self._model, self._system, phase="prefill")
+        except rules.InputError as exc:
+            raise type(exc)(f"{f('prefill_layout')} {self.prefill_layout!r}: {exc}") from None
+
+
+def pool(req: SimulateRequest, layout, chips: int, opts: dict):
+    """One pool's Deployment: a replica of `layout` (KV capacity from the layout's memory, steps with its
+    communication), else `chips` GPUs with perfect sharding (or one TP group under --realistic)."""
+    from ..simulate.steptable import deployment, roofline_deployment
+
+    extra = {} if req.moe_imbalance == 1.0 else {"moe_imbalance": req._imbalance}
+    if layout is None:
+        return roofline_deployment(req._model, req._system, chips=chips, **opts, **extra)
+    return deployment(req._model, req._system, layout, **opts, **extra)
 
 
 def workload(req: SimulateRequest, rng):
@@ -229,7 +273,7 @@ def simulate(req: SimulateRequest, progress=None):
     import numpy as np
 
     from ..efficiency import Efficiency
-    from ..simulate import Policy, Simulation, Targets, roofline_deployment
+    from ..simulate import Policy, Simulation, Targets
     from ..simulate.metrics import summarize
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..speculative import Speculation
@@ -246,7 +290,7 @@ def simulate(req: SimulateRequest, progress=None):
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
     ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
-    dep = with_engine(roofline_deployment(m, sysrec, chips=chips, **opts), ovh)
+    dep = with_engine(pool(req, req._layout, chips, opts), ovh)
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
                                  block_tokens=req.block_size)
@@ -254,11 +298,11 @@ def simulate(req: SimulateRequest, progress=None):
     if disagg:
         from ..simulate.pools import disaggregated, kv_transfer_s
 
-        pdep = with_engine(roofline_deployment(m, sysrec, chips=req.prefill_gpus or chips, **opts), ovh)
+        pdep = with_engine(pool(req, req._prefill_layout, req.prefill_gpus or chips, opts), ovh)
 
         def run(w):
             res = disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
-                                                            chips=chips), pol, pol, seed=req.seed,
+                                                            chips=dep.gpus), pol, pol, seed=req.seed,
                                 progress=advance, **cache)
             sims.append(res.prefill_simulation)
             return res.trace
@@ -270,6 +314,11 @@ def simulate(req: SimulateRequest, progress=None):
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
+    if req._layout is not None or req._prefill_layout is not None:  # the pools' layouts and GPUs
+        d.update(layout=None if req._layout is None else str(req._layout), decode_gpus=dep.gpus)
+        if disagg:
+            d.update(prefill_layout=None if req._prefill_layout is None else str(req._prefill_layout),
+                     prefill_gpus=pdep.gpus)
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
     if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
         from ..simulate.metrics import prefix_cache_metrics
