@@ -12,8 +12,14 @@ Model of a pass (see policies.py for the schedulers): sequences in the pass, new
 decoding sequence, γ+1 under speculation, prompt chunks for prefills) and their mean cached context
 go through the StepTable. The first token comes out of the pass that completes the prompt; each
 later token needs one decode (or verify) pass. Context grows by the expected tokens per pass.
+
+Prefix caching (docs/simulator.md "Prefix caching"; vLLM automatic prefix caching, SGLang RadixAttention):
+requests with a shared prefix hit min(cached blocks, their whole prefix blocks) of it at admission and
+prefill only the rest (attention still reads the hit tokens); the blocks are stored once in the KV pool,
+pinned by the running sequences that use them, evicted LRU from the tail when unpinned and memory runs out.
 Ignores: scheduler and sampling overheads, network time inside a pool (see parallel.py), KV block
-fragmentation, and variation of acceptance between sequences within one pass.
+fragmentation, variation of acceptance between sequences within one pass, and the prefix cache's
+approximations listed in the docs (only declared prefixes are cached; a prefix's whole chain is pinned).
 """
 
 from __future__ import annotations
@@ -171,7 +177,8 @@ class Simulation:
         # (always, under continuous batching) and taken once before the preemption loop (which
         # leaves the list unchanged); StepTable.t/decode_segment do their lookups inline in O(1).
         # Every arithmetic expression is the same as before, in the same order, so results are
-        # bit-identical to the straightforward version.
+        # bit-identical to the straightforward version. The prefix cache adds O(1) work per admission,
+        # prefill completion and finish, behind `pc`/`free_tok` tests; its memory term lives in `room`.
         w, pol, dep, tab = self.workload, self.policy, self.deployment, self.table
         n = w.n
         kind = pol.kind
