@@ -142,7 +142,8 @@ def test_plan_with_speculation_matches_the_engine_step():
     rows = p.rows()
     assert any(r["redundant_experts"] == 32 and r["ep"] == 72 for r in rows)
     for r in rows[::6]:
-        lay = Layout(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], redundant_experts=r["redundant_experts"])
+        lay = Layout(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], redundant_experts=r["redundant_experts"],
+                         expert_tp=r["moe_tp"])
         d = step(DSV3, NVL72, r["batch"], 1024 + 512, layout=lay, weights_dtype=r["weights_dtype"],
                  kv_dtype=r["kv_dtype"], speculation=sp, details=False, check=False)
         assert r["tpot_s"] == pytest.approx(float(d.step_s) / sp.tokens_per_step, rel=1e-12)

@@ -95,8 +95,10 @@ class Layout:
             raise InputError("virtual_stages > 1 needs schedule 'interleaved'; set --schedule interleaved")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero stage must be 0, 1, 2 or 3 (3 = FSDP), got {self.zero}")
-        if self.expert_tp is not None and (int(self.expert_tp) != self.expert_tp or self.expert_tp < 1):
-            raise InputError(f"MoE TP must be a whole number >= 1, got {self.expert_tp}; omit it to derive it")
+        if self.expert_tp is not None:  # a number, or an array of them (the planner's grid)
+            mt = np.asarray(self.expert_tp, dtype=float)
+            if np.any(~np.isfinite(mt) | (mt < 1) | (mt != np.round(mt))):
+                raise InputError(f"MoE TP must be a whole number >= 1, got {np.ravel(mt)[0]:g}; omit it to derive it")
         red = np.asarray(self.redundant_experts, dtype=float)
         if np.any(~np.isfinite(red) | (red < 0) | (red != np.round(red))):
             raise InputError(f"redundant experts must be a whole number >= 0, got {np.ravel(red)[0]:g}")
@@ -258,14 +260,16 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
                          f"slots empty; use a batch >= {slots} (a multiple of it)")
 
 
-def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0):
-    """Vectorised `validate` (inference) for the planner: True where the layout is structurally valid."""
+def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0, moe_tp=None):
+    """Vectorised `validate` (inference) for the planner: True where the layout is structurally valid.
+    moe_tp: explicit MoE TP per candidate (`expert_tp`; then moe_tp·ep must divide tp·dp), None: derived."""
     tp, ep, pp, dp, red = (np.asarray(x) for x in (tp, ep, pp, dp, redundant_experts))
     ok = (tp <= chips) & (model.heads % tp == 0) & (pp <= model.layers)
     if not model.mla:
         ok &= (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
     if model.moe:
-        ok &= ((ep == 1) & (red == 0)) | (((dp % ep == 0) | (ep == tp * dp)) & ((model.moe.experts + red) % ep == 0))
+        fits = (dp % ep == 0) | (ep == tp * dp) if moe_tp is None else (tp * dp) % (np.asarray(moe_tp) * ep) == 0
+        ok &= ((ep == 1) & (red == 0)) | (fits & ((model.moe.experts + red) % ep == 0))
     else:
         ok &= (ep == 1) & (red == 0)
     return ok

@@ -72,9 +72,19 @@ class Targets:
                 raise InputError(f"target {name} must be > 0 and finite, got {v}; omit it for no target")
 
 
-COLUMNS = ("tp", "ep", "pp", "dp", "redundant_experts", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
+COLUMNS = ("tp", "ep", "pp", "dp", "moe_tp", "cp", "redundant_experts", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
            "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",
            "memory_per_gpu_bytes", "bound")
+
+
+@dataclass(frozen=True)
+class _Memory:
+    """The parts of memory.memory_per_gpu the planner reports, gathered onto its candidates."""
+
+    weights_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    activations_bytes: np.ndarray
+    total_bytes: np.ndarray
 
 
 @dataclass
@@ -129,38 +139,54 @@ def pareto_mask(x, y):
     return keep
 
 
-def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, batch_choices, dtypes):
-    """Structural candidates (tp, ep, pp, dp, redundant experts) × batch × dtype pairs, flattened to 1-D arrays.
+def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, moe_tp_choices=(2, 4, 8), cp_choices=(1,)):
+    """Structural candidates: (base, variants).
 
-    EP = TP·DP over power-of-two DP and, for MoE models, over whole domains (EP 72, 144 on NVL72 racks) with
-    the spare expert slots filled by copies of hot experts (R = −E mod EP redundant experts, EPLB)."""
+    base: the decode layouts as columns tp, ep, pp, dp, red (redundant experts), moe_tp (all explicit) — EP = TP·DP
+    over power-of-two DP and, for MoE models, over whole domains (EP 72, 144 on NVL72 racks) with the spare expert
+    slots filled by copies of hot experts (R = −E mod EP, EPLB); MoE TP × EP hybrids (each routed expert sliced
+    over moe_tp ∈ `moe_tp_choices` GPUs, EP = TP·DP/moe_tp: TensorRT-LLM's attention TP with MoE TP × EP).
+    variants: (base index, cp) — the prefill layout of a base splits each prompt over cp of its dp groups
+    (context parallelism; cp ∈ `cp_choices` dividing dp; a dense model gets dp = cp groups for it), decode runs
+    the base's dp groups. Both are 1-D arrays; `plan` crosses them with batches and formats."""
     tps = [t for t in range(1, chips + 1) if model.heads % t == 0 and (t & (t - 1) == 0 or t == chips)]
     max_gpus = chips * max_domains
     pow2 = [2 ** i for i in range(0, int(np.log2(max_gpus)) + 1)]
     combos = []
     for tp in tps:
-        combos.append((tp, 1, 1, 0))  # ep = 1, dp = 1 (more copies are replicas)
+        combos.append((tp, 1, 1, 0, tp))  # ep = 1, dp = 1 (more copies are replicas)
         if model.moe:
             E = model.moe.experts
             dps = sorted(set(pow2) | {chips * j // tp for j in range(1, max_domains + 1) if (chips * j) % tp == 0})
             for dp in dps:
-                ep = tp * dp
-                if ep > 1 and ep <= max_gpus:
-                    red = -E % ep
-                    if red <= E:  # copies fill the spare slots; beyond 2 slots per expert nothing is gained
-                        combos.append((tp, ep, dp, red))
-    lay = np.array([(tp, ep, pp, dp, r) for tp, ep, dp, r in combos for pp in pp_choices if pp <= model.layers],
-                   dtype=float)
-    lay = lay[P.valid_mask(model, chips, lay[:, 0], lay[:, 1], lay[:, 2], lay[:, 3], lay[:, 4])]
-    dt = np.arange(len(dtypes))
-    li, bi, di = (a.ravel() for a in np.meshgrid(np.arange(len(lay)), np.asarray(batch_choices, dtype=float), dt,
-                                                  indexing="ij"))
-    tp, ep, pp, dp, red = (lay[li, j] for j in range(5))
-    return tp, ep, pp, dp, red, bi, di
+                g = tp * dp
+                if not 1 < g <= max_gpus:
+                    continue
+                for mt in (1, *moe_tp_choices):  # moe_tp 1: every routed expert whole on one GPU (EP = TP·DP)
+                    if mt < g and g % mt == 0 and mt <= chips:
+                        ep = g // mt
+                        red = -E % ep
+                        # copies fill the spare slots (beyond 2 slots per expert nothing is gained); the EP
+                        # all-to-all spreads ep evenly over the ceil(g/chips) domains it spans
+                        if red <= E and ep % -(-g // chips) == 0:
+                            combos.append((tp, ep, dp, red, mt))
+        else:  # dense: DP groups inside one replica only matter for CP prefill
+            combos += [(tp, 1, c, 0, tp) for c in cp_choices if c > 1 and tp * c <= max_gpus]
+    base = np.array([(tp, ep, pp, dp, r, mt) for tp, ep, dp, r, mt in combos for pp in pp_choices
+                     if pp <= model.layers], dtype=float)
+    base = base[P.valid_mask(model, chips, *(base[:, j] for j in range(5)), moe_tp=base[:, 5])]
+    base = np.unique(base, axis=0)
+    cps = np.asarray(cp_choices, dtype=float)
+    vb, vc = (a.ravel() for a in np.meshgrid(np.arange(len(base)), cps, indexing="ij"))
+    keep = base[vb, 3] % vc == 0
+    if not model.moe:  # a dense replica with dp groups exists for CP only
+        keep &= (base[vb, 3] == 1) | (base[vb, 3] == vc)
+    return base, vb[keep].astype(np.int64), vc[keep]
 
 
 def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), targets: Targets = Targets(), *,
-         weights_dtypes=None, kv_dtypes=("bf16", "fp8"), pp_choices=(1, 2, 4, 8, 16),
+         weights_dtypes=None, kv_dtypes=("bf16", "fp8"), pp_choices=(1, 2, 4, 8, 16), moe_tp_choices=(2, 4, 8),
+         cp_choices=(1, 2, 4, 8),
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
          scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
@@ -186,45 +212,77 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     for w, k in dtypes:
         dtype_bytes(w), dtype_bytes(k)
     chips, acc = system.chips, system.accelerator
-    tp, ep, pp, dp, red, batch, di = _grid(model, chips, int(doms.max()), pp_choices, batch_choices, dtypes)
-    n_struct = tp.size
-    ok_batch = batch >= dp * pp
-    tp, ep, pp, dp, red, batch, di = (a[ok_batch] for a in (tp, ep, pp, dp, red, batch, di))
-    b_w = np.array([dtype_bytes(w) for w, _ in dtypes])[di]
-    b_kv = np.array([dtype_bytes(k) for _, k in dtypes])[di]
-    peak = np.array([acc.peak_flops(w) for w, _ in dtypes])[di]
-    w_names = np.array([w for w, _ in dtypes])[di]
+    base, vb, vc = _grid(model, chips, int(doms.max()), pp_choices, moe_tp_choices, cp_choices)
+    nd = len(dtypes)
+    # decode points: base layout x batch x format (batch >= the dp·pp sequence slots); CP does not change them
+    bi, bb, bd = (a.ravel() for a in np.meshgrid(np.arange(len(base)), np.asarray(batch_choices, dtype=float),
+                                                 np.arange(nd), indexing="ij"))
+    ok_batch = bb >= base[bi, 3] * base[bi, 2]
+    bi, bb, bd = bi[ok_batch], bb[ok_batch], bd[ok_batch]
+    # candidates: each prefill variant (base, cp) with every decode point of its base (points are grouped by base)
+    start = np.searchsorted(bi, np.arange(len(base)))
+    count = np.searchsorted(bi, np.arange(len(base)), side="right") - start
+    per_var = count[vb]
+    cand_var = np.repeat(np.arange(vb.size), per_var)
+    cand_dec = np.repeat(start[vb] - np.cumsum(per_var) + per_var, per_var) + np.arange(per_var.sum())
+    b_w_of = np.array([dtype_bytes(w) for w, _ in dtypes])
+    b_kv_of = np.array([dtype_bytes(k) for _, k in dtypes])
+    peak_of = np.array([acc.peak_flops(w) for w, _ in dtypes])
+    w_of = np.array([w for w, _ in dtypes])
     price = resolve_price(system, usd_per_gpu_hour)
     if realistic:
         if efficiency != Efficiency() or scale_up_efficiency != 1.0 or scale_out_efficiency != 1.0:
             raise InputError("realistic planning uses the efficiency model's own factors; drop the explicit "
                              "compute/memory/scale-up/scale-out efficiencies or the realistic switch")
-        eff = family_efficiency(family_for(acc), w_names, which)
-    else:
-        eff = replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency)
-    lay = P.Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=int(doms.max()), redundant_experts=red)
-    kw = dict(b_w=b_w, b_kv=b_kv, b_act=dtype_bytes(activation_dtype), peak_w=peak,
-              peak_act=acc.peak_flops(activation_dtype), eff=eff,
-              low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
-              price=price, usable_memory=usable_memory)
-    dec = core(model, system, lay, batch, workload.decode_context, 1.0, "decode", **kw)
-    pre = core(model, system, lay, dp * pp, 0.0, float(workload.prompt), "prefill", times_only=True, **kw)
-    tpot, ttft, bound = dec.step_s, pre, dec.bound_name
+
+    def kw(di):
+        w_names = w_of[di]
+        eff = (family_efficiency(family_for(acc), w_names, which) if realistic
+               else replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency))
+        return dict(b_w=b_w_of[di], b_kv=b_kv_of[di], b_act=dtype_bytes(activation_dtype), peak_w=peak_of[di],
+                    peak_act=acc.peak_flops(activation_dtype), eff=eff,
+                    low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
+                    price=price, usable_memory=usable_memory)
+
+    def layout(rows, cp=1.0):
+        tp_, ep_, pp_, dp_, red_, mt_ = (base[rows, j] for j in range(6))
+        return P.Layout(tp=tp_, ep=ep_, pp=pp_, dp=dp_ / cp, cp=cp, domains=int(doms.max()), redundant_experts=red_,
+                        expert_tp=mt_)
+
+    lay, kd = layout(bi), kw(bd)
+    dec = core(model, system, lay, bb, workload.decode_context, 1.0, "decode", **kd)
+    tpot, bound = dec.step_s, dec.bound_name
     if speculation is not None:  # a verify pass of γ + 1 tokens and γ drafts emit E tokens per sequence
         from .speculative import expected_tokens_per_step
 
-        verify = core(model, system, lay, batch, workload.decode_context, float(speculation.gamma + 1), "prefill",
-                      **kw)
+        verify = core(model, system, lay, bb, workload.decode_context, float(speculation.gamma + 1), "prefill", **kd)
         e = float(expected_tokens_per_step(speculation.alpha, speculation.gamma))
         tpot = (verify.step_s + speculation.gamma * speculation.draft_fraction * dec.step_s) / e
         bound = verify.bound_name
-    mem = memory_per_gpu(model, lay, batch, workload.prompt + workload.output, bytes_per_weight=b_w,
-                         bytes_per_kv=b_kv)
-    prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / tp
+    mem = memory_per_gpu(model, lay, bb, workload.prompt + workload.output, bytes_per_weight=b_w_of[bd],
+                         bytes_per_kv=b_kv_of[bd])
+    # prefill points: variant x format, dp/cp groups each prefilling one prompt per micro-batch over cp GPUs
+    pv, pd = (a.ravel() for a in np.meshgrid(np.arange(vb.size), np.arange(nd), indexing="ij"))
+    b_pre = base[vb[pv], 3] / vc[pv] * base[vb[pv], 2]
+    ttft_p = np.empty(pv.size)
+    for c in np.unique(vc):  # the engine takes one CP degree per call: one vectorised call per CP choice
+        sel = vc[pv] == c
+        ttft_p[sel] = core(model, system, layout(vb[pv][sel], float(c)), b_pre[sel], 0.0, float(workload.prompt),
+                           "prefill", times_only=True, **kw(pd[sel]))
+    # crossed: candidate = (variant, decode point of its base)
+    di = bd[cand_dec]
+    tp, ep, pp, dp, red, mt = (base[bi[cand_dec], j] for j in range(6))
+    cp, batch = vc[cand_var], bb[cand_dec]
+    ttft, b_p = ttft_p[cand_var * nd + di], b_pre[cand_var * nd + di]
+    tpot, bound = np.asarray(tpot)[cand_dec], np.broadcast_to(bound, bb.shape)[cand_dec]
+    n_struct = int(vb.size * len(batch_choices) * nd)
+    prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / (tp * cp)
+    mem = _Memory(mem.weights_bytes[cand_dec], mem.kv_bytes[cand_dec], mem.activations_bytes[cand_dec],
+                  mem.total_bytes[cand_dec])
     mem_total = mem.total_bytes + prefill_act
     usable = acc.hbm_bytes * usable_memory
     fits = mem_total <= usable
-    replica_s_per_req = workload.output * tpot / batch + ttft / (dp * pp)
+    replica_s_per_req = workload.output * tpot / batch + ttft / b_p
     tok_s_replica = workload.output / replica_s_per_req
     meets = np.ones(tp.size, dtype=bool)
     if targets.ttft_s is not None:
@@ -250,19 +308,19 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     user = 1.0 / tpot
     usd = chips * price / SECONDS_PER_HOUR / np.where(best_per_gpu > 0, best_per_gpu * chips, np.nan) * 1e6
 
-    names_w = np.array([w for w, _ in dtypes])[di]
+    names_w = w_of[di]
     names_k = np.array([k for _, k in dtypes])[di]
     cols_all = {"tp": tp.astype(int), "ep": ep.astype(int), "pp": pp.astype(int), "dp": dp.astype(int),
-                "redundant_experts": red.astype(int),
+                "moe_tp": mt.astype(int), "cp": cp.astype(int), "redundant_experts": red.astype(int),
                 "batch": batch.astype(int), "weights_dtype": names_w, "kv_dtype": names_k, "domains": best_n,
                 "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
                 "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
                 "usd_per_million_tokens": usd, "ttft_s": ttft, "tpot_s": tpot, "memory_per_gpu_bytes": mem_total,
-                "bound": bound if np.ndim(bound) else np.full(tp.size, bound)}
+                "bound": bound}
     cols = {k: np.asarray(v)[feasible] for k, v in cols_all.items()}
     front = pareto_mask(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_per_user"])
     counts = {"candidates": int(n_struct * doms.size), "structurally_valid_layouts": int(n_struct),
-              "too_few_sequences": int((~ok_batch).sum()), "no_room_on_domains": int((~placed_any).sum()),
+              "too_few_sequences": int(n_struct - tp.size), "no_room_on_domains": int((~placed_any).sum()),
               "out_of_memory": int((placed_any & ~fits).sum()), "miss_target": int((placed_any & fits & ~meets).sum()),
               "feasible": int(feasible.sum()), "pareto": int(front.sum())}
     best_ok = cols["tokens_per_s_per_gpu"].max() if feasible.any() else 0.0
@@ -272,12 +330,25 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
                 hbm_usable_bytes=usable)
 
 
+def layout_label(c, i) -> str:
+    """'TP8 EP9 PP1 DP9 MoE-TP8 CP2 +32 redundant experts' for row i of plan columns (or a row dict with i=None):
+    MoE TP shown where it is not the derived one (tp when ep divides dp, else 1), CP where > 1."""
+    g = (lambda k: c[k]) if i is None else (lambda k: c[k][i])
+    tp, ep, dp = int(g("tp")), int(g("ep")), int(g("dp"))
+    out = f"TP{tp} EP{ep} PP{int(g('pp'))} DP{dp}"
+    if ep > 1 and int(g("moe_tp")) != (tp if dp % ep == 0 else 1):
+        out += f" MoE-TP{int(g('moe_tp'))}"
+    if int(g("cp")) > 1:
+        out += f" CP{int(g('cp'))}"
+    red = int(g("redundant_experts"))
+    return out + (f" +{red} redundant experts" if red else "")
+
+
 def _explain(model, system, c, fits, meets, placed, mem, prefill_act, usable, targets, best_ok, doms, top=3):
     """Sentences for the rejected candidates that would have beaten the best feasible tokens/s per GPU."""
     out = []
     per_gpu = c["tokens_per_s_per_gpu"]
-    label = lambda i: (f"TP{c['tp'][i]} EP{c['ep'][i]} PP{c['pp'][i]} DP{c['dp'][i]}"  # noqa: E731
-                       f"{' +%d redundant experts' % c['redundant_experts'][i] if c['redundant_experts'][i] else ''} batch {c['batch'][i]} "
+    label = lambda i: (f"{layout_label(c, i)} batch {c['batch'][i]} "  # noqa: E731
                        f"{c['weights_dtype'][i]}/{c['kv_dtype'][i]} on {c['domains'][i]} domain(s)")
     for mask, kind in ((placed & ~fits, "memory"), (placed & fits & ~meets, "target")):
         idx = np.flatnonzero(mask & (per_gpu > best_ok))
