@@ -203,3 +203,27 @@ def test_cli_json_reports_the_cache(run_cli):
     assert off["ttft_p50_s"] > d["ttft_p50_s"]
     code, out, err = run_cli(*args, "--block-size", "100")  # 5 whole blocks of 100 = 500 tokens
     assert json.loads(out)["prefix_hit_tokens"] == 500 * 198
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_small_traces_keep_the_cache_consistent(seed):
+    """Random small traces (prefix lengths differ within a prefix id, some requests without one): every request
+    finishes; a hit never exceeds the request's whole prefix blocks; with unlimited KV nothing is evicted and the
+    cache ends holding, per prefix, the most whole blocks any of its requests had; with a small pool the cached
+    blocks fit in it."""
+    rng = np.random.default_rng(seed)
+    n, b = 40, 8
+    p = rng.integers(2, 120, n).astype(float)
+    pid = rng.integers(-1, 3, n)
+    shared = np.where(pid >= 0, np.minimum(p, rng.integers(0, 100, n)), 0).astype(float)
+    wl = _wl(np.sort(rng.uniform(0, 1, n)), p, rng.integers(1, 20, n), pid, shared)
+    full = np.where(pid >= 0, np.floor(np.minimum(shared, p - 1) / b), 0)
+    pol = Policy("continuous", max_seqs=6, max_batched_tokens=256)
+    tr = Simulation(wl, _dep(), pol, block_tokens=b).run()
+    assert np.all(np.isfinite(tr.finish_s)) and np.all(tr.prefix_hit_tokens <= full * b)
+    assert tr.prefix_evictions == 0
+    assert tr.prefix_cached_blocks == sum(int(full[pid == q].max()) for q in set(pid[pid >= 0].tolist()))
+    cap = 2.5 * float(np.max(p + wl.output_tokens))
+    small = Simulation(wl, _dep(cap), pol, block_tokens=b).run()
+    assert np.all(np.isfinite(small.finish_s)) and np.all(small.prefix_hit_tokens <= full * b)
+    assert small.prefix_cached_blocks * b <= cap
