@@ -82,7 +82,9 @@ def register(app: typer.Typer) -> None:
                                   f"target); add --domains, relax the targets or shorten prompt/output")
         frontier = [r for r in rows if r["pareto"]]  # planner.Plan.best: most tokens/s per GPU on the frontier
         best = max(frontier, key=lambda r: r["tokens_per_s_per_gpu"]) if frontier else None
-        body = [[f"TP{r['tp']} EP{r['ep']} PP{r['pp']} DP{r['dp']}", r["batch"], f"{r['weights_dtype']}/{r['kv_dtype']}",
+        from ..planner import layout_label
+
+        body = [[layout_label(r, None), r["batch"], f"{r['weights_dtype']}/{r['kv_dtype']}",
                  r["domains"], r["replicas"], fmt(r["tokens_per_s_per_gpu"]), fmt(r["tokens_per_s_per_user"]),
                  fmt(r["usd_per_million_tokens"]), seconds(r["ttft_s"]), seconds(r["tpot_s"]),
                  si_bytes(r["memory_per_gpu_bytes"]), r["bound"] + (" *" if r == best else "")] for r in rows]
@@ -95,3 +97,9 @@ def register(app: typer.Typer) -> None:
                   else "pure roofline unless efficiencies are given"))
         for line in d["rejected"]:
             print(f"rejected {line}")
+        if d["simulate"]:
+            from ..requests.plan import SIMULATE_LOAD
+
+            sim = d["simulate"]
+            print(f"simulate one replica of * at {SIMULATE_LOAD:.0%} of its planned rate: {sim['command']}"
+                  + "".join(f"\n  (not simulated: {x})" for x in sim["ignores"]))

@@ -95,6 +95,58 @@ def run_plan(req: PlanRequest) -> dict:
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
              usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req))
     rows = p.rows(pareto_only=not req.all_layouts)
+    best = p.best()
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
-         "counts": p.counts, "layouts": rows, "rejected": p.rejected}
+         "counts": p.counts, "layouts": rows, "rejected": p.rejected,
+         "simulate": None if best is None else simulate_command(req, best)}
     return rules.finite(d, f"plan of {req._model.id} on {req._system.id}")
+
+
+#: the planned replica's request rate a printed `simulate` command offers (below 1: a bounded queue)
+SIMULATE_LOAD = 0.9
+
+
+def simulate_command(req: PlanRequest, row: dict) -> dict:
+    """A `roofline simulate` command that runs one replica of a plan row: its decode layout (requests/layout_opts
+    flags), formats, batch as --max-seqs, the plan's fixed prompt/output lengths, Poisson arrivals at
+    SIMULATE_LOAD x the replica's planned requests/s (tokens/s per GPU x the deployment's GPUs / replicas /
+    output), and the plan's efficiency switches. Returns {argv, command, rate_requests_per_s, requests, ignores}:
+    what the plan models that the simulator does not run (CP prefill, scale-up/out efficiencies)."""
+    import math
+    import shlex
+
+    from ..layout import Layout, domains_per_replica
+    from .layout_opts import flags
+
+    chips = req._system.chips
+    tp, ep, pp, dp, mt = (int(row[k]) for k in ("tp", "ep", "pp", "dp", "moe_tp"))
+    derived = tp if dp % ep == 0 else 1
+    doms = math.ceil(float(domains_per_replica(tp * dp, pp, chips)))
+    lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=max(doms, 1), redundant_experts=int(row["redundant_experts"]),
+                 expert_tp=None if mt == derived else mt)
+    per_replica = row["tokens_per_s_per_gpu"] * row["domains"] * chips / row["replicas"] / req.output
+    rate = float(f"{SIMULATE_LOAD * per_replica:.4g}")
+    n = max(1000, 4 * int(row["batch"]))
+    argv = ["roofline", "simulate", "-m", req._model.id, "-s", req._system.id, *flags(lay),
+            "--weights-dtype", row["weights_dtype"], "--kv-dtype", row["kv_dtype"], "--max-seqs", str(row["batch"]),
+            "--max-batched-tokens", str(max(8192, int(row["batch"]) + dp * pp * req.prompt)),
+            "--lengths", "fixed", "--prompt-tokens", str(req.prompt), "--output-tokens", str(req.output),
+            "--rate", f"{rate:g}", "-n", str(n)]
+    if req.moe_imbalance != 1.0:
+        argv += ["--moe-imbalance", str(req.moe_imbalance)]
+    if req.realistic:
+        argv += ["--realistic"]
+    for k in ("compute_efficiency", "memory_efficiency", "usd_per_gpu_hour"):
+        if req.changed(k):
+            argv += [f"--{k.replace('_', '-')}", f"{getattr(req, k):g}"]
+    if req.spec_gamma:
+        argv += ["--spec-gamma", str(req.spec_gamma), "--spec-alpha", f"{req.spec_alpha:g}", "--draft-fraction",
+                 f"{req.draft_fraction:g}"]
+    ignores = []
+    if int(row["cp"]) > 1:
+        ignores.append(f"the plan's CP {row['cp']} prefill: one simulated layout runs prefill and decode alike (CP "
+                       f"for a prefill pool: --policy disaggregated --prefill-layout)")
+    if req.scale_up_efficiency != 1.0 or req.scale_out_efficiency != 1.0:
+        ignores.append("--scale-up-efficiency/--scale-out-efficiency (simulate has no such options)")
+    return {"argv": argv, "command": shlex.join(argv), "rate_requests_per_s": rate, "requests": n,
+            "ignores": ignores}
