@@ -227,3 +227,17 @@ def test_random_small_traces_keep_the_cache_consistent(seed):
     small = Simulation(wl, _dep(cap), pol, block_tokens=b).run()
     assert np.all(np.isfinite(small.finish_s)) and np.all(small.prefix_hit_tokens <= full * b)
     assert small.prefix_cached_blocks * b <= cap
+
+
+def test_prompts_that_preempt_each_other_forever_stop_with_an_error():
+    """Found while fuzzing the cache (it happens without it too): chunked prefill (64 tokens a pass), a 400-token
+    KV pool and prompts of 193 and 187 tokens. Whenever one finishes its prefill, the other's pending prompt plus
+    its next token no longer fit, so the just-prefilled one is preempted before it decodes a token, and the two
+    swap forever. The loop used to spin; it now stops after STALL_PREEMPTIONS such preemptions in a row with no
+    request finishing, with one clear error."""
+    wl = make_workload([0.0, 0.0042, 0.0046], [193, 59, 187], [38, 5, 9])
+    with pytest.raises(InputError, match="simulation stalled: the KV cache \\(400 tokens\\)"):
+        Simulation(wl, _dep(400.0), Policy("chunked", max_seqs=8, max_batched_tokens=64)).run()
+    # a pool of 600 tokens holds both: the same requests finish
+    tr = Simulation(wl, _dep(600.0), Policy("chunked", max_seqs=8, max_batched_tokens=64)).run()
+    assert np.all(np.isfinite(tr.finish_s))

@@ -41,6 +41,10 @@ from .workload import Workload
 # The admission stack (most recent last, for LIFO preemption) is pruned of finished requests when it grows
 # past this many entries (then past twice what is left): memory, not results (tests/test_simulate_memory.py).
 PRUNE_STACK_AT = 4096
+# Preemptions of sequences that had not decoded a token since their prefill, in a row with no request finishing,
+# after which the run is declared stalled (two prompts that fit only one at a time preempting each other
+# forever under chunked prefill and a tiny KV pool); a run that ends never comes near this.
+STALL_PREEMPTIONS = 10_000
 # Initial segment capacity per request (plus 1,024); the columns double when full.
 SEGMENTS_PER_REQUEST = 2
 # KV block size of the prefix cache: vLLM's default block_size is 16 tokens (vllm/config CacheConfig); SGLang's
@@ -233,6 +237,7 @@ class Simulation:
         # LRU). Admission and preemption count memory without free_tok (eviction frees it); eviction runs when
         # memory with free_tok passes the capacity. The checks compare with room = cap − held (kept up to date
         # as held changes), so they cost no more than without the cache; without it room is cap exactly.
+        stall, stall_done = 0, -1  # preemptions without progress in a row, and `done` when they began
         pc = self.prefix_cache
         room = cap
         free_tok = saved = 0.0
@@ -263,6 +268,15 @@ class Simulation:
                         i -= 1
                     v = stack.pop(i)
                     d = it - 1 - pf_it[v]
+                    if d == 0:  # no token decoded since its prefill: no progress if this repeats without finishes
+                        if done != stall_done:
+                            stall, stall_done = 0, done
+                        stall += 1
+                        if stall > STALL_PREEMPTIONS:
+                            raise InputError(f"simulation stalled: the KV cache ({cap:,.0f} tokens) cannot hold the "
+                                             "prompts being prefilled and the decoding sequences together, so they "
+                                             "preempt each other without progress; raise the KV capacity (more "
+                                             "GPUs, fp8 KV) or lower max_batched_tokens / max_seqs")
                     ctx_sum -= pre_len[v] + d * g
                     nd -= 1
                     nseq -= 1
