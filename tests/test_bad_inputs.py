@@ -124,6 +124,28 @@ CASES = [
     (f"{STEP} --pp 100", 1, "exceeds llama-3-70b's 80 layers"),
     (f"{STEP} --tp 8 --dp 2", 1, "domains"),
     (f"{STEP} --tp 4 --pp 2 -b 1", 1, "sequence slots"),
+    # --- layouts in sweep and simulate (issue 14): step's rules and words, plus the pools' own
+    (f"{SWEEP} --tp 3", 1, "TP 3 does not divide"),
+    (f"{SWEEP} --tp 4 --cp 2", 2, "--cp 2 splits a prompt's tokens over GPUs: add --phase prefill"),
+    (f"{SWEEP} --tp 4 --dp 2 --batch 1,8", 1, "sequence slots"),
+    (f"{SWEEP} --ep 2", 1, "needs a mixture-of-experts model"),
+    (f"{SWEEP} -g 4 --tp 8", 1, "--gpus 4 disagrees with the layout"),
+    (f"{SWEEP} --tp 8 --overlap", 2, "add --realistic or drop --overlap"),
+    (f"{SWEEP} --tp 8 --plot {{out_png}}", 2, "--plot draws the perfect-sharding curves"),
+    ("sweep -m mixtral-8x7b -s dgx-h100 --tp 8 --ep 4 --moe-tp 4", 1, "MoE TP 4 x EP 4 = 16 GPUs must divide"),
+    (f"{SIM} --tp 4 --cp 2", 2, "give CP to a prefill pool of its own"),
+    (f"{SIM} --tp 16", 1, "exceeds the 8 GPUs"),
+    (f"{SIM} -g 4 --tp 2", 1, "--gpus 4 disagrees with the layout"),
+    (f"{SIM} --tp 4 --realistic --moe-imbalance 1.2", 2, "drop --moe-imbalance or --realistic"),
+    (f"{SIM} --prefill-layout tp=4", 2, "--prefill-layout lays out the prefill pool of --policy disaggregated"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=4 --prefill-gpus 4", 2, "drop --prefill-gpus"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=3", 1, "TP 3 does not divide"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp4", 1, "is not a layout; expected key=value pairs"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=4,tp=2", 1, "gives tp twice"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=x", 1, "tp must be a whole number, got 'x'"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=0", 1, "tp must be a whole number >= 1, got 0"),
+    (f"{SIM} --policy disaggregated --prefill-layout tp=4,attention=diagonal", 1, "attention"),
+    (f"{SIM} --tp 2 --grid rate=5,10", 1, "the layout flags"),
     (f"{STEP} -g 9", 1, "--gpus must be between 1 and 8"),
     ("step -m llama-3.1-405b -s dgx-h100", 1, "needs"),
     (f"{STEP} --realistic -g 6", 1, "runs the 6 GPUs as one TP group"),
@@ -268,7 +290,7 @@ def files(tmp_path_factory):
             "good_csv": d / "good.csv", "fp8only": d / "fp8only.yaml", "empty": d / "empty.csv", "tmp": d / "folder",
             "missing": d / "missing.yaml", "missing_json": d / "missing.json", "nodir": d / "no" / "such",
             "out_xyz": d / "out" / "p.xyz", "out_txt": d / "out.txt", "out_csv": d / "o.csv",
-            "out_parquet": d / "o.parquet"}
+            "out_parquet": d / "o.parquet", "out_png": d / "o.png"}
 
 
 def _check(run_cli, files, line, code, needle):
