@@ -7,7 +7,10 @@ engine's pure-roofline formula written out in plain Python (benchmarks/_plain.py
 no NumPy, no input checks), timed on a random subset of the same points, checked equal to the
 planner's TPOT, and extrapolated to all of them. `--realistic` (every candidate with the family's
 factors) is timed too. Median of several runs; nothing passes or fails on one sample.
-Target (issue 3/13): DeepSeek-V3 on 1-16 GB200 NVL72 racks in < 2 s.
+The grid includes issue 14's dimensions: MoE TP x EP (moe_tp 2, 4, 8), EP over whole racks with redundant
+experts, and CP 1, 2, 4, 8 for prefill; the plain formula covers the layouts it can express (no copies, derived
+MoE TP), its per-pass time is extrapolated to every pass the planner runs.
+Target (issues 3/13/14): DeepSeek-V3 on 1-16 GB200 NVL72 racks, new dimensions included, in < 2 s.
 Usage: .venv/bin/python benchmarks/plan.py
 """
 
@@ -35,28 +38,37 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
         t_vec = median_time(lambda: plan(m, s, list(doms), wl), repeats)
         t_real = median_time(lambda: plan(m, s, list(doms), wl, realistic=True), repeats)
         dtypes = [(w, k) for w in ("bf16", "fp8", "fp4") if w in s.accelerator.flops_per_s for k in ("bf16", "fp8")]
-        tp, ep, pp, dp, red, batch, di = _grid(m, s.chips, max(doms), (1, 2, 4, 8, 16),
-                                          np.unique(np.round(np.geomspace(1, 2 ** 16, 49))), dtypes)
-        keep = batch >= dp * pp
-        n_points = int(keep.sum())
+        base, vb, vc = _grid(m, s.chips, max(doms), (1, 2, 4, 8, 16), (2, 4, 8), (1, 2, 4, 8))
+        batches = np.unique(np.round(np.geomspace(1, 2 ** 16, 49)))
+        bi, bb = (a.ravel() for a in np.meshgrid(np.arange(len(base)), batches, indexing="ij"))
+        keep = bb >= base[bi, 3] * base[bi, 2]
+        n_dec = int(keep.sum()) * len(dtypes)  # decode points: base layout x batch x format
+        n_pre = vb.size * len(dtypes)  # prefill points: (base, cp) x format
+        n_points = p.counts["structurally_valid_layouts"] - p.counts["too_few_sequences"]  # candidates crossed
+        # the plain formula knows TP, EP (1 or dividing DP, or TP·DP), PP, DP: time it on those layouts
+        derived = np.where(base[:, 3] % base[:, 1] == 0, base[:, 0], 1)
+        plain_ok = (base[:, 4] == 0) & (base[:, 5] == derived)
         rng = np.random.default_rng(0)
-        pick = rng.choice(np.flatnonzero(keep), size=min(subset, n_points), replace=False)
+        pick = rng.choice(np.flatnonzero(keep & plain_ok[bi]), size=subset, replace=True)
         plain = {d: PlainPass(m, s, dtype_bytes(d[0]), dtype_bytes(d[1]), s.accelerator.peak_flops(d[0]))
                  for d in dtypes}
-        pick = pick[red[pick] == 0]  # the plain formula has no redundant expert slots
-        args = [(plain[dtypes[di[i]]], int(tp[i]), int(ep[i]), int(pp[i]), int(dp[i]), float(batch[i])) for i in pick]
+        pls = list(plain.values())
+        args = [(pls[k % len(pls)], *(int(base[bi[i], j]) for j in (0, 1, 2, 3)), float(bb[i]))
+                for k, i in enumerate(pick)]
 
-        def loop():
-            out = []
-            for pl, t, e, p_, d, b in args:
-                out.append(pl.step(t, e, p_, d, b, wl.decode_context))  # decode loop (TPOT)
-                pl.step(t, e, p_, d, float(d * p_), 0.0, float(wl.prompt), prefill=True)  # prefill (TTFT)
-            return out
+        def decode_loop():
+            return [pl.step(t, e, p_, d, b, wl.decode_context) for pl, t, e, p_, d, b in args]
 
-        t_loop = median_time(loop, max(2, repeats // 2)) / len(pick) * n_points
-        # the plain formula gives the planner's TPOT for the feasible candidates it kept
+        def prefill_loop():
+            return [pl.step(t, e, p_, d, float(d * p_), 0.0, float(wl.prompt), prefill=True)
+                    for pl, t, e, p_, d, b in args]
+
+        reps = max(2, repeats // 2)
+        t_loop = (median_time(decode_loop, reps) * n_dec + median_time(prefill_loop, reps) * n_pre) / len(args)
+        # the plain formula gives the planner's TPOT for the feasible candidates it can express
         c = p.columns
-        for j in np.flatnonzero(c["redundant_experts"] == 0)[:25]:
+        ok = (c["redundant_experts"] == 0) & (c["moe_tp"] == np.where(c["dp"] % c["ep"] == 0, c["tp"], 1))
+        for j in np.flatnonzero(ok)[:25]:
             w, k = c["weights_dtype"][j], c["kv_dtype"][j]
             got = plain[(w, k)].step(int(c["tp"][j]), int(c["ep"][j]), int(c["pp"][j]), int(c["dp"][j]),
                                      float(c["batch"][j]), wl.decode_context)
@@ -67,8 +79,9 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
           f"{'py loop s (est.)':>16s} {'ratio':>7s} {'realistic s':>12s}")
     for r in rows:
         print(f"{r[0]:38s} {r[1]:8,d} {r[2]:14,d} {r[3]:7d} {r[4]:13.3f} {r[5]:16.2f} {r[6]:7.0f}x {r[7]:12.3f}")
-    print(f"points = layouts x batches x formats through the step model (decode + prefill each); the plain-Python "
-          f"loop timed on {subset} random points per search, extrapolated; median of {repeats} runs")
+    print(f"points = candidates: (layout, CP) x batch x format, from decode passes per layout x batch x format and "
+          f"prefill passes per (layout, CP) x format; the plain-Python loop (decode and prefill timed on {subset} "
+          f"random points each, extrapolated to those pass counts); median of {repeats} runs")
     first = rows[0]
     print(f"target < 2 s for DeepSeek-V3 on 1-16 NVL72: pure {first[4]:.3f} s, realistic {first[7]:.3f} s — "
           f"{'met' if max(first[4], first[7]) < 2 else 'MISSED'}")
