@@ -174,7 +174,8 @@ def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, moe_tp_choic
             combos += [(tp, 1, c, 0, tp) for c in cp_choices if c > 1 and tp * c <= max_gpus]
     base = np.array([(tp, ep, pp, dp, r, mt) for tp, ep, dp, r, mt in combos for pp in pp_choices
                      if pp <= model.layers], dtype=float)
-    base = base[P.valid_mask(model, chips, *(base[:, j] for j in range(5)), moe_tp=base[:, 5])]
+    base = base[P.valid_mask(model, chips, base[:, 0], base[:, 1], base[:, 2], base[:, 3], base[:, 4],
+                             moe_tp=base[:, 5])]
     base = np.unique(base, axis=0)
     cps = np.asarray(cp_choices, dtype=float)
     vb, vc = (a.ravel() for a in np.meshgrid(np.arange(len(base)), cps, indexing="ij"))
@@ -277,9 +278,9 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     tpot, bound = np.asarray(tpot)[cand_dec], np.broadcast_to(bound, bb.shape)[cand_dec]
     n_struct = int(vb.size * len(batch_choices) * nd)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / (tp * cp)
-    mem = _Memory(mem.weights_bytes[cand_dec], mem.kv_bytes[cand_dec], mem.activations_bytes[cand_dec],
-                  mem.total_bytes[cand_dec])
-    mem_total = mem.total_bytes + prefill_act
+    mem_c = _Memory(mem.weights_bytes[cand_dec], mem.kv_bytes[cand_dec], mem.activations_bytes[cand_dec],
+                    mem.total_bytes[cand_dec])
+    mem_total = mem_c.total_bytes + prefill_act
     usable = acc.hbm_bytes * usable_memory
     fits = mem_total <= usable
     replica_s_per_req = workload.output * tpot / batch + ttft / b_p
@@ -324,7 +325,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
               "out_of_memory": int((placed_any & ~fits).sum()), "miss_target": int((placed_any & fits & ~meets).sum()),
               "feasible": int(feasible.sum()), "pareto": int(front.sum())}
     best_ok = cols["tokens_per_s_per_gpu"].max() if feasible.any() else 0.0
-    why = _explain(model, system, cols_all, fits, meets, placed_any, mem, prefill_act, usable, targets, best_ok,
+    why = _explain(model, system, cols_all, fits, meets, placed_any, mem_c, prefill_act, usable, targets, best_ok,
                    doms)
     return Plan(columns=cols, pareto=front, rejected=why, counts=counts, model=model.id, system=system.id,
                 hbm_usable_bytes=usable)
