@@ -11,6 +11,7 @@ messages, whichever command asks.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Optional
 
 from . import rules
@@ -44,13 +45,14 @@ class LayoutOptions(Request):
         return self.tp or 1, self.ep or 1, self.pp or 1, self.dp or 1, self.domains or 1
 
     def layout_for(self, model, system, *, batch=None, phase: str = "decode", gpus: int | None = None,
-                   gpus_flag: str | None = None, cp_allowed: str | None = None):
+                   gpus_flag: str | None = None, cp_allowed: str | None = None, auto_domains: bool = False):
         """The checked Layout of the given fields (None when no layout field is given).
 
         batch: sequences per pass (a number or an array: the smallest must fill the DP x PP sequence slots);
         phase: 'decode' refuses CP (a decode step has one token per sequence); gpus: a GPU count given besides
         the layout, which must equal TP x DP x PP x CP; cp_allowed: when set, CP is refused with this text as
-        the fix (a command whose passes cannot split prompts)."""
+        the fix (a command whose passes cannot split prompts); auto_domains: without `domains`, place the replica on
+        the scale-up domains it needs (a simulated pool rents them) instead of refusing more than one."""
         if not self.has_layout:
             return None
         from . import resolve
@@ -58,6 +60,10 @@ class LayoutOptions(Request):
         f = self.flag
         tp, ep, pp, dp, doms = self.layout_degrees
         cp = self.cp or 1
+        if auto_domains and self.domains is None:
+            from ..layout import domains_per_replica
+
+            doms = max(1, math.ceil(float(domains_per_replica(tp * dp * cp, pp, system.chips))))
         if gpus is not None and gpus != tp * dp * pp * cp:
             g = gpus_flag or f("gpus")
             raise rules.InputError(f"{g} {gpus} disagrees with the layout TP{tp} x DP{dp} x PP{pp} x CP{cp} = "

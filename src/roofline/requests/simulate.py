@@ -163,7 +163,7 @@ class SimulateRequest(LayoutOptions):
             raise rules.UsageError(f"{f('realistic')} uses the efficiency model's own factors; drop "
                                    f"{f('moe_imbalance')} or {f('realistic')}")
         pre = f"{f('policy')} disaggregated {f('prefill_layout')} cp={self.cp}" + (f",tp={self.tp}" if self.tp else "")
-        self._layout = self.layout_for(self._model, self._system, gpus=self.gpus, cp_allowed=(
+        self._layout = self.layout_for(self._model, self._system, gpus=self.gpus, auto_domains=True, cp_allowed=(
             f"one layout runs prefill and decode passes alike here, and a decode token cannot be split; give CP to "
             f"a prefill pool of its own: {pre}"))
         self._prefill_layout = None
@@ -179,7 +179,7 @@ class SimulateRequest(LayoutOptions):
 
         opts = from_text(self.prefill_layout, f("prefill_layout"))
         try:
-            self._prefill_layout = opts.layout_for(self._model, self._system, phase="prefill")
+            self._prefill_layout = opts.layout_for(self._model, self._system, phase="prefill", auto_domains=True)
         except rules.InputError as exc:
             raise type(exc)(f"{f('prefill_layout')} {self.prefill_layout!r}: {exc}") from None
 
