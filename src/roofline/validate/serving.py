@@ -1,0 +1,405 @@
+"""Pre-registered validation of the serving simulator against published serving runs (issue 20, item 5).
+
+`data/serving_runs.yaml` holds the INPUTS of published runs that give an arrival rate and latency figures
+(engine benchmark READMEs, MLPerf Inference Server-scenario logs): engine, model, GPUs of one replica,
+replicas, offered rate, dataset, scheduler settings, dtypes. `predict_run` replays each run through the
+library's simulator — `roofline.simulate.Simulation` on the realistic pass engine (`--realistic`) with the
+run's engine overheads (`--engine`, simulate/overheads.py), the run's policy (chunked where the engine ran
+chunked prefill) — and gives a value and an interval per metric:
+
+    value    = the central efficiency factors, central engine overheads, seed 0
+    interval = [min, max] over: the efficiency family's fast/slow corners (efficiency.WHICH), the engine
+               overheads' fast/slow corners (EngineOverheads.load(which=...)), seeds 1 and 2, and for
+               datasets whose length shape is assumed (ShareGPT) the dataset's `sigma_range`
+
+Each variant moves one thing from the central run, so the interval is the spread of the single causes, not
+their joint extreme. The predictions were written to docs/preregistered/serving_predictions.yaml (with the
+commit they were computed at) before the measured values were added (docs/preregistered/serving_measured.yaml);
+`compare` scores them: error = predicted/measured - 1, APE = |error|, coverage = measured inside [low, high].
+
+Metrics (as the benchmark tools define them, over the requests of one replica):
+    ttft  first token - arrival (engine per-request delays included with --engine)
+    tpot  per request (finish - first token) / (output - 1): sglang/vLLM bench "TPOT", MLPerf "time to
+          output token"
+    e2e   finish - arrival
+    itl   the gaps between a request's consecutive tokens over all tokens: each decode pass of duration t
+          carrying B sequences gives B gaps of t, so ITL percentiles are the batch-weighted percentiles of the
+          pass times (seg_t0_s + seg_slope_s * j). Ignores: a pass's prefilling sequences counted as gaps;
+          engines that stream several tokens per chunk (vLLM multi-step) — those ITLs are `not_modelled`.
+
+Arrivals are Poisson at rate / replicas per replica (a random split of a Poisson stream is Poisson; LoadGen's
+Server scenario and the bench tools' --request-rate are Poisson). Ignores: load-balancer imbalance and
+round-robin smoothing across replicas, warm-up, the clients' own overhead, harness batchers in front of the
+engine (AMD's MLPerf --enable-batcher).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ..errors import InputError
+
+DATA = Path(__file__).parent / "data" / "serving_runs.yaml"
+_REPO = Path(__file__).resolve().parents[3]
+PREDICTIONS = _REPO / "docs" / "preregistered" / "serving_predictions.yaml"
+MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
+
+METRICS = ("e2e_mean", "e2e_p50", "e2e_p99", "ttft_mean", "ttft_p50", "ttft_p99", "tpot_mean", "tpot_p50",
+           "tpot_p99", "itl_mean", "itl_p50", "itl_p99")
+FAMILY = {"e2e": "e2e", "ttft": "ttft", "tpot": "itl", "itl": "itl"}  # TPOT and ITL: the same per-token time
+SEEDS = (0, 1, 2)
+MAX_REQUESTS = 40_000  # per replica; MLPerf's 2,400 s runs at ~12 req/s per replica need ~30,000
+
+
+def _load(path: str | Path) -> dict:
+    return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def load_runs(path: str | Path | None = None) -> dict:
+    """The runs file (datasets, sources, runs), checked: every run names a known dataset and source and
+    only known metrics."""
+    doc = _load(path or DATA)
+    ids = set()
+    for r in doc["runs"]:
+        if r["id"] in ids:
+            raise InputError(f"serving run {r['id']!r} appears twice in {path or DATA}; ids must be unique")
+        ids.add(r["id"])
+        if r["dataset"] not in doc["datasets"] or r["source"] not in doc["sources"]:
+            raise InputError(f"serving run {r['id']!r}: unknown dataset {r['dataset']!r} or source {r['source']!r}")
+        bad = [m for m in r["metrics"] if m not in METRICS]
+        if bad:
+            raise InputError(f"serving run {r['id']!r}: unknown metrics {bad}; expected some of {', '.join(METRICS)}")
+    return doc
+
+
+# ---- lengths ------------------------------------------------------------------------------------------
+def _lognormal_pairs(z: np.ndarray, medians: tuple[float, float], sigma: float, ds: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt, output) token counts from standard normal pairs `z` (n x 2), kept where the benchmark
+    tool's filters keep them (>= min_tokens each, prompt <= max_prompt, prompt + output <= max_total)."""
+    p = np.maximum(1.0, np.round(medians[0] * np.exp(sigma * z[:, 0])))
+    o = np.maximum(1.0, np.round(medians[1] * np.exp(sigma * z[:, 1])))
+    keep = (p >= ds["min_tokens"]) & (o >= ds["min_tokens"]) & (p <= ds["max_prompt"]) & (p + o <= ds["max_total"])
+    return p[keep], o[keep]
+
+
+@lru_cache(maxsize=32)
+def lognormal_medians(prompt_mean: float, output_mean: float, sigma: float, min_tokens: int, max_prompt: int,
+                      max_total: int) -> tuple[float, float]:
+    """Medians of the prompt and output lognormals whose means AFTER the tool's filters equal the published
+    means: fixed-point iteration m <- m * target / mean on 200,000 fixed normal pairs (seed 20), 40 rounds
+    (the filtered means move by < 0.1% after about 15)."""
+    ds = dict(min_tokens=min_tokens, max_prompt=max_prompt, max_total=max_total)
+    z = np.random.default_rng(20).standard_normal((200_000, 2))
+    m = [prompt_mean * math.exp(-sigma**2 / 2), output_mean * math.exp(-sigma**2 / 2)]
+    for _ in range(40):
+        p, o = _lognormal_pairs(z, (m[0], m[1]), sigma, ds)
+        m = [m[0] * prompt_mean / p.mean(), m[1] * output_mean / o.mean()]
+    return m[0], m[1]
+
+
+def draw_lengths(rng: np.random.Generator, n: int, ds: dict, sigma: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """n (prompt, output) token counts of dataset `ds`: 'lognormal' (medians from `lognormal_medians`, draws
+    outside the tool's filters redrawn) or 'quantiles' (inverse CDF, linear between the published quantiles
+    at 0, 1/(k-1), ..., 1; outputs scaled by output_scale; capped at max_prompt / max_output; at least 1)."""
+    if ds["kind"] == "lognormal":
+        s = float(ds["sigma"] if sigma is None else sigma)
+        med = lognormal_medians(float(ds["prompt_mean"]), float(ds["output_mean"]), s, int(ds["min_tokens"]),
+                                int(ds["max_prompt"]), int(ds["max_total"]))
+        ps, os_ = [], []
+        got = 0
+        while got < n:
+            p, o = _lognormal_pairs(rng.standard_normal((2 * (n - got) + 16, 2)), med, s, ds)
+            ps.append(p)
+            os_.append(o)
+            got += p.size
+        return np.concatenate(ps)[:n], np.concatenate(os_)[:n]
+    if ds["kind"] == "quantiles":
+        qp, qo = np.asarray(ds["prompt_quantiles"], float), np.asarray(ds["output_quantiles"], float)
+        u = rng.random((n, 2))
+        p = np.interp(u[:, 0], np.linspace(0, 1, qp.size), qp)
+        o = np.interp(u[:, 1], np.linspace(0, 1, qo.size), qo) * float(ds.get("output_scale", 1.0))
+        p = np.clip(np.round(p), 1, ds["max_prompt"])
+        o = np.clip(np.round(o), 1, ds["max_output"])
+        return p, o
+    raise InputError(f"unknown dataset kind {ds['kind']!r}; expected lognormal or quantiles")
+
+
+def requests_per_replica(run: dict) -> int:
+    """The run's prompts (`requests`), else rate / replicas x duration_s; at most MAX_REQUESTS."""
+    if "requests" in run:
+        n = int(run["requests"])
+    else:
+        n = int(round(float(run["rate"]) / int(run["replicas"]) * float(run["duration_s"])))
+    return min(n, MAX_REQUESTS)
+
+
+def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
+    """One replica's workload: Poisson arrivals at rate / replicas, lengths from the dataset; seeded."""
+    from ..simulate.workload import make_workload, poisson_arrivals
+
+    rng = np.random.default_rng([int(seed), 2020])
+    n = requests_per_replica(run)
+    t = poisson_arrivals(rng, float(run["rate"]) / int(run["replicas"]), n)
+    p, o = draw_lengths(rng, n, ds, sigma)
+    return make_workload(t, p, o)
+
+
+# ---- one simulation -----------------------------------------------------------------------------------
+def deployment_for(run: dict, which: str = "mid"):
+    """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
+    --realistic`), its dtypes, the efficiency factors at `which`."""
+    from ..catalog import model, system
+    from ..simulate.steptable import roofline_deployment
+
+    dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
+                              weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"])
+    step: Any = dep.step  # an EngineStep (realistic): the corner is its `which`
+    return dep if which == "mid" else replace(dep, step=replace(step, which=which))
+
+
+def itl_stats(trace) -> dict:
+    """Mean and percentiles of the inter-token latency: pass times weighted by the sequences in the pass
+    (module docstring)."""
+    iters = np.asarray(trace.seg_iters, dtype=np.int64)
+    keep = iters > 0
+    iters = iters[keep]
+    j = np.arange(int(iters.sum())) - np.repeat(np.cumsum(iters) - iters, iters)
+    t = np.repeat(np.asarray(trace.seg_t0_s)[keep], iters) + np.repeat(np.asarray(trace.seg_slope_s)[keep], iters) * j
+    w = np.repeat(np.asarray(trace.seg_batch, dtype=float)[keep], iters)
+    order = np.argsort(t, kind="stable")
+    t, w = t[order], w[order]
+    cw = np.cumsum(w)
+
+    def pct(q: float) -> float:
+        return float(t[min(int(np.searchsorted(cw, q / 100 * cw[-1])), t.size - 1)])
+
+    return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
+
+
+def trace_metrics(trace) -> dict:
+    """Every metric of METRICS from a Trace (seconds)."""
+    from ..simulate.metrics import e2e_s, tpot_s, ttft_s
+
+    out = {}
+    for name, x in (("ttft", ttft_s(trace)), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
+        x = x[np.isfinite(x)]
+        out.update({f"{name}_mean": float(x.mean()), f"{name}_p50": float(np.percentile(x, 50)),
+                    f"{name}_p99": float(np.percentile(x, 99))})
+    out.update(itl_stats(trace))
+    return out
+
+
+def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str = "mid", seed: int = 0,
+                 sigma: float | None = None) -> dict:
+    """One replica of `run` simulated (the variant given by the keywords): its metrics and the simulator's
+    saturation verdict (offered rate, analytic capacity, load, queue growth, saturated)."""
+    from ..requests.simulate import run_saturation
+    from ..simulate import Policy, Simulation
+    from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
+
+    pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]))
+    ovh = EngineOverheads.load(run["engine"], which=overheads)
+    dep = with_engine(deployment_for(run, efficiency), ovh)
+    wl = workload_for(run, ds, seed, sigma)
+    tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=seed).run())
+    sat = run_saturation(wl, tr, dep, None, pol)
+    return {**trace_metrics(tr), "saturation": {k: sat.get(k) for k in (
+        "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated")},
+        "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
+
+
+def variants(run: dict, ds: dict) -> list[dict]:
+    """The central run and the one-cause variants whose spread is the interval (module docstring)."""
+    out: list[dict[str, Any]] = [{}]
+    out += [{"efficiency": w} for w in ("fast", "slow")]
+    if run["engine"] != "none":
+        out += [{"overheads": w} for w in ("fast", "slow")]
+    out += [{"seed": s} for s in SEEDS[1:]]
+    if "sigma_range" in ds:
+        out += [{"sigma": float(s)} for s in ds["sigma_range"]]
+    return out
+
+
+def predict_run(run: dict, datasets: dict) -> dict:
+    """{metric: {value, low, high}} for the run's published metrics, the central run's saturation figures
+    and the variants simulated."""
+    ds = datasets[run["dataset"]]
+    results = [(v, simulate_run(run, ds, **v)) for v in variants(run, ds)]
+    central = results[0][1]
+    pred = {}
+    for m in run["metrics"]:
+        vals = [r[m] for _, r in results]
+        pred[m] = {"value": central[m], "low": min(vals), "high": max(vals)}
+    sat = central["saturation"]
+    return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k == "saturated" else float(v)))
+                                            for k, v in sat.items()},
+            "requests_per_replica": requests_per_replica(run), "kv_capacity_tokens": central["kv_capacity_tokens"],
+            "variants": [v or {"central": True} for v, _ in results]}
+
+
+def predict_all(runs_path: str | Path | None = None, ids=None, progress=None) -> dict:
+    """predict_run for every run of the runs file (or the `ids` given): {run id: prediction}."""
+    doc = load_runs(runs_path)
+    out = {}
+    for r in doc["runs"]:
+        if ids is not None and r["id"] not in ids:
+            continue
+        out[r["id"]] = predict_run(r, doc["datasets"])
+        if progress:
+            progress(r["id"])
+    return out
+
+
+# ---- scoring ------------------------------------------------------------------------------------------
+def _gpu_label(run: dict) -> str:
+    from ..catalog import system
+
+    return system(run["system"]).accelerator.id
+
+
+def compare(predictions: str | Path | None = None, measured: str | Path | None = None,
+            runs_path: str | Path | None = None) -> list[dict]:
+    """One row per (run, published metric): measured, predicted, interval, error = predicted/measured - 1,
+    APE, covered, and the run's engine, GPU, saturation verdict and whether the metric is modelled."""
+    for p, what in ((predictions or PREDICTIONS, "predictions"), (measured or MEASURED, "measured values")):
+        if not Path(p).is_file():
+            raise InputError(f"serving {what} file {p} not found; it is docs/preregistered/ in a source checkout "
+                             f"(pass the path explicitly elsewhere)")
+    doc, pred, meas = load_runs(runs_path), _load(predictions or PREDICTIONS), _load(measured or MEASURED)
+    rows = []
+    for r in doc["runs"]:
+        if r["id"] not in pred["runs"] or r["id"] not in meas["runs"]:
+            raise InputError(f"serving run {r['id']!r} has no prediction or no measured values; every run of the "
+                             f"runs file must be in both files")
+        p, mv = pred["runs"][r["id"]], meas["runs"][r["id"]]
+        skip = r.get("not_modelled", {})
+        for m in r["metrics"]:
+            if m not in mv:
+                raise InputError(f"serving run {r['id']!r}: measured file lacks {m}")
+            pm = p["metrics"][m]
+            x, y = float(mv[m]), float(pm["value"])
+            rows.append({"run": r["id"], "metric": m, "family": FAMILY[m.split("_")[0]], "engine": r["engine"],
+                         "gpu": _gpu_label(r), "source": r["source"], "measured": x, "predicted": y,
+                         "low": float(pm["low"]), "high": float(pm["high"]), "error": y / x - 1,
+                         "ape": abs(y / x - 1), "covered": float(pm["low"]) <= x <= float(pm["high"]),
+                         "saturated": bool(p["saturation"].get("saturated")), "load": p["saturation"].get("load"),
+                         "modelled": m not in skip, "note": skip.get(m, "")})
+    return rows
+
+
+def score(rows: list[dict], key: str) -> list[dict]:
+    """Per value of `key` (metric, family, engine, gpu, source): n, mean APE, median APE, median signed error,
+    coverage — over the modelled rows, and again without the runs past saturation."""
+    out = []
+    for k in sorted({r[key] for r in rows}):
+        sel = [r for r in rows if r[key] == k and r["modelled"]]
+        if not sel:
+            continue
+        ape = np.array([r["ape"] for r in sel])
+        unsat = np.array([r["ape"] for r in sel if not r["saturated"]])
+        out.append({key: k, "n": len(sel), "mean_ape": float(ape.mean()), "median_ape": float(np.median(ape)),
+                    "median_error": float(np.median([r["error"] for r in sel])),
+                    "coverage": float(np.mean([r["covered"] for r in sel])),
+                    "n_unsaturated": int(unsat.size),
+                    "mean_ape_unsaturated": float(unsat.mean()) if unsat.size else None})
+    return out
+
+
+# ---- report -------------------------------------------------------------------------------------------
+KEYS = ("metric", "family", "engine", "gpu", "source")
+
+
+def _pct(x) -> str:
+    return "–" if x is None else f"{100 * x:.0f}%"
+
+
+def _load_cell(sat: dict) -> str:
+    return "–" if sat.get("load") is None else f"{sat['load']:.2f}"
+
+
+def _ms(x: float) -> str:
+    return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
+
+
+def summary_tables(rows: list[dict]) -> dict[str, list[dict]]:
+    """`score` by each of KEYS."""
+    return {k: score(rows, k) for k in KEYS}
+
+
+def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None) -> str:
+    """docs/validation_serving.md: the goal, the scores by metric family, metric, engine, GPU and source, the
+    saturation verdicts, every run and metric, and the sources."""
+    doc = doc or load_runs()
+    pred = pred or _load(PREDICTIONS)
+    out = ["# Serving simulator against published serving runs (pre-registered)", "",
+           "*Generated by `roofline validate --serving --write-docs docs/validation_serving.md`; do not edit by hand.*",
+           "",
+           f"Predictions: `docs/preregistered/serving_predictions.yaml`, computed at commit `{pred['at_commit']}` "
+           f"({pred['predicted_on']}) and committed alone before the measured values "
+           "(`docs/preregistered/serving_measured.yaml`) were added. Method: `roofline.validate.serving` "
+           "(module docstring): each run's inputs (`src/roofline/validate/data/serving_runs.yaml`) replayed through "
+           "`roofline.simulate.Simulation` with the realistic pass engine and the run's `--engine` overheads; "
+           "value = central factors and overheads, seed 0; interval = range over the efficiency corners, the "
+           "overhead corners, seeds 1–2 and (ShareGPT) the assumed length spread. error = predicted/measured − 1; "
+           "APE = |error|; coverage = share of measured values inside the interval. TPOT and ITL form the `itl` "
+           "family.", "",
+           "Goal of issue 20: mean APE ≤ 10% for end-to-end latency and ITL, ≤ 20% for TTFT, with no run past "
+           "saturation reported as a latency.", ""]
+    tabs = summary_tables(rows)
+    fam = {r["family"]: r for r in tabs["family"]}
+    goal = {"e2e": 0.10, "itl": 0.10, "ttft": 0.20}
+    out += ["| family | n | mean APE | goal | met | median APE | median error | coverage |", "|---|---|---|---|---|---|---|---|"]
+    for f in ("e2e", "ttft", "itl"):
+        if f in fam:
+            s = fam[f]
+            out.append(f"| {f} | {s['n']} | {_pct(s['mean_ape'])} | ≤ {_pct(goal[f])} | "
+                       f"{'yes' if s['mean_ape'] <= goal[f] else 'no'} | {_pct(s['median_ape'])} | "
+                       f"{100 * s['median_error']:+.0f}% | {_pct(s['coverage'])} |")
+    out.append("")
+    for key, title in (("metric", "By metric"), ("engine", "By engine"), ("gpu", "By GPU"), ("source", "By source")):
+        out += [f"## {title}", "", f"| {key} | n | mean APE | median APE | median error | coverage | mean APE without runs past saturation (n) |",
+                "|---|---|---|---|---|---|---|"]
+        for s in tabs[key]:
+            out.append(f"| {s[key]} | {s['n']} | {_pct(s['mean_ape'])} | {_pct(s['median_ape'])} | "
+                       f"{100 * s['median_error']:+.0f}% | {_pct(s['coverage'])} | "
+                       f"{_pct(s['mean_ape_unsaturated'])} ({s['n_unsaturated']}) |")
+        out.append("")
+    out += ["## Saturation", "",
+            "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
+            "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s).", "",
+            "| run | offered req/s per replica | capacity req/s | load | queue growth s/s | saturated |",
+            "|---|---|---|---|---|---|"]
+    for r in doc["runs"]:
+        s = pred["runs"][r["id"]]["saturation"]
+        cap = s.get("capacity_requests_per_s")
+        out.append(f"| {r['id']} | {s['offered_requests_per_s']:.2f} | {'–' if cap is None else f'{cap:.2f}'} | "
+                   f"{_load_cell(s)} | "
+                   f"{s['queue_growth_s_per_s']:+.3f} | {'YES' if s['saturated'] else 'no'} |")
+    out += ["", "## Every run and metric", "",
+            "| run | metric | measured | predicted | interval | error | in interval | note |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        note = ("not modelled: " + r["note"]) if not r["modelled"] else ("past saturation" if r["saturated"] else "")
+        out.append(f"| {r['run']} | {r['metric']} | {_ms(r['measured'])} | {_ms(r['predicted'])} | "
+                   f"[{_ms(r['low'])}, {_ms(r['high'])}] | {100 * r['error']:+.0f}% | {'yes' if r['covered'] else 'no'} | "
+                   f"{note} |")
+    out += ["", "## Runs and sources", ""]
+    for sid, s in doc["sources"].items():
+        out += [f"- **{sid}**: {s['title']}. {s['url']} ({s['date']}; reliability {s['reliability']}). {s['notes']}"]
+    out += ["", "| run | engine | model | GPUs x replicas | rate req/s | requests/replica | dataset | policy | dtypes | assumed |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in doc["runs"]:
+        out.append(f"| {r['id']} | {r['engine']} {r['engine_version']} | {r['model']} | {r['gpus']} x {r['replicas']} "
+                   f"{r['system']} | {r['rate']} | {requests_per_replica(r)} | {r['dataset']} | {r['policy']} "
+                   f"(max_seqs {r['max_seqs']}, budget {r['max_batched_tokens']}) | {r['weights_dtype']}/{r['kv_dtype']} | "
+                   f"{r.get('assumed', '')} |")
+    out += ["", "Datasets:", ""]
+    for k, d in doc["datasets"].items():
+        out.append(f"- **{k}** ({d['kind']}): {d['source']}")
+    return "\n".join(out) + "\n"
