@@ -19,9 +19,13 @@ def register(app: typer.Typer) -> None:
         rows: Annotated[bool, typer.Option("--rows", help="Also print every measurement with its prediction.")] = False,
         kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+        serving: Annotated[bool, typer.Option("--serving", help="Score the serving simulator's pre-registered predictions against published serving runs (docs/validation_serving.md); with --write-docs, write that page.")] = False,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
         from ..requests.rules import output_path, text_file
+
+        if serving:
+            return _serving(json, rows, write_docs, dataset, plot, kernels)
         from ..validate import by_metric, evaluate_all
         from ..validate.report import SUMMARY_COLUMNS, summary_rows
         from .render import progress
@@ -69,3 +73,36 @@ def register(app: typer.Typer) -> None:
         table(f"validation: {len(evals)} published measurements on {n_acc} accelerators", SUMMARY_COLUMNS,
               summary_rows(summaries),
               caption="error = predicted/measured - 1; coverage = share inside the efficiency-spread interval")
+
+
+def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str) -> None:
+    """`roofline validate --serving`: per run and metric the error of the pre-registered serving predictions,
+    mean/median APE and coverage by metric family, metric, engine, GPU and source (validate/serving.py)."""
+    from ..requests.rules import UsageError, output_path
+    from ..validate import serving as S
+
+    extra = [f for f, v in (("--dataset", dataset), ("--plot", plot), ("--kernels", kernels != "factor")) if v]
+    if extra:
+        raise UsageError(f"--serving scores the serving runs of validate/data/serving_runs.yaml; drop {', '.join(extra)}")
+    if write_docs is not None:
+        output_path("--write-docs", write_docs, (".md",))
+    res = S.compare()
+    tabs = S.summary_tables(res)
+    if write_docs is not None:
+        write_docs.parent.mkdir(parents=True, exist_ok=True)
+        write_docs.write_text(S.markdown(res))
+    if json:
+        return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}})
+    if rows:
+        table("serving runs", ["run", "metric", "measured s", "predicted s", "low", "high", "error", "in", "note"],
+              [[r["run"], r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", f"{r['low']:.4g}",
+                f"{r['high']:.4g}", f"{r['error']:+.0%}", "yes" if r["covered"] else "no",
+                ("not modelled" if not r["modelled"] else "") + (" past saturation" if r["saturated"] else "")]
+               for r in res])
+    for key in ("family", "metric", "engine", "gpu"):
+        table(f"serving validation by {key}", [key, "n", "mean APE", "median APE", "median error", "coverage",
+                                                "mean APE unsaturated (n)"],
+              [[s[key], s["n"], f"{s['mean_ape']:.0%}", f"{s['median_ape']:.0%}", f"{s['median_error']:+.0%}",
+                f"{s['coverage']:.0%}", "-" if s["mean_ape_unsaturated"] is None else
+                f"{s['mean_ape_unsaturated']:.0%} ({s['n_unsaturated']})"] for s in tabs[key]],
+              caption="error = predicted/measured - 1 over the modelled metrics; goal: e2e and itl <= 10%, ttft <= 20%")
