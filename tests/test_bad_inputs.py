@@ -74,6 +74,8 @@ CASES = [
     ("validate --plot {out_xyz}", 1, "must end in .png"),
     ("validate --write-docs {out_txt}", 1, "must end in .md"),
     ("validate --dataset {bin}", 1, "is a binary file"),
+    ("validate --serving --plot {out_xyz}", 2, "--serving scores the serving runs"),
+    ("validate --serving --write-docs {out_txt}", 1, "must end in .md"),
     (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
     # --- usage: options that cannot be combined
     ("step -m llama-3-70b -s dgx-h100 -a h100-sxm", 2, "--system and --accelerator cannot be used together"),
