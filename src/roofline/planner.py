@@ -191,7 +191,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
          scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
-         realistic: bool = False, which: str = "mid", speculation=None) -> Plan:
+         realistic: bool = False, which: str = "mid", speculation=None, disaggregated: bool = False) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
     realistic: step times from the efficiency model of the accelerator's family (the engine with the
@@ -199,7 +199,9 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     the pure roofline; `which` picks its central value or a corner of the factors' spread. It replaces
     the explicit efficiency arguments, which must then stay at their defaults. `speculation`
     (speculative.Speculation) decodes every candidate with γ draft tokens at acceptance α: TPOT = (verify
-    pass of γ + 1 tokens + γ·f decode steps)/E.
+    pass of γ + 1 tokens + γ·f decode steps)/E. `disaggregated` also pairs every decode point with the prefill
+    pool layout of the same formats that needs the fewest GPU-seconds per prompt (`_disaggregated`), in
+    `Plan.extra["disaggregated"]`.
     """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
@@ -270,6 +272,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
         sel = vc[pv] == c
         ttft_p[sel] = core(model, system, layout(vb[pv][sel], float(c)), b_pre[sel], 0.0, float(workload.prompt),
                            "prefill", times_only=True, **kw(pd[sel]))
+    tpot_dec, bound_dec = tpot, bound
     # crossed: candidate = (variant, decode point of its base)
     di = bd[cand_dec]
     tp, ep, pp, dp, red, mt = (base[bi[cand_dec], j] for j in range(6))
@@ -327,8 +330,94 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     best_ok = cols["tokens_per_s_per_gpu"].max() if feasible.any() else 0.0
     why = _explain(model, system, cols_all, fits, meets, placed_any, mem_c, prefill_act, usable, targets, best_ok,
                    doms)
+    extra = {}
+    if disaggregated:
+        pre = dict(ttft=ttft_p, b=b_pre, var=pv, fmt=pd, gpus=base[vb[pv], 0] * base[vb[pv], 3] * base[vb[pv], 2],
+                   cp=vc[pv], base=base[vb[pv]])
+        dec = dict(tpot=np.asarray(tpot_dec), batch=bb, fmt=bd, base=base[bi], mem=mem.total_bytes,
+                   bound=np.broadcast_to(bound_dec, bb.shape))
+        extra["disaggregated"] = _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, usable,
+                                                activation_dtype, b_w_of, b_kv_of)
     return Plan(columns=cols, pareto=front, rejected=why, counts=counts, model=model.id, system=system.id,
-                hbm_usable_bytes=usable)
+                hbm_usable_bytes=usable, extra=extra)
+
+
+def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, usable, activation_dtype, b_w_of,
+                   b_kv_of) -> list[dict]:
+    """Disaggregated prefill and decode (DistServe, Zhong et al. OSDI 2024; Splitwise, Patel et al. ISCA 2024), each
+    pool with its own layout, as fluid pools:
+
+        prefill GPU-seconds per prompt  s_p = g_p·TTFT_p/B_p   least over the prefill layouts of the same formats whose
+                                                                prompt pass fits memory and meets the TTFT target
+        decode GPU-seconds per request  s_d = g_d·output·TPOT/B
+        tokens/s per GPU = output/(s_p + s_d)       prefill share of the GPUs = s_p/(s_p + s_d)
+        TTFT = TTFT_p + t_kv,  t_kv = kv_bytes(prompt)/(g_d·BW_out) + latency   (pools.kv_transfer_s)
+        TPOT = the decode pool's pass alone (no prompt shares it)
+
+    The decode pool's memory holds weights and KV only (no prompt activations); the prefill pool's weights, the
+    prompts' activations over TP·CP and the KV of its B_p prompts. Ignores: whole replicas (the pools' GPU counts are
+    taken in proportion, not rounded), the transfer's contention and the prefill pool's queueing. Returns the
+    Pareto frontier (tokens/s per GPU vs per user) as rows, fastest per user first."""
+    from .memory import activation_bytes, memory_per_gpu
+
+    out_n, prompt = float(workload.output), float(workload.prompt)
+    nd = len(dtypes)
+    # the prefill pool: memory of each (layout, CP) x format point, then the cheapest per format
+    mem_p = np.empty(pre["ttft"].size)
+    for c in np.unique(pre["cp"]):
+        sel = pre["cp"] == c
+        bs = pre["base"][sel]
+        lay = P.Layout(tp=bs[:, 0], ep=bs[:, 1], pp=bs[:, 2], dp=bs[:, 3] / c, cp=float(c), redundant_experts=bs[:, 4],
+                       expert_tp=bs[:, 5])
+        mem_p[sel] = memory_per_gpu(model, lay, pre["b"][sel], prompt, bytes_per_weight=b_w_of[pre["fmt"][sel]],
+                                    bytes_per_kv=b_kv_of[pre["fmt"][sel]]).total_bytes
+    mem_p += activation_bytes(model, prompt, activation_dtype) / (pre["base"][:, 0] * pre["cp"])
+    ok_p = mem_p <= usable
+    if targets.ttft_s is not None:
+        ok_p &= pre["ttft"] <= targets.ttft_s
+    s_p_all = np.where(ok_p, pre["gpus"] * pre["ttft"] / pre["b"], np.inf)
+    best = np.full(nd, -1)
+    for d in range(nd):
+        idx = np.flatnonzero(pre["fmt"] == d)
+        if idx.size and np.isfinite(s_p_all[idx]).any():
+            best[d] = idx[np.argmin(s_p_all[idx])]
+    has = best[dec["fmt"]] >= 0
+    j = best[dec["fmt"]].clip(0)
+    s_p = np.where(has, s_p_all[j], np.inf)
+    g_d = dec["base"][:, 0] * dec["base"][:, 3] * dec["base"][:, 2]
+    s_d = g_d * out_n * dec["tpot"] / dec["batch"]
+    per_gpu = out_n / (s_p + s_d)
+    kv_bytes = np.array([M.kv_bytes_per_sequence(model, prompt, k) for _, k in dtypes])[dec["fmt"]]
+    ttft = pre["ttft"][j] + kv_bytes / (g_d * system.scale_out_bytes_per_s) + system.scale_out_latency_s
+    ok = has & (dec["mem"] <= usable)
+    if targets.ttft_s is not None:
+        ok &= ttft <= targets.ttft_s
+    if targets.tpot_s is not None:
+        ok &= dec["tpot"] <= targets.tpot_s
+    if targets.tokens_per_s_per_user is not None:
+        ok &= 1.0 / dec["tpot"] >= targets.tokens_per_s_per_user
+    idx = np.flatnonzero(ok)
+    front = idx[pareto_mask(per_gpu[idx], 1.0 / dec["tpot"][idx])]
+    front = front[np.argsort(dec["tpot"][front], kind="stable")]
+    rows = []
+    for i in front:
+        b, pb = dec["base"][i], pre["base"][j[i]]
+        c = pre["cp"][j[i]]
+        w, k = dtypes[int(dec["fmt"][i])]
+        rows.append({
+            "decode": dict(tp=int(b[0]), ep=int(b[1]), pp=int(b[2]), dp=int(b[3]), moe_tp=int(b[5]), cp=1,
+                           redundant_experts=int(b[4])),
+            "prefill": dict(tp=int(pb[0]), ep=int(pb[1]), pp=int(pb[2]), dp=int(pb[3] // c), moe_tp=int(pb[5]),
+                            cp=int(c), redundant_experts=int(pb[4])),
+            "batch": int(dec["batch"][i]), "prefill_prompts": int(pre["b"][j[i]]), "weights_dtype": w, "kv_dtype": k,
+            "decode_gpus": int(g_d[i]), "prefill_gpus": int(pre["gpus"][j[i]]),
+            "prefill_gpu_share": float(s_p[i] / (s_p[i] + s_d[i])),
+            "tokens_per_s_per_gpu": float(per_gpu[i]), "tokens_per_s_per_user": float(1.0 / dec["tpot"][i]),
+            "usd_per_million_tokens": float(price / SECONDS_PER_HOUR / per_gpu[i] * 1e6),
+            "ttft_s": float(ttft[i]), "prefill_ttft_s": float(pre["ttft"][j[i]]), "tpot_s": float(dec["tpot"][i]),
+            "decode_memory_per_gpu_bytes": float(dec["mem"][i]), "prefill_memory_per_gpu_bytes": float(mem_p[j[i]]),
+            "bound": str(dec["bound"][i])})
+    return rows
 
 
 def layout_label(c, i) -> str:

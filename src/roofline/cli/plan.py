@@ -42,6 +42,7 @@ def register(app: typer.Typer) -> None:
         spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Speculative / MTP draft tokens per decode step for every layout (0 = off).")] = 0,
         spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
         draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
+        disaggregated: Annotated[bool, typer.Option("--disaggregated", help="Also plan disaggregated prefill and decode pools, a layout each (fluid pool sizes; docs/parallelism.md).")] = False,
         simulate: Annotated[Optional[int], typer.Option("--simulate", help="Simulate the K best layouts under the workload below and re-rank them by goodput (docs/simulator.md).")] = None,
         rate: Annotated[float, typer.Option("--rate", help="With --simulate: mean arrival rate, requests/s.")] = 10.0,
         requests: Annotated[int, typer.Option("--requests", "-n", help="With --simulate: requests to simulate.")] = 2000,
@@ -64,7 +65,7 @@ def register(app: typer.Typer) -> None:
                              scale_out_efficiency=scale_out_efficiency, compute_efficiency=compute_efficiency,
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
                              all=all_layouts, realistic=realistic, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
-                             draft_fraction=draft_fraction)
+                             draft_fraction=draft_fraction, disaggregated=disaggregated)
         d = run_plan(req)
         if simulate is not None:
             from ._plan_simulate import simulated
@@ -95,6 +96,8 @@ def register(app: typer.Typer) -> None:
               caption="* most tokens/s per GPU on the frontier; " + (
                   "efficiency model (roofline.efficiency, central factors)" if realistic
                   else "pure roofline unless efficiencies are given"))
+        if disaggregated:
+            _disaggregated_table(d["disaggregated"], m, sysrec)
         for line in d["rejected"]:
             print(f"rejected {line}")
         if d["simulate"]:
@@ -103,3 +106,20 @@ def register(app: typer.Typer) -> None:
             sim = d["simulate"]
             print(f"simulate one replica of * at {SIMULATE_LOAD:.0%} of its planned rate: {sim['command']}"
                   + "".join(f"\n  (not simulated: {x})" for x in sim["ignores"]))
+
+
+def _disaggregated_table(rows: list, m, sysrec) -> None:
+    """`plan --disaggregated`: the frontier of (decode layout, cheapest prefill layout) pairs."""
+    from ..planner import layout_label
+
+    if not rows:
+        print("disaggregated: no pair of pools fits and meets the targets")
+        return
+    table(f"{m.id} on {sysrec.id}: disaggregated prefill and decode pools (fluid pool sizes)",
+          ["decode layout", "batch", "prefill layout", "w/kv", "prefill GPUs", "tok/s/GPU", "tok/s/user", "$/Mtok",
+           "TTFT", "TPOT"],
+          [[layout_label(r["decode"], None), r["batch"], f"{layout_label(r['prefill'], None)} x{r['prefill_prompts']}",
+            f"{r['weights_dtype']}/{r['kv_dtype']}", f"{r['prefill_gpu_share']:.0%}", fmt(r["tokens_per_s_per_gpu"]),
+            fmt(r["tokens_per_s_per_user"]), fmt(r["usd_per_million_tokens"]), seconds(r["ttft_s"]),
+            seconds(r["tpot_s"])] for r in rows],
+          caption="prefill GPUs: the prefill pool's share of all GPUs; TTFT includes the KV transfer")

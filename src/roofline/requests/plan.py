@@ -60,6 +60,7 @@ class PlanRequest(Request):
     spec_gamma: Whole(0, 64) = 0
     spec_alpha: float = 0.7
     draft_fraction: float = 0.05
+    disaggregated: bool = False
 
     def check(self) -> None:
         f = self.flag
@@ -93,12 +94,15 @@ def run_plan(req: PlanRequest) -> dict:
     p = plan(req._model, req._system, req._domains, Workload(req.prompt, req.output, req.context), tg,
              efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req._imbalance,
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
-             usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req))
+             usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req),
+             disaggregated=req.disaggregated)
     rows = p.rows(pareto_only=not req.all_layouts)
     best = p.best()
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
          "counts": p.counts, "layouts": rows, "rejected": p.rejected,
          "simulate": None if best is None else simulate_command(req, best)}
+    if req.disaggregated:  # fluid prefill and decode pools, a layout each (planner._disaggregated)
+        d["disaggregated"] = p.extra["disaggregated"]
     return rules.finite(d, f"plan of {req._model.id} on {req._system.id}")
 
 
