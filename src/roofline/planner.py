@@ -367,7 +367,7 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
     for c in np.unique(pre["cp"]):
         sel = pre["cp"] == c
         bs = pre["base"][sel]
-        lay = P.Layout(tp=bs[:, 0], ep=bs[:, 1], pp=bs[:, 2], dp=bs[:, 3] / c, cp=float(c), redundant_experts=bs[:, 4],
+        lay = P.Layout(tp=bs[:, 0], ep=bs[:, 1], pp=bs[:, 2], dp=bs[:, 3] / c, cp=int(c), redundant_experts=bs[:, 4],
                        expert_tp=bs[:, 5])
         mem_p[sel] = memory_per_gpu(model, lay, pre["b"][sel], prompt, bytes_per_weight=b_w_of[pre["fmt"][sel]],
                                     bytes_per_kv=b_kv_of[pre["fmt"][sel]]).total_bytes
