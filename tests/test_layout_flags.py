@@ -222,3 +222,56 @@ def test_plans_simulate_command_reproduces_its_step_time(run_cli):
     share = sim["rate_requests_per_s"] * best["ttft_s"] / (best["dp"] * best["pp"])
     assert 0.05 < share < 0.5
     assert t_dec * 0.97 <= r["tpot_mean_s"] <= t_dec / (1 - share) * 1.03
+
+
+def test_plan_disaggregated_pools_by_hand():
+    """plan --disaggregated, Llama-3.1-70B on DGX H100s, 32K prompts: every frontier pair's figures from the engine —
+    s_d = g_d·output·TPOT/B (decode layout), s_p = g_p·TTFT_p/B_p (prefill layout with its CP), tokens/s per GPU =
+    output/(s_p + s_d), TTFT = TTFT_p + kv_bytes(prompt)/(g_d·BW_out) + latency — and no single-group prefill
+    layout of the same formats (TP 1..8, CP 1..8 on one DP group) that fits needs fewer GPU-seconds per prompt."""
+    from roofline import model as M
+    from roofline.engine import step
+    from roofline.layout import Layout
+    from roofline.memory import activation_bytes, memory_per_gpu
+    from roofline.planner import Workload, plan
+
+    m, s = CAT.model("llama-3.1-70b"), CAT.system("dgx-h100")
+    p = plan(m, s, [1, 2], Workload(32768, 512), disaggregated=True)
+    rows = p.extra["disaggregated"]
+    assert rows
+    usable = 0.9 * s.accelerator.hbm_bytes
+    for r in rows[:: max(1, len(rows) // 4)]:
+        kw = dict(weights_dtype=r["weights_dtype"], kv_dtype=r["kv_dtype"], details=False, check=False)
+        d, q = r["decode"], r["prefill"]
+        tpot = float(step(m, s, r["batch"], 32768 + 256, layout=Layout(tp=d["tp"], pp=d["pp"], dp=d["dp"], domains=2),
+                          **kw).step_s)
+        b_p = q["dp"] * q["pp"]
+        ttft_p = float(step(m, s, b_p, 0, layout=Layout(tp=q["tp"], pp=q["pp"], dp=q["dp"], cp=q["cp"], domains=2),
+                            phase="prefill", prompt=32768, **kw).step_s)
+        g_d, g_p = d["tp"] * d["dp"] * d["pp"], q["tp"] * q["dp"] * q["cp"] * q["pp"]
+        s_d, s_p = g_d * 512 * tpot / r["batch"], g_p * ttft_p / b_p
+        assert (r["tpot_s"], r["prefill_ttft_s"]) == pytest.approx((tpot, ttft_p), rel=1e-12)
+        assert r["tokens_per_s_per_gpu"] == pytest.approx(512 / (s_p + s_d), rel=1e-12)
+        assert r["prefill_gpu_share"] == pytest.approx(s_p / (s_p + s_d), rel=1e-12)
+        xfer = M.kv_bytes_per_sequence(m, 32768, r["kv_dtype"]) / (g_d * s.scale_out_bytes_per_s) + s.scale_out_latency_s
+        assert r["ttft_s"] == pytest.approx(ttft_p + xfer, rel=1e-12)
+        for tp in (1, 2, 4, 8):
+            for cp in (1, 2, 4, 8):
+                lay = Layout(tp=tp, cp=cp, domains=2)
+                mem = memory_per_gpu(m, lay, 1, 32768, bytes_per_weight=0.5 if r["weights_dtype"] == "fp4" else
+                                     (1.0 if r["weights_dtype"] == "fp8" else 2.0),
+                                     bytes_per_kv=1.0 if r["kv_dtype"] == "fp8" else 2.0).total_bytes
+                if float(mem) + activation_bytes(m, 32768, "bf16") / (tp * cp) > usable:
+                    continue
+                t = float(step(m, s, 1, 0, layout=lay, phase="prefill", prompt=32768, **kw).step_s)
+                assert tp * cp * t >= s_p * (1 - 1e-9)
+
+
+def test_plan_disaggregated_cli(run_cli):
+    code, out, err = run_cli("plan", "-m", "llama-3-8b", "-s", "dgx-h100", "--disaggregated", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["disaggregated"] and {"decode", "prefill", "prefill_gpu_share", "ttft_s"} <= set(d["disaggregated"][0])
+    assert "disaggregated" not in json.loads(run_cli("plan", "-m", "llama-3-8b", "-s", "dgx-h100", "--json")[1])
+    code, out, err = run_cli("plan", "-m", "llama-3-8b", "-s", "dgx-h100", "--disaggregated")
+    assert code == 0 and "disaggregated prefill and decode pools" in out
