@@ -16,9 +16,10 @@ Per replica (one model instance of tp·dp·pp GPUs, B sequences decoding togethe
     $/Mtok = n·chips·price/3600/(tokens/s of the deployment)·1e6
 
 Memory: decode weights + KV at prompt+output tokens for B sequences (parallel.memory_per_gpu) plus the
-prefill pass's activations must fit `usable_memory` of HBM. Ignores: queueing delay in TTFT, decode
-stalls while prefill runs (TPOT is the pure decode loop), disaggregated prefill/decode, speculative
-decoding, prefix caching.
+prefill pass's activations must fit `usable_memory` of HBM. The grid also holds MoE TP × EP hybrids and CP
+for prefill (TTFT with B_p = dp/cp·pp prompts, each over cp ranks; see `_grid`), and `disaggregated=True` pairs
+decode points with prefill pools (`_disaggregated`). Ignores: queueing delay in TTFT, decode stalls while
+prefill runs (TPOT is the pure decode loop), prefix caching; speculative decoding only when asked.
 """
 
 from __future__ import annotations
