@@ -1,6 +1,7 @@
 """Pre-register the serving simulator's predictions for the published serving runs (issue 20, item 5).
 
-    .venv/bin/python scripts/preregister_serving.py [OUT.yaml]     (default docs/preregistered/serving_predictions.yaml)
+    .venv/bin/python scripts/preregister_serving.py [OUT.yaml] [--commit HASH]
+        (default OUT docs/preregistered/serving_predictions.yaml; --commit when run from `git archive HASH`)
 
 Runs roofline.validate.serving.predict_all on src/roofline/validate/data/serving_runs.yaml (inputs only) and
 writes, per run and published metric, the value and the interval [low, high] (seconds), the central run's
@@ -24,12 +25,16 @@ WATCHED = ("src/roofline/simulate", "src/roofline/engine.py", "src/roofline/effi
            "src/roofline/validate/serving.py", "src/roofline/validate/data/serving_runs.yaml", "src/roofline/requests")
 
 
-def main(out: str | None = None) -> None:
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", *WATCHED], capture_output=True, text=True).stdout
-    if dirty.strip():
-        raise SystemExit(f"uncommitted changes under the simulator or the runs file:\n{dirty}commit them first so "
-                         f"the recorded commit computes these predictions")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+def main(out: str | None = None, commit: str | None = None) -> None:
+    """`commit`: the commit an exported tree (`git archive HEAD`) was taken from, when run outside the checkout
+    (a shared checkout's uncommitted edits would otherwise leak into the predictions)."""
+    if commit is None:
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *WATCHED], capture_output=True, text=True).stdout
+        if dirty.strip():
+            raise SystemExit(f"uncommitted changes under the simulator or the runs file:\n{dirty}commit them first, "
+                             f"or run from `git archive HEAD` with --commit, so the recorded commit computes these "
+                             f"predictions")
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     pred = predict_all(progress=lambda rid: print(f"  {rid}", flush=True))
     for rid, p in pred.items():
         for m, v in p["metrics"].items():
@@ -47,4 +52,10 @@ def main(out: str | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else None)
+    args = sys.argv[1:]
+    at = None
+    if "--commit" in args:
+        i = args.index("--commit")
+        at = args[i + 1]
+        del args[i:i + 2]
+    main(args[0] if args else None, at)

@@ -393,6 +393,8 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
             "budget) are assumed; the KV cache dtype of the NVIDIA runs (FP8) is assumed.",
             "- ShareGPT's length shape is assumed lognormal (σ = 1, swept 0.7–1.3) at the published means; OpenOrca's "
             "output shape is the GPT-4 references' scaled to Llama 2's 294.45 tokens per sample.",
+            "- KV memory grows on demand with preemption when full (vLLM's policy; TensorRT-LLM's default "
+            "GUARANTEED_NO_EVICT would reserve the maximum output instead — the MLPerf harness setting is not stated).",
             "- Replicas share arrivals as independent Poisson streams (a load balancer's round robin would smooth "
             "them); the engine overheads come from the `--engine` family's catalog figures (vLLM V1, SGLang ≥ 0.4, "
             "TensorRT-LLM PyTorch backend), not from the older versions that ran.",
