@@ -393,6 +393,11 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
             "budget) are assumed; the KV cache dtype of the NVIDIA runs (FP8) is assumed.",
             "- ShareGPT's length shape is assumed lognormal (σ = 1, swept 0.7–1.3) at the published means; OpenOrca's "
             "output shape is the GPT-4 references' scaled to Llama 2's 294.45 tokens per sample.",
+            "- MLPerf harnesses call the engine in process (no HTTP server, no tokeniser on the path: LoadGen "
+            "sends token ids), while the `--engine` families' per-request figures include HTTP parsing and "
+            "tokenisation: the MLPerf TTFTs carry that overhead anyway, as the brief's method prescribes.",
+            "- SGLang's `--enable-torch-compile` (8B runs) and CUDA-graph settings are not modelled beyond the "
+            "family's factors.",
             "- KV memory grows on demand with preemption when full (vLLM's policy; TensorRT-LLM's default "
             "GUARANTEED_NO_EVICT would reserve the maximum output instead — the MLPerf harness setting is not stated).",
             "- Replicas share arrivals as independent Poisson streams (a load balancer's round robin would smooth "
