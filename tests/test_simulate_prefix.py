@@ -53,13 +53,25 @@ def test_hits_and_saved_prefill_by_hand():
 
 def test_concurrent_requests_miss_until_the_first_prefill_is_done():
     """Two requests of one prefix arriving together are prefilled in the same pass: neither finds the prefix
-    cached (blocks are cached when a prefill completes); the third, later, hits. A whole prompt of shared
+    cached (blocks are cached once a pass has computed them); the third, later, hits. A whole prompt of shared
     tokens hits at most prompt - 1 tokens (the last one is recomputed for its logits): prompt 48, shared 48 ->
     floor(47/16) = 2 blocks."""
     wl = _wl([0, 0, 1], 48, 3, [0, 0, 0], 48)
     tr = Simulation(wl, _dep(), Policy("continuous")).run()
     assert tr.prefix_hit_tokens.tolist() == [0, 0, 32]
     assert _prefill_tokens(tr)[:2] == [96, 16]
+
+
+def test_chunked_prefill_caches_blocks_as_chunks_complete_them():
+    """Chunked prefill, 32 tokens a pass, two prompts of 100 tokens sharing 64 (4 blocks), B arriving 5 ms after
+    A. A's chunks: 32 tokens (2 blocks cached), 32 more (4 blocks cached), then its last 36; B can join only when
+    the budget has room, in A's 4th pass (A's last 4 tokens + B's first 28), and finds all 4 blocks cached
+    although A's prefill is not done yet (vLLM V1 caches full blocks as they are computed): it hits 64 and
+    prefills 36 = 28 + 8 (its last 8 beside A's first decode token)."""
+    wl = _wl([0, 0.005], 100, 2, [0, 0], 64)
+    tr = Simulation(wl, _dep(), Policy("chunked", max_batched_tokens=32)).run()
+    assert tr.prefix_hit_tokens.tolist() == [0, 64]
+    assert tr.seg_tokens.tolist() == [32, 32, 32, 32, 9, 1] and tr.admit_s[1] == pytest.approx(3 * STEP)
 
 
 def test_lru_eviction_by_hand():

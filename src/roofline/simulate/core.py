@@ -489,17 +489,23 @@ class Simulation:
                 ctx_sum += (nd + pad) * g + pf_tokens
                 for e, c in chunks:
                     e[1] -= c
+                    if pc and pfx[e[0]] >= 0 and cached[pfx[e[0]]] < fb[e[0]]:
+                        # its whole prefix blocks computed so far, past the cached ones, become the cache's as
+                        # each chunk completes them (vLLM V1 caches full blocks as they are computed); stored
+                        # once from now on: held is unchanged, pinned and shared grow alike
+                        q = pfx[e[0]]
+                        dpt = int((pre_len[e[0]] - e[1]) // blk)
+                        if dpt > fb[e[0]]:
+                            dpt = fb[e[0]]
+                        if dpt > cached[q]:
+                            sh[e[0]] += dpt - cached[q]
+                            cached[q] = dpt
                     if e[1] <= 0:
                         rid = e[0]
                         pf.remove(e)
                         state[rid], pf_it[rid] = 2, it
                         if first_it[rid] < 0:
                             first_it[rid] = it
-                        if pc and pfx[rid] >= 0 and cached[pfx[rid]] < fb[rid]:
-                            # its own prefix blocks past the cached ones become the cache's (stored once from
-                            # now on: held is unchanged, pinned and shared grow alike)
-                            sh[rid] += fb[rid] - cached[pfx[rid]]
-                            cached[pfx[rid]] = fb[rid]
                         nd += 1
                         fin = it + rem[rid]
                         fin_it[rid] = fin
