@@ -92,6 +92,21 @@ def test_lru_eviction_by_hand():
     assert _prefill_tokens(tr) == [40, 40, 40, 24]
 
 
+def test_only_the_blocks_running_sequences_use_are_pinned():
+    """One prefix id, two lengths: A (prompt 80, 64 shared = 4 blocks, 1-token output) leaves 4 blocks cached and
+    unpinned; B (prompt 40, 32 shared = 2 blocks, 100 decode passes) hits 2 and pins only those 2; C (60 tokens,
+    no prefix) arrives 0.5 s later into a 160-token pool. B then holds 40 + ~49 tokens, 32 of them the cached
+    blocks: private ~57, pinned 32, unpinned 32 (A's blocks 3 and 4). C needs 60 + B's next token: 57 + 32 + 61 =
+    150 <= 160, so it is admitted at once (were the whole chain pinned: 57 + 64 + 61 = 182 > 160, C would wait for
+    B); the pool then holds 57 + 32 + 60 + 32 = 181 > 160: ceil(21 / 16) = 2 blocks evicted, A's tail. Cached at
+    the end: B's 2 blocks."""
+    wl = _wl([0, 1, 1.5], [80, 40, 60], [1, 101, 1], [0, 0, -1], [64, 32, 0])
+    tr = Simulation(wl, _dep(160.0), Policy("continuous")).run()
+    assert tr.prefix_hit_tokens.tolist() == [0, 32, 0] and tr.preemptions.sum() == 0
+    assert tr.first_token_s[2] - tr.arrival_s[2] == pytest.approx(STEP)
+    assert tr.prefix_evictions == 2 and tr.prefix_cached_blocks == 2
+
+
 def test_shared_blocks_count_once_so_the_run_does_not_preempt():
     """Two requests with one 64-token prefix (4 blocks of 16), prompts 80, outputs 41 (40 decode passes),
     the second arriving 15 ms after the first (after its prefill): it hits 64 tokens. KV capacity 200 tokens.

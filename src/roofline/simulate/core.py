@@ -16,10 +16,11 @@ later token needs one decode (or verify) pass. Context grows by the expected tok
 Prefix caching (docs/simulator.md "Prefix caching"; vLLM automatic prefix caching, SGLang RadixAttention):
 requests with a shared prefix hit min(cached blocks, their whole prefix blocks) of it at admission and
 prefill only the rest (attention still reads the hit tokens); the blocks are stored once in the KV pool,
-pinned by the running sequences that use them, evicted LRU from the tail when unpinned and memory runs out.
+pinned by the running sequences that use them (to the deepest user's depth), evicted LRU from the tail when
+unpinned and memory runs out.
 Ignores: scheduler and sampling overheads, network time inside a pool (see parallel.py), KV block
 fragmentation, variation of acceptance between sequences within one pass, and the prefix cache's
-approximations listed in the docs (only declared prefixes are cached; a prefix's whole chain is pinned).
+approximations listed in the docs (only declared prefixes are cached; one LRU position per prefix).
 """
 
 from __future__ import annotations
@@ -71,19 +72,47 @@ def prefix_blocks(workload: Workload, block_tokens: int) -> tuple[np.ndarray, np
     return index, np.where(has, blocks, 0), int(uniq.size)
 
 
-def _evict(lru: OrderedDict, cached: list, blocks: int) -> int:
+def _evict(lru: OrderedDict, cached: list, pinned: list, blocks: int) -> int:
     """Free up to `blocks` unpinned cached blocks, least recently released prefix first, from the tail of its
     chain (vLLM's evictor: least recently used first, the deepest block of a prefix before its parents);
-    returns the number freed. `lru` holds the unpinned prefixes with cached blocks, oldest first."""
+    returns the number freed. `lru` holds the prefixes with unpinned blocks (cached > pinned), oldest first."""
     left = blocks
     while left > 0 and lru:
         q = next(iter(lru))
-        take = cached[q] if cached[q] <= left else left
+        free = cached[q] - pinned[q]
+        take = free if free <= left else left
         cached[q] -= take
         left -= take
-        if cached[q] == 0:
+        if cached[q] == pinned[q]:
             del lru[q]
     return blocks - left
+
+
+def _pin(users: list, pinned: list, q: int, depth: int) -> int:
+    """A running sequence uses the first `depth` cached blocks of prefix q: the blocks newly pinned (the prefix's
+    pinned depth is its deepest running user's)."""
+    d = users[q]
+    d[depth] = d.get(depth, 0) + 1
+    if depth > pinned[q]:
+        k, pinned[q] = depth - pinned[q], depth
+        return k
+    return 0
+
+
+def _release(users: list, pinned: list, q: int, depth: int) -> int:
+    """A running sequence at `depth` blocks of prefix q stops using it: the blocks unpinned (the pinned depth
+    falls to the deepest remaining user's, 0 without users)."""
+    d = users[q]
+    k = d[depth] - 1
+    if k:
+        d[depth] = k
+        return 0
+    del d[depth]
+    if depth < pinned[q]:
+        return 0
+    old = pinned[q]
+    pinned[q] = max(d) if d else 0
+    return old - pinned[q]
 
 
 @dataclass(frozen=True)
@@ -231,10 +260,10 @@ class Simulation:
         push_stack = stack.append
         prune_at = PRUNE_STACK_AT  # finished ids are dropped from `stack` when it grows past this
         # ---- prefix cache (docs/simulator.md "Prefix caching"). Memory in use = ctx_sum (every running
-        # sequence's whole context: the attention input) + held + pending prompt tokens, where held = cached
-        # tokens of prefixes some running sequence uses (pinned, stored once) − tokens of running sequences'
-        # contexts that are those cached blocks; free_tok = cached tokens no running sequence uses (evictable,
-        # LRU). Admission and preemption count memory without free_tok (eviction frees it); eviction runs when
+        # sequence's whole context: the attention input) + held + pending prompt tokens, where held = pinned
+        # cached tokens (per prefix, to its deepest running user's depth; stored once) − tokens of running
+        # sequences' contexts that are cached blocks; free_tok = cached tokens no running sequence uses
+        # (evictable, LRU). Admission and preemption count memory without free_tok (eviction frees it); eviction runs when
         # memory with free_tok passes the capacity. The checks compare with room = cap − held (kept up to date
         # as held changes), so they cost no more than without the cache; without it room is cap exactly.
         stall, stall_done = 0, -1  # preemptions without progress in a row, and `done` when they began
@@ -247,8 +276,11 @@ class Simulation:
         if pc:
             pfx_a, fb_a = self.prefix_index, self.prefix_blocks  # dense prefix index (-1 none), full blocks
             sh_a, hit_a = np.zeros(n, np.int64), np.full(n, -1.0)  # blocks served by the cache; first hit tokens
-            pfx, fb, sh, hit = view(pfx_a), view(fb_a), view(sh_a), view(hit_a)
-            cached, pins = [0] * self.prefixes, [0] * self.prefixes  # per prefix: cached blocks, running users
+            dep_a = np.zeros(n, np.int64)  # depth (blocks) of its prefix chain a running sequence uses
+            pfx, fb, sh, hit, depth = view(pfx_a), view(fb_a), view(sh_a), view(hit_a), view(dep_a)
+            # per prefix: cached blocks, pinned blocks (its deepest running user's depth), running users by depth
+            cached, pinned = [0] * self.prefixes, [0] * self.prefixes
+            users: list = [{} for _ in range(self.prefixes)]
 
         while done < n:
             if nd == 0 and not pf and pad == 0 and not requeue:
@@ -289,11 +321,12 @@ class Simulation:
                         q = pfx[v]
                         room -= sh[v] * blk
                         sh[v] = 0
-                        pins[q] -= 1
-                        if pins[q] == 0 and cached[q]:
-                            room += cached[q] * blk
-                            free_tok += cached[q] * blk
+                        k_un = _release(users, pinned, q, depth[v])
+                        if k_un:
+                            room += k_un * blk
+                            free_tok += k_un * blk
                             lru[q] = None
+                            lru.move_to_end(q)
             # ---- chunks of prompts already being prefilled --------------------------------------------------
             budget = max_tok - nd * r
             chunks = []  # (pf entry, tokens of it in this pass)
@@ -326,7 +359,7 @@ class Simulation:
                         if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
                             h = cached[q] if cached[q] < fb[rid] else fb[rid]
                             new = need - h * blk
-                            mem = new + (0.0 if pins[q] else cached[q] * blk)  # first user pins the blocks
+                            mem = new + (h - pinned[q] if h > pinned[q] else 0) * blk  # it pins unpinned ones
                     if not prefilled:
                         if chunked and budget <= 0:
                             blocked = True
@@ -377,11 +410,13 @@ class Simulation:
                     pending += new
                     if pc:
                         if q >= 0:
-                            if pins[q] == 0 and cached[q]:
-                                del lru[q]
-                                free_tok -= cached[q] * blk
-                                room -= cached[q] * blk
-                            pins[q] += 1
+                            k_pin = _pin(users, pinned, q, h)
+                            if k_pin:
+                                free_tok -= k_pin * blk
+                                room -= k_pin * blk
+                                if cached[q] == pinned[q]:
+                                    del lru[q]
+                            depth[rid] = h
                             sh[rid] = h
                             room += need - new
                             ctx_sum += need - new  # the hit tokens are context at once (attention reads them)
@@ -392,7 +427,7 @@ class Simulation:
                             hit[rid] = 0.0
                         use = ctx_sum + pending + nseq * ovh if on_demand else reserved  # memory but held
                         if free_tok and use + free_tok > room + 1e-9:
-                            k_ev = _evict(lru, cached, ceil((use + free_tok - room - 1e-9) / blk))
+                            k_ev = _evict(lru, cached, pinned, ceil((use + free_tok - room - 1e-9) / blk))
                             free_tok -= k_ev * blk
                             evicted += k_ev
                 if nseq >= max_seqs:
@@ -459,7 +494,7 @@ class Simulation:
                 it += k
                 if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
                     # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
-                    k_ev = _evict(lru, cached, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
+                    k_ev = _evict(lru, cached, pinned, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
                     free_tok -= k_ev * blk
                     evicted += k_ev
             else:
@@ -492,14 +527,21 @@ class Simulation:
                     if pc and pfx[e[0]] >= 0 and cached[pfx[e[0]]] < fb[e[0]]:
                         # its whole prefix blocks computed so far, past the cached ones, become the cache's as
                         # each chunk completes them (vLLM V1 caches full blocks as they are computed); stored
-                        # once from now on: held is unchanged, pinned and shared grow alike
-                        q = pfx[e[0]]
-                        dpt = int((pre_len[e[0]] - e[1]) // blk)
-                        if dpt > fb[e[0]]:
-                            dpt = fb[e[0]]
-                        if dpt > cached[q]:
-                            sh[e[0]] += dpt - cached[q]
+                        # once from now on (held grows only by unpinned blocks below them that it now pins)
+                        q, rid = pfx[e[0]], e[0]
+                        dpt = int((pre_len[rid] - e[1]) // blk)
+                        if dpt > fb[rid]:
+                            dpt = fb[rid]
+                        if dpt > cached[q]:  # it now uses the chain to dpt, pinning any unpinned blocks below
+                            k_dc = dpt - cached[q]
+                            sh[rid] += k_dc
                             cached[q] = dpt
+                            k_dp = _pin(users, pinned, q, dpt) - _release(users, pinned, q, depth[rid])
+                            depth[rid] = dpt
+                            room -= (k_dp - k_dc) * blk
+                            free_tok += (k_dc - k_dp) * blk
+                            if q in lru and cached[q] == pinned[q]:
+                                del lru[q]
                     if e[1] <= 0:
                         rid = e[0]
                         pf.remove(e)
@@ -518,7 +560,7 @@ class Simulation:
                 if free_tok and on_demand:
                     pending = sum(e[1] for e in pf) if pf else 0
                     if ctx_sum + free_tok + pending + nseq * ovh > room + 1e-9:
-                        k_ev = _evict(lru, cached, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
+                        k_ev = _evict(lru, cached, pinned, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
                                                         / blk))
                         free_tok -= k_ev * blk
                         evicted += k_ev
@@ -535,11 +577,12 @@ class Simulation:
                     if pc and pfx[rid] >= 0:  # unpin its prefix (as on preemption)
                         q = pfx[rid]
                         room -= sh[rid] * blk
-                        pins[q] -= 1
-                        if pins[q] == 0 and cached[q]:
-                            room += cached[q] * blk
-                            free_tok += cached[q] * blk
+                        k_un = _release(users, pinned, q, depth[rid])
+                        if k_un:
+                            room += k_un * blk
+                            free_tok += k_un * blk
                             lru[q] = None
+                            lru.move_to_end(q)
                     if static:
                         pad += 1
                     else:
