@@ -92,3 +92,19 @@ def test_grid_rows_carry_saturation(run_cli):
     assert rows[(40.0, 2)]["capacity_requests_per_s"] == pytest.approx(2 * rows[(40.0, 1)]["capacity_requests_per_s"])
     assert rows[(40.0, 2)]["load"] == pytest.approx(rows[(40.0, 2)]["offered_requests_per_s"]
                                                     / rows[(40.0, 2)]["capacity_requests_per_s"])
+
+
+def test_capacity_counts_prefix_hits_and_length_bias_by_hand():
+    """Constant 10 ms passes (a prompt adds nothing), KV for 10,000 tokens, max_seqs 1,000. Requests of 1,000
+    prompt tokens, 400 of them found in the prefix cache: private KV 1,000 − 400 + 100/2 = 650 a sequence on
+    101 outputs, B = 10,000/650. Two output lengths, 11 and 201 (10 and 200 decode passes): the running batch
+    weights them by their passes, c = (10·(1,000 + 5) + 200·(1,000 + 100))/210 tokens a sequence."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=10_000)
+    pol = Policy("continuous", max_seqs=1000)
+    cap = capacity(make_workload(np.zeros(2), 1000, 101), dep, pol, hit_tokens=400)
+    assert cap.limit == "kv" and cap.batch == pytest.approx(10_000 / 650)
+    mixed = make_workload(np.zeros(2), 1000, [11, 201])
+    cap = capacity(mixed, dep, pol)
+    c = (10 * 1005 + 200 * 1100) / 210
+    assert cap.batch == pytest.approx(10_000 / c)
+    assert cap.requests_per_s == pytest.approx(1 / (105 * 0.01 / (10_000 / c)))  # D = mean(10, 200) = 105 passes

@@ -10,7 +10,9 @@ pass carries the largest batch the scheduler and the KV pool allow,
     B = min(max_seqs, KV capacity / KV per sequence),  KV per sequence = P + D·g/2 (+ window overhead)
 
 (on-demand KV: a sequence holds on average its prompt and half its output; P + D·g when KV is reserved at
-admission), at the mean decoding context c = P + D·g/2. One request costs the server its share of D decode
+admission), at the mean decoding context c = P + D·g/2 — both means over the running batch, where a request
+counts for the D_i passes it holds its slot (Σ D_i·(P_i + D_i·g/2)/Σ D_i: long requests are over-represented).
+One request costs the server its share of D decode
 passes of that batch and the time its prompt adds to the passes it rides in:
 
     λ_max = 1 / (D · t_dec(B, c) / B + Δ_prefill),   Δ_prefill = Σ_chunks [t(B decodes + chunk) − t(B decodes)]
@@ -18,7 +20,8 @@ passes of that batch and the time its prompt adds to the passes it rides in:
 with t from the deployment's own step model (MixedPass for the engine: each chunk at its own context; the
 table's mean pass otherwise), D the mean decode passes per request (output − 1, divided by the mean tokens
 per pass under speculation, g = tokens per pass), and chunks of at most max_batched_tokens − B·r tokens
-(chunked) or the whole prompt (continuous). A prefill-only pool (disaggregated: every output is its first
+(chunked) or the whole prompt (continuous); with prefix caching the chunks start after the run's mean hit
+tokens h, and h leaves each sequence's private KV (its blocks are stored once). A prefill-only pool (disaggregated: every output is its first
 token) serves k = max(1, ⌊max_batched_tokens / P⌋) prompts a pass: λ_max = k / t(k prompts). A decode pool
 whose requests arrive prefilled has Δ_prefill = 0. Static batching and train departures are not covered
 (their capacity is the batch over the whole batch's time; `capacity` returns None).
@@ -62,8 +65,11 @@ class Capacity:
                 "capacity_prefill_s_per_request": self.prefill_s_per_request}
 
 
-def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, prefilled: bool = False) -> Capacity | None:
-    """λ_max of `deployment` under `policy` for requests of the workload's mean lengths (module docstring)."""
+def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, prefilled: bool = False,
+             hit_tokens: float = 0.0) -> Capacity | None:
+    """λ_max of `deployment` under `policy` for requests of the workload's mean lengths (module docstring).
+    `hit_tokens`: mean prompt tokens a request finds in the prefix cache (a run's own hit rate): its prompt's
+    chunks start on them and cover only the rest, and the shared blocks, stored once, leave its private KV."""
     if policy.kind not in ("continuous", "chunked"):
         return None
     step = deployment.step
@@ -81,8 +87,15 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
         k = max(1, math.floor(budget / P))
         tk = mixed(0, 1, 0.0, [(P, 0.0)] * k) if mixed else t(k, k * P, 0.0)
         return Capacity(k / tk, float(k), "prompts per pass", 0.0, tk / k)
-    c = P + D * g / 2.0
-    kv_seq = (c if policy.preemption else P + D * g) + deployment.kv_overhead_tokens
+    h = min(max(float(hit_tokens), 0.0), P - 1.0)
+    # the running batch is length-biased (a request holds its slot for its D_i passes): its mean context and KV
+    # per sequence weight each request by D_i
+    d_i = (workload.output_tokens - 1) / g
+    w = d_i.sum()
+    p_i = workload.prompt_tokens
+    c = float((d_i * (p_i + d_i * g / 2.0)).sum() / w) if w > 0 else P
+    held = c if policy.preemption else (float((d_i * (p_i + d_i * g)).sum() / w) if w > 0 else P)
+    kv_seq = held - h + deployment.kv_overhead_tokens
     b_kv = deployment.kv_capacity_tokens / kv_seq
     B, limit = (float(policy.max_seqs), "max_seqs") if policy.max_seqs <= b_kv else (max(1.0, b_kv), "kv")
     t_base = mixed(B, r, B * c, []) if mixed else t(B, B * r, c)
@@ -93,8 +106,8 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
     if not prefilled:
         room = budget - B * r if policy.kind == "chunked" else max(budget, P)
         room = max(room, 1.0)
-        x = 0.0
-        while x < P:  # the prompt's chunks, each riding in a pass of B decodes
+        x = h
+        while x < P:  # the prompt's chunks (after its cached prefix), each riding in a pass of B decodes
             ch = min(room, P - x)
             with_chunk = mixed(B, r, B * c, [(ch, x)]) if mixed else t(B + 1, B * r + ch, (B * c + x) / (B + 1))
             delta += with_chunk - t_base
