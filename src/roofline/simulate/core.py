@@ -18,7 +18,10 @@ requests with a shared prefix hit min(cached blocks, their whole prefix blocks) 
 prefill only the rest (attention still reads the hit tokens); the blocks are stored once in the KV pool,
 pinned by the running sequences that use them (to the deepest user's depth), evicted LRU from the tail when
 unpinned and memory runs out.
-Ignores: scheduler and sampling overheads, network time inside a pool (see parallel.py), KV block
+Mixed and prefill passes are timed by steptable.MixedPass (each part's attention at its own context) when
+the step model is the engine's. Engine overheads (scheduler, sampling, API server, tokeniser) enter as a
+wrapped step model and shifted arrivals (overheads.py), not here.
+Ignores: network time inside a pool beyond the layout's collectives (engine.py), KV block
 fragmentation, variation of acceptance between sequences within one pass, and the prefix cache's
 approximations listed in the docs (only declared prefixes are cached; one LRU position per prefix).
 """
