@@ -60,3 +60,25 @@ def test_plan_simulate_cli_json_and_table(run_cli):
     assert "analytic" in out and "sim TPOT p50/p99" in out
     code, out, err = run_cli("plan", "-m", "llama-3-70b", "-s", "dgx-h100", "--simulate", "0")
     assert code == 1 and "--simulate must be a whole number of candidates >= 1" in err
+
+
+def test_plan_rows_reach_the_grid_with_moe_tp_and_redundant_experts():
+    """plan --simulate names each row's decode layout for the scenario grid: MoE TP (when not the derived
+    default) and redundant experts included, so the simulated deployment is the planned one."""
+    from roofline.catalog import get_catalog
+    from roofline.plan_simulate import layout_name
+    from roofline.simulate.grid import GridContext, Scenario, deployment_for, parse_layout
+
+    rows = [({"tp": 4, "ep": 2, "pp": 1, "dp": 1, "moe_tp": 4, "redundant_experts": 0}, "TP4 EP2 PP1 DP1 MOETP4"),
+            ({"tp": 1, "ep": 72, "pp": 1, "dp": 72, "moe_tp": 1, "redundant_experts": 32}, "TP1 EP72 PP1 DP72 R32"),
+            ({"tp": 8, "ep": 1, "pp": 1, "dp": 1, "moe_tp": 8, "redundant_experts": 0}, "TP8 EP1 PP1 DP1")]
+    for row, name in rows:
+        assert layout_name(row) == name
+        lay = parse_layout(name)
+        assert (lay.tp, lay.ep, lay.dp, lay.moe_tp, lay.redundant_experts) == (
+            row["tp"], row["ep"], row["dp"], row["moe_tp"], row["redundant_experts"])
+    cat = get_catalog()
+    ctx = GridContext(model=cat.model("deepseek-v3"), system=cat.system("gb200-nvl72"), chips=72)
+    dep = deployment_for(ctx, Scenario(layout="TP1 EP72 PP1 DP72 R32", weights_dtype="fp8", kv_dtype="fp8"))
+    step = getattr(dep.step, "inner", dep.step)  # an engine's overheads wrap the engine's step
+    assert dep.gpus == 72 and step.layout.redundant_experts == 32 and step.layout.ep == 72

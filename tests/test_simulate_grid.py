@@ -40,10 +40,18 @@ def test_yaml_grid_base_axes_and_extra_scenarios(tmp_path):
     assert sc[-1].policy == "static" and sc[-1].rate == 30.0 and sc[-1].label == "rate=30 policy=static"
 
 
-@pytest.mark.parametrize("text,expected", [("pool", None), ("TP4 DP2", (4, 1, 1, 2)), ("tp8-ep8", (8, 8, 1, 1)),
-                                           ("PP2xTP4", (4, 1, 2, 1))])
+@pytest.mark.parametrize("text,expected", [("pool", None), ("TP4 DP2", (4, 1, 1, 2, None, 0)),
+                                           ("tp8-ep8", (8, 8, 1, 1, None, 0)), ("PP2xTP4", (4, 1, 2, 1, None, 0)),
+                                           ("TP4 EP72 DP18 MOETP4 R32", (4, 72, 1, 18, 4, 32)),
+                                           ("tp2 moe-tp1 ep4 dp2", (2, 4, 1, 2, 1, 0))])
 def test_layout_strings(text, expected):
-    assert parse_layout(text) == expected
+    from roofline.simulate.grid import layout_label
+
+    lay = parse_layout(text)
+    got = None if lay is None else (lay.tp, lay.ep, lay.pp, lay.dp, lay.expert_tp, lay.redundant_experts)
+    assert got == expected
+    if lay is not None:  # the label reads back as the same layout
+        assert parse_layout(layout_label(lay)) == lay
 
 
 @pytest.mark.parametrize("spec,needle", [

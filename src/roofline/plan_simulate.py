@@ -31,7 +31,16 @@ def candidates(rows: list[dict], k: int) -> list[dict]:
 
 
 def layout_name(r: dict) -> str:
-    return f"TP{r['tp']} EP{r['ep']} PP{r['pp']} DP{r['dp']}"
+    """The grid's name of a plan row's decode layout (its MoE TP and redundant experts included; the plan's CP
+    prefill is not simulated: one simulated layout runs prefill and decode alike)."""
+    from .layout import Layout
+    from .simulate.grid import layout_label
+
+    tp, ep, dp = int(r["tp"]), int(r["ep"]), int(r["dp"])
+    mt = int(r.get("moe_tp", tp if dp % ep == 0 else 1))
+    return layout_label(Layout(tp=tp, ep=ep, pp=int(r["pp"]), dp=dp,
+                               expert_tp=None if mt == (tp if dp % ep == 0 else 1) else mt,  # explicit when not derived
+                               redundant_experts=int(r.get("redundant_experts", 0))))
 
 
 def reasons(a: dict, s: dict, targets) -> list[str]:

@@ -92,20 +92,35 @@ class GridContext:
 
 
 # ---- parsing ----------------------------------------------------------------------------------------
-def parse_layout(text: str) -> tuple[int, int, int, int] | None:
-    """'pool' -> None; 'TP4 DP2', 'tp4xdp2', 'TP8-EP8' -> (tp, ep, pp, dp). One-line InputError otherwise."""
+_DEGREE = r"(moe[-_]?tp|tp|ep|pp|dp|r)\s*=?\s*(\d+)"
+
+
+def parse_layout(text: str):
+    """'pool' -> None; 'TP4 DP2', 'tp4xdp2', 'TP8-EP8', 'TP4 EP72 DP18 MOETP4 R32' -> the Layout of one replica
+    (MOETP: GPUs per routed expert, layout.Layout.expert_tp; R: redundant expert copies). One-line InputError
+    otherwise."""
+    from ..layout import Layout
+
     t = str(text).strip().lower()
     if t in ("pool", "pooled", ""):
         return None
-    parts = re.findall(r"(tp|ep|pp|dp)\s*=?\s*(\d+)", t)
-    rest = re.sub(r"(tp|ep|pp|dp)\s*=?\s*(\d+)", "", t)
+    parts = [(k.replace("-", "").replace("_", ""), v) for k, v in re.findall(_DEGREE, t)]
+    rest = re.sub(_DEGREE, "", t)
     if not parts or re.sub(r"[\s,x×*_/-]", "", rest) or len({k for k, _ in parts}) != len(parts):
-        raise InputError(f"layout {text!r} is not understood; expected 'pool' or degrees like 'TP4 DP2' or "
-                         f"'TP8 EP8' (each of TP, EP, PP, DP at most once)")
+        raise InputError(f"layout {text!r} is not understood; expected 'pool' or degrees like 'TP4 DP2', 'TP8 EP8' "
+                         f"or 'TP4 EP72 DP18 MOETP4 R32' (each of TP, EP, PP, DP, MOETP, R at most once)")
     d = {k: int(v) for k, v in parts}
-    if min(d.values()) < 1:
+    if min(v for k, v in d.items() if k != "r") < 1:
         raise InputError(f"layout {text!r}: every degree must be >= 1")
-    return d.get("tp", 1), d.get("ep", 1), d.get("pp", 1), d.get("dp", 1)
+    return Layout(tp=d.get("tp", 1), ep=d.get("ep", 1), pp=d.get("pp", 1), dp=d.get("dp", 1),
+                  expert_tp=d.get("moetp"), redundant_experts=d.get("r", 0))
+
+
+def layout_label(lay) -> str:
+    """The grid's name of a Layout (parse_layout reads it back): TP EP PP DP, then MOETP and R when set."""
+    out = f"TP{lay.tp} EP{lay.ep} PP{lay.pp} DP{lay.dp}"
+    out += f" MOETP{lay.expert_tp}" if lay.expert_tp is not None else ""
+    return out + (f" R{lay.redundant_experts}" if lay.redundant_experts else "")
 
 
 def _convert(key: str, value, where: str):
@@ -232,7 +247,7 @@ def scenario_seeds(seed: int, sc: Scenario) -> tuple[np.random.SeedSequence, np.
 
 def deployment_for(ctx: GridContext, sc: Scenario):
     """The scenario's Deployment: the pooled chips (roofline_deployment) or one replica of its layout."""
-    from .steptable import layout_deployment, roofline_deployment
+    from .steptable import deployment, roofline_deployment
 
     lay = parse_layout(sc.layout)
     kw = dict(efficiency=ctx.efficiency, weights_dtype=sc.weights_dtype, kv_dtype=sc.kv_dtype,
@@ -244,7 +259,7 @@ def deployment_for(ctx: GridContext, sc: Scenario):
     ovh = EngineOverheads.load(sc.engine)
     if lay is None:
         return with_engine(roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw), ovh)
-    return with_engine(layout_deployment(ctx.model, ctx.system, *lay, **kw), ovh)
+    return with_engine(deployment(ctx.model, ctx.system, lay, **kw), ovh)
 
 
 def check_context(ctx: GridContext, sc: Scenario) -> None:
