@@ -94,3 +94,35 @@ def test_wrapped_step_models_add_their_overhead(llama):
 
     plain, wrapped = mixed_pass(es, 4096, 10000), mixed_pass(Wrapper(), 4096, 10000)
     assert wrapped(3, 1, 300.0, [(100, 0)]) == pytest.approx(plain(3, 1, 300.0, [(100, 0)]) + 1e-3 + 4e-5, rel=1e-12)
+
+
+def test_simulate_overlap_uses_the_familys_factors_with_communication_overlapped(run_cli):
+    """`simulate --realistic --overlap` = the family's factors with overlap_comm (as `step --overlap`): no change
+    on one GPU (no collectives), faster passes on a TP 8 group; engine overheads still replace the family's
+    per-pass estimate rather than adding to it."""
+    import json
+
+    from roofline.simulate.overheads import EngineOverheads
+
+    def run(*extra):
+        code, out, err = run_cli("simulate", "-m", "llama-3-8b", "--realistic", "--lengths", "fixed", "--prompt-tokens",
+                                 "512", "--output-tokens", "65", "-n", "1", "--json", *extra)
+        assert code == 0, err
+        return json.loads(out)
+
+    one = ("-a", "h100-sxm", "-g", "1")
+    assert run(*one)["tpot_p50_s"] == run(*one, "--overlap")["tpot_p50_s"]
+    eight = ("-s", "dgx-h100")
+    assert run(*eight, "--overlap")["tpot_p50_s"] < run(*eight)["tpot_p50_s"]
+    v = EngineOverheads.load("vllm")
+    added = run(*eight, "--overlap", "--engine", "vllm")["tpot_p50_s"] - run(*eight, "--overlap")["tpot_p50_s"]
+    family = realistic_pass_overhead()
+    assert added == pytest.approx(v.per_pass_s + v.per_sequence_s - family, rel=1e-6)
+    code, _, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "--overlap")
+    assert code == 2 and "add --realistic" in err
+
+
+def realistic_pass_overhead():
+    from roofline.efficiency import realistic
+
+    return realistic(get_catalog().accelerator("h100-sxm"), "bf16", "mid").pass_overhead_s

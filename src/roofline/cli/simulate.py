@@ -94,6 +94,7 @@ def register(app: typer.Typer) -> None:
         compute_efficiency: ComputeEffOpt = 1.0,
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
+        overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
         engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, sglang or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
         grid: Annotated[Optional[str], typer.Option("--grid", help="Scenario grid: 'rate=5,10;policy=continuous,chunked;layout=pool,TP4 DP2' or a YAML file (docs/simulator.md); the other options are every scenario's defaults.")] = None,
@@ -114,7 +115,7 @@ def register(app: typer.Typer) -> None:
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
                                              ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
-                                             block_size=block_size != 16,
+                                             block_size=block_size != 16, overlap=overlap,
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -138,7 +139,7 @@ def register(app: typer.Typer) -> None:
             moe_imbalance=moe_imbalance, ttft_target_s=ttft_target_s,
             tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
-            memory_efficiency=memory_efficiency, realistic=realistic, engine=engine, plot=plot)
+            memory_efficiency=memory_efficiency, realistic=realistic, overlap=overlap, engine=engine, plot=plot)
         n = None if trace or duration or stages else requests
         with progress_bar(n, "simulating requests", quiet=json) as advance:
             d, tr = simulate(req, advance)

@@ -77,6 +77,7 @@ class SimulateRequest(LayoutOptions):
     compute_efficiency: Fraction = 1.0
     memory_efficiency: Fraction = 1.0
     realistic: bool = False
+    overlap: bool = False
     engine: Text = "none"
     plot: OptText = None
 
@@ -138,6 +139,9 @@ class SimulateRequest(LayoutOptions):
         if "interval_s" in fs and self.policy != "train":
             raise rules.UsageError(f"{f('interval_s')} is the departure interval of {f('policy')} train; add it or "
                                    f"drop {f('interval_s')}")
+        if self.overlap and not self.realistic:
+            raise rules.UsageError(f"{f('overlap')} overlaps communication with compute in the realistic model (the "
+                                   f"pure roofline already takes their max); add {f('realistic')} or drop {f('overlap')}")
         if self.realistic and (self.compute_efficiency != 1.0 or self.memory_efficiency != 1.0):
             raise rules.UsageError(f"{f('realistic')} uses the efficiency model's own factors; drop "
                                    f"{f('compute_efficiency')}/{f('memory_efficiency')} or {f('realistic')}")
@@ -291,8 +295,17 @@ def simulate(req: SimulateRequest, progress=None):
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+    if req.overlap:  # the family's factors with communication overlapped, given explicitly (as `step --overlap`)
+        from ..efficiency import realistic
+
+        opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True),
+                    realistic=False)
     ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
-    dep = with_engine(pool(req, req._layout, chips, opts), ovh)
+    from ..layout import Layout
+
+    # without a layout, --realistic runs the GPUs as one TP group (roofline_deployment); --overlap keeps that group
+    lay = req._layout if req._layout is not None or not req.overlap else Layout(tp=chips)
+    dep = with_engine(pool(req, lay, chips, opts), ovh)
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
                                  block_tokens=req.block_size)

@@ -198,7 +198,11 @@ class OverheadStep:
 def _without_pass_overhead(step):
     """A realistic EngineStep with its family's pass_overhead_s set to 0 (the engine's figures replace that
     estimate): the same factors as an explicit Efficiency. Anything else is returned unchanged."""
-    if not (isinstance(step, EngineStep) and step.realistic):
+    if not isinstance(step, EngineStep):
+        return step
+    if step.efficiency is not None and step.efficiency.family != "ideal":  # a family's factors given explicitly
+        return replace(step, efficiency=replace(step.efficiency, pass_overhead_s=0.0))  # (e.g. with overlap)
+    if not step.realistic:
         return step
     from ..efficiency import realistic
 
