@@ -126,3 +126,16 @@ def realistic_pass_overhead():
     from roofline.efficiency import realistic
 
     return realistic(get_catalog().accelerator("h100-sxm"), "bf16", "mid").pass_overhead_s
+
+
+def test_attention_by_batch_pads_a_pass_to_a_sequence_per_tp_rank():
+    """PaLM 540B on 64 v5p chips with attention sharded by batch: each TP rank holds whole sequences, so a pass
+    of 8 sequences costs what 64 do (layout.sequence_slots = dp·pp·tp), in the table and in the mixed pass."""
+    cat = get_catalog()
+    m, s = cat.model("palm-540b"), cat.system("tpu-v5p-256")
+    lay = Layout(tp=64, attention="batch")
+    es = EngineStep(m, s, lay)
+    assert float(es(8, 8, 1000.0)) == pytest.approx(float(step_time(m, s, 64.0, 64.0, 1000.0, layout=lay)), rel=1e-12)
+    mp = MixedPass(es, 4096, 2048)
+    assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(step_time(m, s, 64.0, 64 * 500.0, 0.0, layout=lay)),
+                                                      rel=2e-3)

@@ -253,7 +253,7 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
         if need > layout.domains:
             raise InputError(f"layout {layout} needs {layout.gpus} GPUs placed on {need} x {system.id} domains, "
                              f"only {layout.domains} given; use --domains {need} or fewer GPUs")
-    slots = layout.dp * pp * (tp if layout.attention == "batch" else 1)
+    slots = sequence_slots(layout)
     if batch is not None and np.any(np.asarray(batch) < slots):
         by = f" x TP {tp} (attention by batch)" if layout.attention == "batch" else ""
         raise InputError(f"batch {np.min(batch):g} leaves some of the DP {layout.dp} x PP {pp}{by} = {slots} sequence "
@@ -307,6 +307,12 @@ def kv_shard(model, tp, perfect=False, attention="heads"):
     if perfect or attention == "batch":
         return tp
     return np.ones_like(tp) if model.mla else np.minimum(tp, model.kv_heads)
+
+
+def sequence_slots(layout: Layout):
+    """Sequences a replica's busiest group holds at least one of: one per DP group and micro-batch in flight
+    (dp·pp), times tp when attention is sharded by batch (each TP rank holds whole sequences)."""
+    return layout.dp * layout.pp * (layout.tp if layout.attention == "batch" else 1)
 
 
 def stage_fraction(model, pp, virtual_stages=1):

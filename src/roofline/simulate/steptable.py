@@ -36,7 +36,7 @@ from ..engine import combine, step_time
 from ..errors import DoesNotFitError, InputError, require_positive
 from ..hardware import System
 from ..hardware import usd_per_gpu_hour as resolve_price
-from ..layout import Layout, check_tensor_parallel, validate
+from ..layout import Layout, check_tensor_parallel, sequence_slots, validate
 from ..memory import DEFAULT_USABLE_MEMORY, kv_capacity_tokens
 
 
@@ -45,9 +45,10 @@ class EngineStep:
     """The pass engine as a StepModel (engine.step_time: step seconds only, the table's path): a pass of
     L = tokens/batch tokens per sequence on `context` cached tokens (L = 1 is one decode loop) of one
     replica of `layout` (None: the lecture's perfect sharding over the system's GPUs), pure roofline with
-    `efficiency` or the family's factors with `realistic`. With fewer than dp·pp sequences in a pass the
-    busiest DP group / micro-batch still holds one sequence, so the time is that of dp·pp sequences (idle
-    groups are not faster). Ignores uneven micro-batches (b not a multiple of dp·pp)."""
+    `efficiency` or the family's factors with `realistic`. With fewer sequences in a pass than the layout's
+    sequence slots (dp·pp, times tp with attention sharded by batch: layout.sequence_slots) the busiest group
+    still holds one, so the time is that of that many sequences (idle groups are not faster). Ignores uneven
+    micro-batches (b not a multiple of the slots)."""
 
     model: M.Model
     system: System
@@ -65,7 +66,7 @@ class EngineStep:
         n = np.asarray(tokens, dtype=float)
         lay = self.layout
         if lay is not None and not lay.perfect:
-            b_eff = np.maximum(b, lay.dp * lay.pp)
+            b_eff = np.maximum(b, sequence_slots(lay))
             n, b = n / b * b_eff, b_eff
         return step_time(self.model, self.system, b, n, context, layout=lay, efficiency=self.efficiency,
                          realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
@@ -222,8 +223,8 @@ class MixedPass:
     tokens on x_j cached tokens; a_c(x) = the attention compute of one token with x tokens before it, a_m(x) =
     the KV read of one sequence of x cached tokens, G(n) the non-attention terms of n tokens, each tabulated from
     the engine (G on 1..max_tokens in 2% steps, a_c and a_m on the step table's context grid) and interpolated
-    linearly. With fewer sequences than dp·pp the busiest group still holds one (as EngineStep): every term is
-    scaled by dp·pp/sequences. The attention kernel stays one kernel per stage (varlen attention over the
+    linearly. With fewer sequences than the layout's sequence slots the busiest group still holds one (as
+    EngineStep): every term is scaled by slots/sequences. The attention kernel stays one kernel per stage (varlen attention over the
     pass's sequences): its compute and memory are summed before the max. A decode-only pass equals the engine's
     decode step (tests/test_simulate_mixed.py). Ignores: the decoding sequences' spread of contexts around
     their mean (exact for attention without sliding windows, where a_c and a_m are linear); context
@@ -245,7 +246,7 @@ class MixedPass:
         self._a = list(zip(*(np.broadcast_to(np.asarray(x, dtype=float), c.shape).tolist() for x in (a.attn_c, a.attn_m))))
         self._nf, self._cf = _floor_index(self.N), _floor_index(self.C)
         self.overhead, self.pp, self.eff, self.perfect = float(g.overhead), float(np.max(g.pp)), eff, lay.perfect
-        self.groups = 1 if lay.perfect else lay.dp * lay.pp
+        self.groups = 1 if lay.perfect else sequence_slots(lay)
         if not lay.perfect and lay.cp > 1:
             raise InputError("mixed passes under context parallelism depend on the context of the K/V gather; "
                              "use the step table's mean pass")
@@ -263,7 +264,7 @@ class MixedPass:
         return combine(gc, gm, ac * s, am * s, ew, comm, pps, self.overhead, self.pp, self.eff, self.perfect, mx=max)
 
     def attention(self, decoding: float, r: float, decode_context_sum: float, chunks):
-        """(tokens in the pass, Σ attention compute s, Σ KV-read s, the dp·pp scale) of a pass (see __call__)."""
+        """(tokens in the pass, Σ attention compute s, Σ KV-read s, the slots scale) of a pass (see __call__)."""
         ac = am = 0.0
         n = decoding * r
         if decoding:
