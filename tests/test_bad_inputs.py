@@ -138,7 +138,7 @@ CASES = [
     (f"{SIM} --tp 4 --cp 2", 2, "give CP to a prefill pool of its own"),
     (f"{SIM} --tp 16", 1, "exceeds the 8 GPUs"),
     (f"{SIM} -g 4 --tp 2", 1, "--gpus 4 disagrees with the layout"),
-    (f"{SIM} --tp 4 --realistic --moe-imbalance 1.2", 2, "drop --moe-imbalance or --realistic"),
+    (f"{SIM} --tp 4 --realistic --moe-imbalance powerlaw:0.5", 2, "has none: drop it"),
     (f"{SIM} --prefill-layout tp=4", 2, "--prefill-layout lays out the prefill pool of --policy disaggregated"),
     (f"{SIM} --policy disaggregated --prefill-layout tp=4 --prefill-gpus 4", 2, "drop --prefill-gpus"),
     (f"{SIM} --policy disaggregated --prefill-layout tp=3", 1, "TP 3 does not divide"),

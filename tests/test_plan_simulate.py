@@ -82,3 +82,21 @@ def test_plan_rows_reach_the_grid_with_moe_tp_and_redundant_experts():
     dep = deployment_for(ctx, Scenario(layout="TP1 EP72 PP1 DP72 R32", weights_dtype="fp8", kv_dtype="fp8"))
     step = getattr(dep.step, "inner", dep.step)  # an engine's overheads wrap the engine's step
     assert dep.gpus == 72 and step.layout.redundant_experts == 32 and step.layout.ep == 72
+
+
+def test_plan_simulate_carries_the_moe_imbalance(run_cli):
+    """plan --simulate K simulates with the plan's --moe-imbalance (it was dropped before): the grid context
+    hands it to the engine's step, so a hot-expert skew makes the simulated passes slower."""
+    from roofline import model as M
+    from roofline.catalog import get_catalog
+    from roofline.simulate.grid import GridContext, Scenario, deployment_for
+
+    cat = get_catalog()
+    m, s = cat.model("deepseek-v3"), cat.system("gb200-nvl72")
+    sc = Scenario(layout="TP1 EP64 PP1 DP64", weights_dtype="fp8", kv_dtype="fp8")
+    flat = deployment_for(GridContext(m, s, realistic=True), sc)
+    hot = deployment_for(GridContext(m, s, realistic=True, moe_imbalance=M.ExpertSkew.powerlaw(1.0, 256, 8)), sc)
+    assert float(hot.step(4096, 4096, 2000.0)) > 1.2 * float(flat.step(4096, 4096, 2000.0))
+    code, out, err = run_cli("plan", "-m", "deepseek-v3", "-s", "gb200-nvl72", "--simulate", "1", "--rate", "20",
+                             "-n", "200", "--moe-imbalance", "powerlaw:1.0", "--realistic", "--json")
+    assert code == 0, err

@@ -62,6 +62,7 @@ def simulate_plan(model, system, rows: list[dict], k: int, targets, *, rate: flo
                   arrivals: str = "poisson", cv: float = 2.0, lengths: str = "fixed", prompt: int = 1024,
                   output: int = 1024, sigma: float = 1.0, trace=None, seed: int = 0, efficiency=None,
                   realistic: bool = False, usd_per_gpu_hour: float | None = None, workers: int | None = 1,
+                  moe_imbalance=1.0,
                   scheduler: str | None = None, progress=None) -> list[dict]:
     """Simulate the k best analytic candidates among the plan's `rows`; one dict per candidate, in
     simulated order: analytic_rank, simulated_rank, the candidate's layout and analytic figures, the
@@ -71,7 +72,7 @@ def simulate_plan(model, system, rows: list[dict], k: int, targets, *, rate: flo
     picked = candidates(rows, k)
     if not picked:
         raise InputError("the plan has no feasible layout to simulate; relax the targets or add --domains")
-    ctx = GridContext(model, system, None, efficiency, usd_per_gpu_hour, targets, seed, trace, realistic)
+    ctx = GridContext(model, system, None, efficiency, usd_per_gpu_hour, targets, seed, trace, realistic, moe_imbalance)
     scen = [Scenario(rate=rate, layout=layout_name(r), arrivals=arrivals, cv=cv, lengths=lengths, prompt_tokens=prompt,
                      output_tokens=output, sigma=sigma, requests=requests, max_seqs=int(r["batch"]),
                      max_batched_tokens=max(8192, int(prompt)), replicas=1 if trace is not None else int(r["replicas"]),

@@ -34,7 +34,7 @@ def simulated(req, d: dict, k: int, wl: dict, json: bool) -> None:
         out = simulate_plan(req._model, req._system, rows, k, targets, rate=wl["rate"], requests=wl["requests"],
                             arrivals=wl["arrivals"], cv=wl["cv"], lengths=wl["lengths"], prompt=req.prompt,
                             output=req.output, sigma=wl["sigma"], trace=trace, seed=wl["seed"], efficiency=eff,
-                            realistic=req.realistic, usd_per_gpu_hour=req.usd_per_gpu_hour,
+                            realistic=req.realistic, usd_per_gpu_hour=req.usd_per_gpu_hour, moe_imbalance=req._imbalance,
                             workers=wl["workers"], scheduler=wl["scheduler"], progress=advance)
     if json:
         return print_json({**d, "ttft_target_s": targets.ttft_s, "tpot_target_s": targets.tpot_s,

@@ -163,9 +163,6 @@ class SimulateRequest(LayoutOptions):
         """The replica's layout (the LayoutOptions fields: the deployment, or the decode pool of --policy
         disaggregated), the prefill pool's (--prefill-layout) and --moe-imbalance, with step's rules."""
         self._imbalance = resolve.moe_imbalance(self.moe_imbalance, self._model, f("moe_imbalance"))
-        if self.realistic and self.moe_imbalance != 1.0:
-            raise rules.UsageError(f"{f('realistic')} uses the efficiency model's own factors; drop "
-                                   f"{f('moe_imbalance')} or {f('realistic')}")
         pre = f"{f('policy')} disaggregated {f('prefill_layout')} cp={self.cp}" + (f",tp={self.tp}" if self.tp else "")
         self._layout = self.layout_for(self._model, self._system, gpus=self.gpus, auto_domains=True, cp_allowed=(
             f"one layout runs prefill and decode passes alike here, and a decode token cannot be split; give CP to "

@@ -89,6 +89,7 @@ class GridContext:
     seed: int = 0
     trace: Any = None
     realistic: bool = False  # step times from the accelerator family's cited factors (efficiency.realistic)
+    moe_imbalance: Any = 1.0  # engine.step's moe_imbalance: a number, "sampling" or a model.ExpertSkew
 
 
 # ---- parsing ----------------------------------------------------------------------------------------
@@ -252,6 +253,8 @@ def deployment_for(ctx: GridContext, sc: Scenario):
     lay = parse_layout(sc.layout)
     kw = dict(efficiency=ctx.efficiency, weights_dtype=sc.weights_dtype, kv_dtype=sc.kv_dtype,
               usd_per_gpu_hour=ctx.usd_per_gpu_hour)
+    if not (isinstance(ctx.moe_imbalance, (int, float)) and ctx.moe_imbalance == 1.0):
+        kw["moe_imbalance"] = ctx.moe_imbalance
     if ctx.realistic:
         kw["realistic"] = True
     from .overheads import EngineOverheads, with_engine

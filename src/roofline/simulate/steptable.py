@@ -153,9 +153,10 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     if not lay.perfect:
         lay = replace(lay, domains=max(lay.domains, math.ceil(lay.gpus / system.chips)))
         validate(model, system, lay)
-    if realistic and (efficiency is not None and not efficiency.is_ideal or options):
+    switches = [k for k in options if k != "moe_imbalance"]  # the routing's imbalance is not an efficiency factor
+    if realistic and (efficiency is not None and not efficiency.is_ideal or switches):
         raise InputError("realistic steps use the efficiency model's own factors; drop the explicit "
-                         f"efficiency{' and ' + ', '.join(options) if options else ''} or the realistic switch")
+                         f"efficiency{' and ' + ', '.join(switches) if switches else ''} or the realistic switch")
     capacity = float(kv_capacity_tokens(model, system, lay, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                                         usable_memory=usable_memory))
     if capacity <= 0:
