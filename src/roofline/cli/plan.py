@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._layout import MoeImbalanceOpt
 from .common import ComputeEffOpt, JsonOpt, MemoryEffOpt, ModelOpt, PriceOpt
 from .render import fmt, print_json, seconds, si_bytes, table
 
@@ -31,7 +32,7 @@ def register(app: typer.Typer) -> None:
         ttft: Annotated[Optional[float], typer.Option("--ttft-ms", help="Target time to first token, ms.")] = None,
         tpot: Annotated[Optional[float], typer.Option("--tpot-ms", help="Target time per output token, ms.")] = None,
         user_rate: Annotated[Optional[float], typer.Option("--tokens-per-s-per-user", help="Target decode speed per user, tokens/s.")] = None,
-        moe_imbalance: Annotated[str, typer.Option("--moe-imbalance", help="Busiest expert GPU's tokens over the mean (>= 1); 'sampling': a balanced router's sampling noise for each pass's tokens; 'powerlaw:A' or 'loads:FILE' (CSV of per-expert token counts): hot experts, placed statically or by EPLB with --redundant-experts, times the sampling noise.")] = "1",
+        moe_imbalance: MoeImbalanceOpt = "1",
         scale_up_efficiency: Annotated[float, typer.Option("--scale-up-efficiency", help="Achieved fraction of scale-up bandwidth, (0, 1].")] = 1.0,
         scale_out_efficiency: Annotated[float, typer.Option("--scale-out-efficiency", help="Achieved fraction of scale-out bandwidth, (0, 1].")] = 1.0,
         compute_efficiency: ComputeEffOpt = 1.0,
