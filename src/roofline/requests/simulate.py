@@ -244,27 +244,6 @@ def workload(req: SimulateRequest, rng):
     return wl
 
 
-def run_saturation(wl, tr, dep, prefill_dep, pol) -> dict:
-    """The run's analytic capacity and saturation keys (simulate/capacity.py) at the run's own mean prefix-cache
-    hit: a disaggregated deployment's capacity is the smaller of its prefill pool's (prompts only) and its decode
-    pool's (prefilled requests)."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    from ..simulate.capacity import capacity, saturation
-
-    hit = float(np.mean(tr.prefix_hit_tokens)) if tr.prefix_hit_tokens is not None else 0.0
-    if prefill_dep is None:
-        cap = capacity(wl, dep, pol, hit_tokens=hit)
-    else:
-        pre = capacity(replace(wl, output_tokens=np.ones_like(wl.output_tokens)), prefill_dep,
-                       replace(pol, speculation=None), hit_tokens=hit)
-        dec = capacity(wl, dep, pol, prefilled=True)
-        cap = min((c for c in (pre, dec) if c is not None), key=lambda c: c.requests_per_s, default=None)
-    return saturation(tr.arrival_s, tr.admit_s, cap)
-
-
 def run_simulate(req: SimulateRequest, progress=None) -> dict:
     """The `roofline simulate --json` dict (header, summary, per-class figures with --fast-fraction).
     `progress(n)` is called as requests finish."""
@@ -331,6 +310,8 @@ def simulate(req: SimulateRequest, progress=None):
         if disagg:
             d.update(prefill_layout=None if req._prefill_layout is None else str(req._prefill_layout),
                      prefill_gpus=pdep.gpus)
+    from ..simulate.capacity import run_saturation
+
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
     if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
         from ..simulate.metrics import prefix_cache_metrics

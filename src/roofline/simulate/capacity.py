@@ -135,3 +135,20 @@ def saturation(arrival_s, admit_s, cap: Capacity | None) -> dict:
     if cap is not None:
         out.update(cap.to_dict())
     return out
+
+
+def run_saturation(wl: Workload, tr, dep: Deployment, prefill_dep: Deployment | None, pol: Policy) -> dict:
+    """A run's analytic capacity and saturation keys at the run's own mean prefix-cache hit: a disaggregated
+    deployment's capacity is the smaller of its prefill pool's (prompts only) and its decode pool's (prefilled
+    requests)."""
+    from dataclasses import replace
+
+    hit = float(np.mean(tr.prefix_hit_tokens)) if tr.prefix_hit_tokens is not None else 0.0
+    if prefill_dep is None:
+        cap = capacity(wl, dep, pol, hit_tokens=hit)
+    else:
+        pre = capacity(replace(wl, output_tokens=np.ones_like(wl.output_tokens)), prefill_dep,
+                       replace(pol, speculation=None), hit_tokens=hit)
+        dec = capacity(wl, dep, pol, prefilled=True)
+        cap = min((c for c in (pre, dec) if c is not None), key=lambda c: c.requests_per_s, default=None)
+    return saturation(tr.arrival_s, tr.admit_s, cap)

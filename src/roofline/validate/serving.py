@@ -200,8 +200,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
                  sigma: float | None = None) -> dict:
     """One replica of `run` simulated (the variant given by the keywords): its metrics and the simulator's
     saturation verdict (offered rate, analytic capacity, load, queue growth, saturated)."""
-    from ..requests.simulate import run_saturation
     from ..simulate import Policy, Simulation
+    from ..simulate.capacity import run_saturation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
 
     pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]))
