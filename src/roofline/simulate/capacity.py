@@ -82,7 +82,8 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
     def t(b, n, c):
         return float(np.asarray(step(np.asarray(float(b)), np.asarray(float(n)), np.asarray(float(c)))))
 
-    mixed = mixed_pass(step, budget + policy.max_seqs * r + P, P + D * g + 1)
+    longest = float(np.max(workload.prompt_tokens + workload.output_tokens))
+    mixed = mixed_pass(step, budget + policy.max_seqs * r + P, longest)  # tables up to the longest request
     if D == 0:  # prefill-only pool
         k = max(1, math.floor(budget / P))
         tk = mixed(0, 1, 0.0, [(P, 0.0)] * k) if mixed else t(k, k * P, 0.0)
