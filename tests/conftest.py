@@ -16,6 +16,19 @@ def _reset_user_catalogs():
 
 
 @pytest.fixture
+def factors_before_kernel_latency():
+    """The nvidia and amd efficiency rows as they were before per-launch kernel latencies (2026-11-24), as a
+    catalog overlay: predictions pre-registered before that change are recomputed with the factors that made
+    them (tests/data/efficiency_before_kernel_latency.yaml)."""
+    from pathlib import Path
+
+    from roofline.catalog import add_catalog_file
+
+    add_catalog_file(Path(__file__).parent / "data" / "efficiency_before_kernel_latency.yaml")
+    yield
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; return (exit code, stdout, stderr)."""
     from roofline.cli import main

@@ -149,9 +149,28 @@ def test_decode_batch1_cross_check_weight_read():
     fam = FAMILIES["nvidia"]
     pred = predict_pass(m, s, 1, 0, weights_dtype="fp8", kv_dtype="fp8")
     w = step(m, s, 1, 0, weights_dtype="fp8", gpus=1, check_context=False).weight_read_s
+    # kernel launches by hand (model.kernels_per_pass): per Llama layer QKV + O GEMMs, add+norm, rotary,
+    # 4 fp8 activation quantisations, MLP add+norm, gate/up, activation, down = 12; 80 layers + final norm and
+    # LM head = 962 kernels at α, and 80 attention ops
+    launches = 962 * fam.kernel_latency_s.value + 80 * fam.attention_latency_s.value
+    assert m.layers == 80 and launches == pytest.approx(962 * 2.5e-6 + 80 * 11e-6)
     expect = (w / fam.weight_bandwidth_low_precision.value + m.layers * fam.layer_overhead_s.value
-              + fam.pass_overhead_s.value)
+              + fam.pass_overhead_s.value + launches)
     assert float(pred.step_s) == pytest.approx(float(expect), rel=0.02)
+
+
+def test_kernel_launches_by_hand():
+    """model.kernels_per_pass counts one pass's launches: Llama (GQA, rotary, gated MLP), DeepSeek-V3 (MLA,
+    3 dense + 58 MoE layers with a shared expert), each by hand; fp8 adds 4 quantisations per layer."""
+    from roofline.model import kernels_per_pass
+
+    cat = get_catalog()
+    llama = cat.model("llama-3-8b")  # 32 layers: (2 GEMMs + add+norm + rotary) + MLP 4 = 8 per layer
+    assert kernels_per_pass(llama) == (32 * 8 + 2, 32)
+    assert kernels_per_pass(llama, True) == (32 * 12 + 2, 32)
+    ds = cat.model("deepseek-v3")  # attention: 5 GEMMs + add+norm + rotary + latent norms = 8 per layer
+    # dense MLP 4 (3 layers); MoE: router + 2 grouped GEMMs + shared 2 GEMMs + 5 elementwise + shared act = 11
+    assert kernels_per_pass(ds) == (61 * 8 + 3 * 4 + 58 * 11 + 2, 61)
 
 
 def test_kv_per_query_head_multiplies_only_the_kv_read():

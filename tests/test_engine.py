@@ -117,7 +117,8 @@ def test_pure_roofline_is_the_engine_with_ideal_efficiency():
     ideal_again = replace(fam, compute=1.0, memory=1.0, gemm_half_rows=0.0, kv_memory=1.0, attention=1.0,
                           attention_at_activation_peak=False, elementwise=0.0, scale_up=1.0, scale_out=1.0,
                           scale_up_latency_s=None, scale_out_latency_s=None, layer_overhead_s=0.0,
-                          pass_overhead_s=0.0, per_kernel=False, overlap_comm=True)
+                          pass_overhead_s=0.0, kernel_latency_s=0.0, attention_latency_s=0.0, per_kernel=False,
+                          overlap_comm=True)
     a = step(m, s, 64, 4096, layout=lay, efficiency=ideal_again)
     b = step(m, s, 64, 4096, layout=lay)
     assert float(a.step_s) == float(b.step_s) and b.efficiency == "ideal" and a.efficiency == "nvidia"

@@ -62,7 +62,10 @@ def test_realistic_frontier_matches_the_engine_and_is_slower():
         kw = dict(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], weights_dtype=r["weights_dtype"],
                   kv_dtype=r["kv_dtype"])
         d = parallel_step(LLAMA, H100, r["batch"], 1024 + 256, realistic=True, **kw)
-        f = parallel_step(LLAMA, H100, r["dp"] * r["pp"], 0, phase="prefill", prompt=1024, realistic=True, **kw)
+        # the prefill runs the row's context parallelism: dp/cp groups of cp GPUs, one prompt per micro-batch
+        pre = dict(kw, dp=r["dp"] // r["cp"], cp=r["cp"])
+        f = parallel_step(LLAMA, H100, r["dp"] // r["cp"] * r["pp"], 0, phase="prefill", prompt=1024, realistic=True,
+                          **pre)
         assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-12)
         assert r["ttft_s"] == pytest.approx(float(f.step_s), rel=1e-12)
     assert p.best()["tokens_per_s_per_gpu"] < plan(LLAMA, H100, [1], Workload(1024, 512)).best()["tokens_per_s_per_gpu"]

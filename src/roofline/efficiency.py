@@ -65,7 +65,10 @@ class Factor:
 
 #: Factors where a larger value makes the pass slower (times and the GEMM curve's half-point).
 SLOWER_WHEN_HIGH = ("gemm_half_rows", "scale_up_step_latency_s", "scale_out_step_latency_s",
-                    "elementwise_traffic", "layer_overhead_s", "pass_overhead_s")
+                    "elementwise_traffic", "layer_overhead_s", "pass_overhead_s", "kernel_latency_s",
+                    "attention_latency_s")
+#: Factors a catalog row may leave out (added 2026-11-24; a user's older row keeps its meaning: no per-kernel α).
+OPTIONAL_FACTORS = ("kernel_latency_s", "attention_latency_s")
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,9 @@ class FamilyEfficiency:
     layer_overhead_s: Factor  # fixed time per layer per pass (kernel launch gaps, small kernels)
     pass_overhead_s: Factor  # fixed time per pass (sampling, scheduling, host work)
     date: str = ""
+    #: α of one GEMM or elementwise kernel and of one attention op (model.kernels_per_pass counts them)
+    kernel_latency_s: Factor = Factor(0.0, 0.0, 0.0, "not given: no per-kernel latency")
+    attention_latency_s: Factor = Factor(0.0, 0.0, 0.0, "not given: no per-kernel latency")
     #: Optional measured curve ((rows, η), ...) replacing η_max·T/(T+T_½) (calibrated profiles only:
     #: `roofline calibrate` measures it at the model's own GEMM shapes); log-linear interpolation in T.
     gemm_curve: tuple = ()
@@ -114,13 +120,15 @@ def parse_family(row: dict, where: str) -> FamilyEfficiency:
     if unknown:
         raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, date, factors, notes")
     facs = row["factors"]
-    missing = [n for n in FACTOR_NAMES if n not in facs]
+    missing = [n for n in FACTOR_NAMES if n not in facs and n not in OPTIONAL_FACTORS]
     extra = [n for n in facs if n not in FACTOR_NAMES]
     if missing or extra:
         bad = f"missing {missing[0]!r}" if missing else f"unknown factor {extra[0]!r}"
         raise CatalogError(f"{where}: {bad}; factors are {', '.join(FACTOR_NAMES)}")
     out = {}
     for name in FACTOR_NAMES:
+        if name not in facs:  # an optional factor left out
+            continue
         v = facs[name]
         if (not isinstance(v, list) or len(v) != 4 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                            for x in v[:3]) or not isinstance(v[3], str)):
@@ -183,6 +191,8 @@ class Efficiency:
     scale_up, scale_out: achieved fraction of per-direction link rate in collectives.
     scale_up_latency_s, scale_out_latency_s: α of one collective step (None: the system's catalog latency).
     layer_overhead_s, pass_overhead_s: fixed time per layer per pass and per pass.
+    kernel_latency_s, attention_latency_s: α of one GEMM or elementwise kernel and of one attention op, paid
+        per launch (model.kernels_per_pass counts the launches of a pass).
     per_kernel: True — GEMMs, attention and elementwise kernels each bound by their own resource, times
         added; False — one max over the whole pass's compute and memory (the lecture's bound).
     overlap_comm: True — communication overlapped with the kernels (max); False — added.
@@ -207,6 +217,8 @@ class Efficiency:
     scale_out_latency_s: float | None = None
     layer_overhead_s: float = 0.0
     pass_overhead_s: float = 0.0
+    kernel_latency_s: float = 0.0
+    attention_latency_s: float = 0.0
     per_kernel: bool = False
     overlap_comm: bool = True
     overlap_tp: float = 0.0
@@ -221,7 +233,8 @@ class Efficiency:
         for name in ("kv_memory", "attention", "elementwise_memory"):
             if getattr(self, name) is not None:
                 require_fraction(f"{name} efficiency", getattr(self, name))
-        for name in ("gemm_half_rows", "elementwise", "layer_overhead_s", "pass_overhead_s"):
+        for name in ("gemm_half_rows", "elementwise", "layer_overhead_s", "pass_overhead_s", "kernel_latency_s",
+                     "attention_latency_s"):
             require_positive(name.replace("_", " "), getattr(self, name), allow_zero=True)
         require_positive("KV read multiplier", self.kv_read_multiplier)
         for name in ("scale_up_latency_s", "scale_out_latency_s"):
@@ -265,6 +278,7 @@ def family_efficiency(fam: FamilyEfficiency, weights_dtype="bf16", which: str = 
         scale_up_latency_s=pk("scale_up_step_latency_s", which),
         scale_out_latency_s=pk("scale_out_step_latency_s", which),
         layer_overhead_s=pk("layer_overhead_s", which), pass_overhead_s=pk("pass_overhead_s", which),
+        kernel_latency_s=pk("kernel_latency_s", which), attention_latency_s=pk("attention_latency_s", which),
         per_kernel=True, overlap_comm=overlap_comm, family=fam.family)
 
 

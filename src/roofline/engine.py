@@ -387,6 +387,9 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             pp_s = np.where(pp > 1, n_out * N.p2p_s(send, out_bw, out.latency_s)
                             + (boundaries - n_out) * N.p2p_s(send, up_bw, up.latency_s), 0.0)
     overhead = m.layers * eff.layer_overhead_s + eff.pass_overhead_s
+    if eff.kernel_latency_s or eff.attention_latency_s:  # α per launch (model.kernels_per_pass)
+        n_small, n_attn = M.kernels_per_pass(m, low_precision)
+        overhead = overhead + n_small * eff.kernel_latency_s + n_attn * eff.attention_latency_s
     loop = (lambda x: x) if pp.ndim == 0 and pp == 1 else (lambda x: pp * x)  # noqa: E731  stage → loop total
 
     stage_c = gemm_c + attn_c

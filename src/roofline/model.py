@@ -241,6 +241,43 @@ def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_b
     return total
 
 
+def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[Any, int]:
+    """Kernel launches of one forward pass, all layers, on one GPU: (GEMM + elementwise kernels, attention
+    kernels). The per-kernel latency α of the realistic model (efficiency.Efficiency.kernel_latency_s,
+    attention_latency_s) is paid once per launch, whatever its size (the α of t = α + work/rate). Per layer,
+    as a serving engine runs it with its common fusions (residual add + norm in one kernel, q/k/v and
+    gate/up projections as one GEMM each):
+
+        attention block   GEMMs: QKV, O (2); MLA: q_a+kv_a, q_b, the two absorbed kv_b BMMs, O (5)
+                          elementwise: add+norm (1), rotary (1 if rotary), q/k norm (1 if qk_norm),
+                          MLA's latent norms (1)
+                          attention: 1 (the attention op; it writes the new K/V into the cache)
+        dense MLP         GEMMs: gate+up, down (2); elementwise: add+norm, activation (2)
+        MoE layer         GEMMs: router, grouped up, grouped down (3) + shared expert gate+up, down (2 if any)
+                          elementwise: add+norm, top-k, permute, activation, finalize (5) + shared activation
+        fp8/int8/fp4 GEMMs  one activation-quantisation kernel per GEMM input group: QKV, O, MLP up, down (4)
+        once per pass     final norm + LM head (2)
+
+    Source of the operator list: the model configs' layer structure, as in elementwise_bytes_per_token
+    (the same operators, fused as above); SGLang's DeepSeek decode profile lists these kernels one by one
+    (norms, per-token-group FP8 quantisation, q_a/kv_a, q_b, the two BMMs, rotary, attention, o_proj, router
+    GEMM, top-k, grouped GEMMs, SiLU-and-mul, dispatch/combine). Collectives (TP all-reduce, EP dispatch and
+    combine) are not counted here: their α is the network model's step latency. Ignores: engines that fuse
+    more (TensorRT-LLM fuses rotary into its attention op; all-reduce + norm fusion) or less (eager mode),
+    sampling kernels (the pass overhead). Broadcasts over low_precision_gemms."""
+    lp = np.asarray(low_precision_gemms, dtype=bool)
+    if m.mla:
+        attn_gemm, attn_ew = 5, 1 + int(m.rotary) + int(m.qk_norm) + 1
+    else:
+        attn_gemm, attn_ew = 2, 1 + int(m.rotary) + int(m.qk_norm)
+    per_layer = attn_gemm + attn_ew + np.where(lp, 4, 0)
+    small = m.layers * per_layer + m.dense_mlp_layers * 4 + 2
+    if m.moe:
+        shared = 1 if (m.moe.shared or m.moe.d_ff_shared) else 0
+        small = small + m.moe_layers * (3 + 2 * shared + 5 + shared)
+    return small, m.layers
+
+
 def attention_dropout_bytes_per_token(m: Model, seq_len, tp=1, *, flash_attention=True, dropout=False,
                                       act_bytes: float = 2.0, sequence_parallel: bool = False):
     """HBM bytes per token of one forward pass, all layers, one TP rank, that `elementwise_bytes_per_token`

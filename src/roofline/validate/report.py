@@ -224,7 +224,17 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "network model (the faster of ring and one-shot all-reduce, the family's step latencies, scale-out "
         "0.90 instead of 0.8); inference rows are bit-identical. Training MFU median 10.6% → 9.3%, FP8 "
         "training throughput 17.9% → 17.4%, coverage 86.6% → 87.2%; decode, throughput, prefill and all-row "
-        "medians unchanged.",
+        "medians unchanged. On 2026-11-24, after every row here (and the pre-registered serving runs of "
+        "validation_serving.md) had been seen: (6) a latency α per kernel launch (model.kernels_per_pass "
+        "counts a pass's GEMM, elementwise and attention launches from the model's structure; NVIDIA's α are "
+        "the smallest kernels of the measured AIConfigurator tables, 2.5 µs per GEMM or elementwise kernel "
+        "and 11 µs per attention op, read from the tables, not fitted to rows), replacing the family's 10 µs "
+        "per layer. It was motivated by the issue-14 DeepSeek-R1 batch-1 rows on B200 (+302% and +227%, now "
+        "+56% and +47%). On the 190 rows: decode median 29.3% → 14.8% (MAPE 41% → 16%), throughput 8.5% → "
+        "6.2%, prefill 25.8% → 20.8%, training unchanged, all rows 11.6% → 8.6%, coverage 82.6% → 84.2%; the "
+        "largest moves the other way are gpt-fast Mixtral int8 TP1/TP2 (−10% → −19%, +3% → −15%) and "
+        "TensorRT-LLM v0.9 Mixtral TP2 B32 throughput (−4% → −13%). Every held-out set's predictions were "
+        "made before it; the two new blind sets of 2026-11-24 were predicted after it.",
         "",
     ]
     held: dict[str, list] = {}
