@@ -166,11 +166,12 @@ def test_kernel_launches_by_hand():
 
     cat = get_catalog()
     llama = cat.model("llama-3-8b")  # 32 layers: (2 GEMMs + add+norm + rotary) + MLP 4 = 8 per layer
-    assert kernels_per_pass(llama) == (32 * 8 + 2, 32)
-    assert kernels_per_pass(llama, True) == (32 * 12 + 2, 32)
-    ds = cat.model("deepseek-v3")  # attention: 5 GEMMs + add+norm + rotary + latent norms = 8 per layer
-    # dense MLP 4 (3 layers); MoE: router + 2 grouped GEMMs + shared 2 GEMMs + 5 elementwise + shared act = 11
-    assert kernels_per_pass(ds) == (61 * 8 + 3 * 4 + 58 * 11 + 2, 61)
+    assert kernels_per_pass(llama) == (32 * 4 + 1, 32 * 4 + 1, 32)  # + LM head, + final norm
+    g, e, a = kernels_per_pass(llama, True)
+    assert (g, e, a) == (32 * 4 + 1, 32 * 8 + 1, 32)
+    ds = cat.model("deepseek-v3")  # attention: 5 GEMMs; add+norm + rotary + latent norms = 3 elementwise
+    # dense MLP: 2 GEMMs + 2 elementwise (3 layers); MoE: router + 2 grouped + 2 shared GEMMs, 5 + shared act
+    assert kernels_per_pass(ds) == (61 * 5 + 3 * 2 + 58 * 5 + 1, 61 * 3 + 3 * 2 + 58 * 6 + 1, 61)
 
 
 def test_kv_per_query_head_multiplies_only_the_kv_read():

@@ -200,7 +200,8 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
     of the factor model's, recomposed as the engine composes a pass (module docstring). `scale` multiplies
     the (gemm, attention, communication) table terms (interval corners). Returns (step_s, used, terms): `used` maps
     each term to its mask of points that came from tables, `terms` to the seconds composed (the GEMM term
-    with the factor model's KV writes added)."""
+    with the factor model's KV writes added; `overhead` without the launch latencies of the replaced terms,
+    which the measured kernel times include)."""
     kvw = getattr(result, "kv_write_s", 0.0)
     gemm = np.where(terms.gemm_covered, terms.gemm_s * scale[0] + kvw, result.gemm_s)
     attn = np.where(terms.attention_covered, terms.attention_s * scale[1], result.attention_s)
@@ -210,10 +211,13 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
 
     kernels = gemm + attn + result.elementwise_s
     comm = tp + ep + getattr(result, "cp_comm_s", 0.0)  # context-parallel all-gathers stay the engine's
-    step = busy(kernels, comm, overlap_comm) + result.pp_comm_s + result.overhead_s
+    # a measured kernel time includes its launch: the factor model's launch latency of a replaced term goes
+    overhead = (result.overhead_s - np.where(terms.gemm_covered, getattr(result, "launch_gemm_s", 0.0), 0.0)
+                - np.where(terms.attention_covered, getattr(result, "launch_attention_s", 0.0), 0.0))
+    step = busy(kernels, comm, overlap_comm) + result.pp_comm_s + overhead
     used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered,
             "ep_comm": np.broadcast_to(terms.ep_covered, np.shape(step))}
-    return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp, "ep_comm": ep}
+    return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp, "ep_comm": ep, "overhead": overhead}
 
 
 def engine_spread(model, system, batch, context, **kw) -> dict:

@@ -241,9 +241,9 @@ def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_b
     return total
 
 
-def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[Any, int]:
-    """Kernel launches of one forward pass, all layers, on one GPU: (GEMM + elementwise kernels, attention
-    kernels). The per-kernel latency α of the realistic model (efficiency.Efficiency.kernel_latency_s,
+def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[int, Any, int]:
+    """Kernel launches of one forward pass, all layers, on one GPU: (GEMM kernels, elementwise kernels,
+    attention kernels). The per-kernel latency α of the realistic model (efficiency.Efficiency.kernel_latency_s,
     attention_latency_s) is paid once per launch, whatever its size (the α of t = α + work/rate). Per layer,
     as a serving engine runs it with its common fusions (residual add + norm in one kernel, q/k/v and
     gate/up projections as one GEMM each):
@@ -266,16 +266,15 @@ def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[Any, int]:
     more (TensorRT-LLM fuses rotary into its attention op; all-reduce + norm fusion) or less (eager mode),
     sampling kernels (the pass overhead). Broadcasts over low_precision_gemms."""
     lp = np.asarray(low_precision_gemms, dtype=bool)
-    if m.mla:
-        attn_gemm, attn_ew = 5, 1 + int(m.rotary) + int(m.qk_norm) + 1
-    else:
-        attn_gemm, attn_ew = 2, 1 + int(m.rotary) + int(m.qk_norm)
-    per_layer = attn_gemm + attn_ew + np.where(lp, 4, 0)
-    small = m.layers * per_layer + m.dense_mlp_layers * 4 + 2
+    attn_gemm = 5 if m.mla else 2
+    attn_ew = 1 + int(m.rotary) + int(m.qk_norm) + (1 if m.mla else 0)
+    gemm = m.layers * attn_gemm + m.dense_mlp_layers * 2 + 1
+    ew = m.layers * (attn_ew + np.where(lp, 4, 0)) + m.dense_mlp_layers * 2 + 1
     if m.moe:
         shared = 1 if (m.moe.shared or m.moe.d_ff_shared) else 0
-        small = small + m.moe_layers * (3 + 2 * shared + 5 + shared)
-    return small, m.layers
+        gemm += m.moe_layers * (3 + 2 * shared)
+        ew = ew + m.moe_layers * (5 + shared)
+    return gemm, ew, m.layers
 
 
 def attention_dropout_bytes_per_token(m: Model, seq_len, tp=1, *, flash_attention=True, dropout=False,

@@ -171,6 +171,7 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
     return {"step_s": step_s, "low_s": float(min(steps.values())), "high_s": float(max(steps.values())),
             "gemm_s": parts["gemm"]["seconds"], "attention_s": parts["attention"]["seconds"],
             "comm_s": parts["tp_comm"]["seconds"] + parts["ep_comm"]["seconds"] + float(r.pp_comm_s),
+            "overhead_s": float(secs["overhead"]),
             "tokens_per_s": float(r.tokens_per_s) * float(r.step_s) / step_s, "factor_step_s": float(r.step_s),
             "kernels": {"mode": "tables", "engine": req.engine, "package": f"{src['package']} {src['version']}",
                         "license": src["license"], "terms": parts,
