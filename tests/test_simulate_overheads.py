@@ -142,15 +142,18 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 
 def test_catalog_engines_and_corners():
-    assert engine_names() == ("none", "sglang", "trtllm", "vllm")
+    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "vllm", "vllm-v0")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
         for n in FIGURES:
             assert getattr(fast, n) <= getattr(mid, n) <= getattr(slow, n), (e, n)
             assert mid.sources[n]
         assert mid.per_pass_s > 0 and mid.request_in_s > 0
-    with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, trtllm, vllm"):
+    with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, sglang-v0.3, trtllm"):
         EngineOverheads.load("tgi")
+    # the older schedulers expose more host work per step than their successors (RFC #6854, PR #1738)
+    for old_, new_ in (("vllm-v0", "vllm"), ("sglang-v0.3", "sglang")):
+        assert EngineOverheads.load(old_).per_pass_s > EngineOverheads.load(new_).per_pass_s
 
 
 ROW = """engines:
@@ -240,4 +243,4 @@ def test_unknown_engine_is_one_line(run_cli):
         code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "5", "--engine", "tgi",
                                  *extra)
         assert code == 1 and out == ""
-        assert err.strip().count("\n") == 0 and "one of none, sglang, trtllm, vllm" in err, err
+        assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0" in err, err

@@ -95,7 +95,7 @@ def register(app: typer.Typer) -> None:
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
-        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, sglang or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
+        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v0, sglang, sglang-v0.3 or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
         grid: Annotated[Optional[str], typer.Option("--grid", help="Scenario grid: 'rate=5,10;policy=continuous,chunked;layout=pool,TP4 DP2' or a YAML file (docs/simulator.md); the other options are every scenario's defaults.")] = None,
         workers: Annotated[Optional[int], typer.Option("--workers", help="With --grid: processes on a local Dask cluster (1 = in this process; default: 1 for small grids, else one per core).")] = None,
