@@ -172,6 +172,9 @@ def register(app: typer.Typer) -> None:
         if d.get("capacity_requests_per_s") is not None:
             rows.append(["offered / capacity (requests/s)",
                          f"{d['offered_requests_per_s'] or float('inf'):,.3g} / {d['capacity_requests_per_s']:,.3g}"])
+            if d.get("latency_sensitivity") is not None:
+                rows.append(["latency sensitivity ρ/(1−ρ)", f"{d['latency_sensitivity']:.2g}: a 10% error in the "
+                             f"per-token cost moves TPOT by ~{10 * d['latency_sensitivity']:.0f}%"])
         if d["saturated"]:
             rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
                             "below measure the run's length"])

@@ -34,6 +34,14 @@ capacity is the load ρ; and the queue's growth, the least-squares slope of the 
 arrival) against the arrival time over the later half of the arrivals — about ρ − 1 for a fluid queue past
 capacity (each second of arrivals adds (λ − μ)/μ seconds of backlog), about 0 for a stable one. A run is
 past saturation when ρ ≥ 1 or the queue grows by more than GROWTH_LIMIT seconds per second.
+
+How much a latency below saturation can be trusted (`latency_sensitivity` = ρ/(1 − ρ)): under continuous
+batching a pass's time is a fixed part a plus a part per token b·n, and the tokens a pass carries grow with
+the pass's own duration (n = λ·(P + D)·T), so T = a/(1 − ρ) with ρ = b·λ·(P + D). The elasticity
+d ln T / d ln b = ρ/(1 − ρ): at ρ = 0.5 a 10% error in the per-token cost moves the step time (TPOT, and
+the TTFT that waits for it) by 10%, at 0.8 by 40%, at 0.95 by 190%. Computed with the run's load ρ as the
+stand-in for the per-token share (equal when the capacity is set by the work per token; an over-estimate when
+max_seqs or KV caps the batch). None at or past saturation.
 """
 
 from __future__ import annotations
@@ -132,7 +140,8 @@ def saturation(arrival_s, admit_s, cap: Capacity | None) -> dict:
     saturated = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
     out = {"offered_requests_per_s": offered if math.isfinite(offered) else None,
            "load": load if load is not None and math.isfinite(load) else None,
-           "queue_growth_s_per_s": growth, "saturated": saturated}
+           "queue_growth_s_per_s": growth, "saturated": saturated,
+           "latency_sensitivity": load / (1.0 - load) if load is not None and 0 <= load < 1 else None}
     if cap is not None:
         out.update(cap.to_dict())
     return out

@@ -211,7 +211,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=seed).run())
     sat = run_saturation(wl, tr, dep, None, pol)
     return {**trace_metrics(tr), "saturation": {k: sat.get(k) for k in (
-        "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated")},
+        "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
+        "latency_sensitivity")},
         "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
 
 
