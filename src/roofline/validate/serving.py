@@ -374,14 +374,18 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         out.append("")
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
-            "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s).", "",
-            "| run | offered req/s per replica | capacity req/s | load | queue growth s/s | saturated |",
-            "|---|---|---|---|---|---|"]
+            "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s). Latency "
+            "sensitivity ρ/(1 − ρ): the elasticity of TPOT and TTFT to an error in the per-token cost "
+            "(docs/simulator.md).", "",
+            "| run | offered req/s per replica | capacity req/s | load | latency sensitivity | queue growth s/s "
+            "| saturated |",
+            "|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
         s = pred["runs"][r["id"]]["saturation"]
-        cap = s.get("capacity_requests_per_s")
+        cap, load = s.get("capacity_requests_per_s"), s.get("load")
+        sens = f"{load / (1 - load):.2g}" if load is not None and 0 <= load < 1 else "–"
         out.append(f"| {r['id']} | {s['offered_requests_per_s']:.2f} | {'–' if cap is None else f'{cap:.2f}'} | "
-                   f"{_load_cell(s)} | "
+                   f"{_load_cell(s)} | {sens} | "
                    f"{s['queue_growth_s_per_s']:+.3f} | {'YES' if s['saturated'] else 'no'} |")
     out += ["", "## Known gaps (written before the errors were seen)", "",
             "- vLLM 0.6.0 ran with multi-step scheduling (`--num-scheduler-steps 10`): tokens stream ten at a "
