@@ -76,6 +76,8 @@ CASES = [
     ("validate --dataset {bin}", 1, "is a binary file"),
     ("validate --serving --plot {out_xyz}", 2, "--serving scores the serving runs"),
     ("validate --serving --write-docs {out_txt}", 1, "must end in .md"),
+    ("validate --serving --set c", 1, "unknown serving validation set 'c'; expected one of a, b"),
+    ("validate --set b", 2, "--set picks a serving validation set; use it with --serving"),
     (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
     # --- usage: options that cannot be combined
     ("step -m llama-3-70b -s dgx-h100 -a h100-sxm", 2, "--system and --accelerator cannot be used together"),

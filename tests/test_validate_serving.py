@@ -119,3 +119,57 @@ def test_cli_json_matches_the_library(run_cli):
                                                                            for r in rows]
     fam = {s["family"]: s["mean_ape"] for s in out["by_family"]}
     assert fam == {s["family"]: s["mean_ape"] for s in S.score(rows, "family")}
+
+
+# ---- validation sets (set b: the second, blind set; docs/validation_serving_b.md) -------------------------
+def test_set_paths():
+    a, b = S.set_paths("a"), S.set_paths("b")
+    assert (a["runs"], a["predictions"], a["measured"]) == (S.DATA, S.PREDICTIONS, S.MEASURED)
+    assert b["runs"].name == "serving_runs_b.yaml" and b["runs"].parent == S.DATA.parent
+    assert b["predictions"].name == "serving_predictions_b.yaml" and b["measured"].name == "serving_measured_b.yaml"
+    assert b["docs"].name == "validation_serving_b.md"
+    with pytest.raises(S.InputError, match="unknown serving validation set 'x'; expected one of a, b"):
+        S.set_paths("x")
+
+
+def test_set_a_is_the_default(runs):
+    assert S.load_runs(set_name="a") == runs == S.load_runs(S.DATA)
+    # the page of set a, regenerated through the parameterised paths, is the committed one byte for byte
+    assert S.markdown(S.compare(set_name="a"), set_name="a") == S.set_paths("a")["docs"].read_text()
+
+
+def test_set_b_inputs_load_and_are_in_the_catalog():
+    from roofline.catalog import model, system
+
+    b = S.load_runs(set_name="b")
+    assert not ({r["id"] for r in b["runs"]} & {r["id"] for r in S.load_runs()["runs"]})  # no run of set a
+    assert len(b["runs"]) >= 12 and len({r["source"] for r in b["runs"]}) >= 2
+    for r in b["runs"]:
+        model(r["model"]), system(r["system"])  # raise on an unknown id
+        assert r["engine"] in ("vllm", "vllm-v0", "sglang", "trtllm")
+        assert r["assumed"] and r["metrics"]
+    by = {r["id"]: r for r in b["runs"]}
+    # requests per replica = rate / replicas x 600 s by hand
+    assert S.requests_per_replica(by["krai50_h200x8_vllm064_l2_70b_server"]) == 48 * 600 // 8  # 3,600
+    assert S.requests_per_replica(by["krai51_h100x8_vllm092_l31_70b_server"]) == 75 * 600 // 4  # 11,250
+    assert b["known_gaps"]
+
+
+def test_run_output_scale_replaces_the_datasets():
+    b = S.load_runs(set_name="b")
+    ds = b["datasets"]["openorca_mlperf"]
+    run = next(r for r in b["runs"] if "output_scale" in r)
+    plain = {k: v for k, v in run.items() if k != "output_scale"}
+    wl, wl0 = S.workload_for(run, ds, seed=0), S.workload_for(plain, ds, seed=0)
+    o, o0 = np.asarray(wl.output_tokens, float), np.asarray(wl0.output_tokens, float)
+    # same uniforms, so before the 1,024 cap the outputs scale by output_scale / the dataset's 1.3452
+    assert o.mean() / o0.mean() == pytest.approx(run["output_scale"] / ds["output_scale"], rel=0.02)
+    assert np.array_equal(np.asarray(wl.prompt_tokens), np.asarray(wl0.prompt_tokens))
+
+
+def test_uniform_dataset_kind():
+    rng = np.random.default_rng(3)
+    ds = {"kind": "uniform", "prompt_range": [512, 1536], "output_range": [128, 128]}
+    p, o = S.draw_lengths(rng, 50_000, ds)
+    assert p.min() >= 512 and p.max() <= 1536 and p.mean() == pytest.approx(1024, rel=0.01)
+    assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)

@@ -20,12 +20,17 @@ def register(app: typer.Typer) -> None:
         kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
         serving: Annotated[bool, typer.Option("--serving", help="Score the serving simulator's pre-registered predictions against published serving runs (docs/validation_serving.md); with --write-docs, write that page.")] = False,
+        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default) or b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml).")] = None,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
         from ..requests.rules import output_path, text_file
 
         if serving:
-            return _serving(json, rows, write_docs, dataset, plot, kernels)
+            return _serving(json, rows, write_docs, dataset, plot, kernels, set_name or "a")
+        if set_name is not None:
+            from ..requests.rules import UsageError
+
+            raise UsageError("--set picks a serving validation set; use it with --serving")
         from ..validate import by_metric, evaluate_all
         from ..validate.report import SUMMARY_COLUMNS, summary_rows
         from .render import progress
@@ -75,7 +80,7 @@ def register(app: typer.Typer) -> None:
               caption="error = predicted/measured - 1; coverage = share inside the efficiency-spread interval")
 
 
-def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str) -> None:
+def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, set_name: str = "a") -> None:
     """`roofline validate --serving`: per run and metric the error of the pre-registered serving predictions,
     mean/median APE and coverage by metric family, metric, engine, GPU and source (validate/serving.py)."""
     from ..requests.rules import UsageError, output_path
@@ -84,13 +89,14 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str) ->
     extra = [f for f, v in (("--dataset", dataset), ("--plot", plot), ("--kernels", kernels != "factor")) if v]
     if extra:
         raise UsageError(f"--serving scores the serving runs of validate/data/serving_runs.yaml; drop {', '.join(extra)}")
+    S.set_paths(set_name)  # an unknown set: one line before any work
     if write_docs is not None:
         output_path("--write-docs", write_docs, (".md",))
-    res = S.compare()
+    res = S.compare(set_name=set_name)
     tabs = S.summary_tables(res)
     if write_docs is not None:
         write_docs.parent.mkdir(parents=True, exist_ok=True)
-        write_docs.write_text(S.markdown(res))
+        write_docs.write_text(S.markdown(res, set_name=set_name))
     if json:
         return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}})
     if rows:

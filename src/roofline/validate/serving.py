@@ -50,6 +50,23 @@ DATA = Path(__file__).parent / "data" / "serving_runs.yaml"
 _REPO = Path(__file__).resolve().parents[3]
 PREDICTIONS = _REPO / "docs" / "preregistered" / "serving_predictions.yaml"
 MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
+# Validation sets, each pre-registered on its own: "a" = the first set (the files above), "b" = the second,
+# blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too).
+SETS = ("a", "b")
+
+
+def set_paths(name: str = "a") -> dict[str, Path]:
+    """The runs file, predictions file, measured file and docs page of validation set `name` ("a" or "b")."""
+    if name not in SETS:
+        raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
+                         f"(a = data/serving_runs.yaml, b = data/serving_runs_b.yaml)")
+    if name == "a":
+        return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
+                "docs": _REPO / "docs" / "validation_serving.md"}
+    return {"runs": DATA.with_name(f"serving_runs_{name}.yaml"),
+            "predictions": PREDICTIONS.with_name(f"serving_predictions_{name}.yaml"),
+            "measured": MEASURED.with_name(f"serving_measured_{name}.yaml"),
+            "docs": _REPO / "docs" / f"validation_serving_{name}.md"}
 
 METRICS = ("e2e_mean", "e2e_p50", "e2e_p99", "ttft_mean", "ttft_p50", "ttft_p99", "tpot_mean", "tpot_p50",
            "tpot_p99", "itl_mean", "itl_p50", "itl_p99")
@@ -62,14 +79,15 @@ def _load(path: str | Path) -> dict:
     return yaml.load(Path(path).read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def load_runs(path: str | Path | None = None) -> dict:
-    """The runs file (datasets, sources, runs), checked: every run names a known dataset and source and
-    only known metrics."""
-    doc = _load(path or DATA)
+def load_runs(path: str | Path | None = None, set_name: str = "a") -> dict:
+    """The runs file (datasets, sources, runs) at `path`, else set `set_name`'s, checked: every run names a
+    known dataset and source and only known metrics."""
+    path = path or set_paths(set_name)["runs"]
+    doc = _load(path)
     ids = set()
     for r in doc["runs"]:
         if r["id"] in ids:
-            raise InputError(f"serving run {r['id']!r} appears twice in {path or DATA}; ids must be unique")
+            raise InputError(f"serving run {r['id']!r} appears twice in {path}; ids must be unique")
         ids.add(r["id"])
         if r["dataset"] not in doc["datasets"] or r["source"] not in doc["sources"]:
             raise InputError(f"serving run {r['id']!r}: unknown dataset {r['dataset']!r} or source {r['source']!r}")
@@ -128,7 +146,14 @@ def draw_lengths(rng: np.random.Generator, n: int, ds: dict, sigma: float | None
         p = np.clip(np.round(p), 1, ds["max_prompt"])
         o = np.clip(np.round(o), 1, ds["max_output"])
         return p, o
-    raise InputError(f"unknown dataset kind {ds['kind']!r}; expected lognormal or quantiles")
+    if ds["kind"] == "uniform":
+        # vLLM/SGLang `--dataset-name random`: integer lengths drawn uniformly in [low, high] (inclusive);
+        # low == high is a fixed length (--random-range-ratio 1.0 in sglang, 0.0 in vLLM >= 0.8)
+        (pl, ph), (ol, oh) = ds["prompt_range"], ds["output_range"]
+        p = rng.integers(int(pl), int(ph) + 1, size=n).astype(float)
+        o = rng.integers(int(ol), int(oh) + 1, size=n).astype(float)
+        return p, o
+    raise InputError(f"unknown dataset kind {ds['kind']!r}; expected lognormal, quantiles or uniform")
 
 
 def requests_per_replica(run: dict) -> int:
@@ -141,9 +166,12 @@ def requests_per_replica(run: dict) -> int:
 
 
 def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
-    """One replica's workload: Poisson arrivals at rate / replicas, lengths from the dataset; seeded."""
+    """One replica's workload: Poisson arrivals at rate / replicas, lengths from the dataset (a run's
+    `output_scale`, where given, replaces the dataset's: the run's own generated tokens per sample); seeded."""
     from ..simulate.workload import make_workload, poisson_arrivals
 
+    if "output_scale" in run:
+        ds = {**ds, "output_scale": float(run["output_scale"])}
     rng = np.random.default_rng([int(seed), 2020])
     n = requests_per_replica(run)
     t = poisson_arrivals(rng, float(run["rate"]) / int(run["replicas"]), n)
@@ -245,9 +273,10 @@ def predict_run(run: dict, datasets: dict) -> dict:
             "variants": [v or {"central": True} for v, _ in results]}
 
 
-def predict_all(runs_path: str | Path | None = None, ids=None, progress=None) -> dict:
-    """predict_run for every run of the runs file (or the `ids` given): {run id: prediction}."""
-    doc = load_runs(runs_path)
+def predict_all(runs_path: str | Path | None = None, ids=None, progress=None, set_name: str = "a") -> dict:
+    """predict_run for every run of the runs file (default: set `set_name`'s; or the `ids` given):
+    {run id: prediction}."""
+    doc = load_runs(runs_path, set_name)
     out = {}
     for r in doc["runs"]:
         if ids is not None and r["id"] not in ids:
@@ -266,14 +295,17 @@ def _gpu_label(run: dict) -> str:
 
 
 def compare(predictions: str | Path | None = None, measured: str | Path | None = None,
-            runs_path: str | Path | None = None) -> list[dict]:
+            runs_path: str | Path | None = None, set_name: str = "a") -> list[dict]:
     """One row per (run, published metric): measured, predicted, interval, error = predicted/measured - 1,
-    APE, covered, and the run's engine, GPU, saturation verdict and whether the metric is modelled."""
-    for p, what in ((predictions or PREDICTIONS, "predictions"), (measured or MEASURED, "measured values")):
+    APE, covered, and the run's engine, GPU, saturation verdict and whether the metric is modelled. Files not
+    given are set `set_name`'s (set_paths)."""
+    sp = set_paths(set_name)
+    predictions, measured = predictions or sp["predictions"], measured or sp["measured"]
+    for p, what in ((predictions, "predictions"), (measured, "measured values")):
         if not Path(p).is_file():
             raise InputError(f"serving {what} file {p} not found; it is docs/preregistered/ in a source checkout "
                              f"(pass the path explicitly elsewhere)")
-    doc, pred, meas = load_runs(runs_path), _load(predictions or PREDICTIONS), _load(measured or MEASURED)
+    doc, pred, meas = load_runs(runs_path, set_name), _load(predictions), _load(measured)
     rows = []
     for r in doc["runs"]:
         if r["id"] not in pred["runs"] or r["id"] not in meas["runs"]:
@@ -334,18 +366,23 @@ def summary_tables(rows: list[dict]) -> dict[str, list[dict]]:
     return {k: score(rows, k) for k in KEYS}
 
 
-def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None) -> str:
-    """docs/validation_serving.md: the goal, the scores by metric family, metric, engine, GPU and source, the
-    saturation verdicts, every run and metric, and the sources."""
-    doc = doc or load_runs()
-    pred = pred or _load(PREDICTIONS)
-    out = ["# Serving simulator against published serving runs (pre-registered)", "",
-           "*Generated by `roofline validate --serving --write-docs docs/validation_serving.md`; do not edit by hand.*",
+def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None, set_name: str = "a") -> str:
+    """docs/validation_serving.md (set b: validation_serving_b.md): the goal, the scores by metric family,
+    metric, engine, GPU and source, the saturation verdicts, every run and metric, and the sources. Set a's
+    known gaps are written here; other sets list theirs under `known_gaps` in their runs file."""
+    sp = set_paths(set_name)
+    doc = doc or load_runs(None, set_name)
+    pred = pred or _load(sp["predictions"])
+    rel = {k: v.relative_to(_REPO).as_posix() for k, v in sp.items()}
+    title = "" if set_name == "a" else f", set {set_name}"
+    gen = "" if set_name == "a" else f" --set {set_name}"
+    out = [f"# Serving simulator against published serving runs (pre-registered{title})", "",
+           f"*Generated by `roofline validate --serving{gen} --write-docs {rel['docs']}`; do not edit by hand.*",
            "",
-           f"Predictions: `docs/preregistered/serving_predictions.yaml`, computed at commit `{pred['at_commit']}` "
+           f"Predictions: `{rel['predictions']}`, computed at commit `{pred['at_commit']}` "
            f"({pred['predicted_on']}) and committed alone before the measured values "
-           "(`docs/preregistered/serving_measured.yaml`) were added. Method: `roofline.validate.serving` "
-           "(module docstring): each run's inputs (`src/roofline/validate/data/serving_runs.yaml`) replayed through "
+           f"(`{rel['measured']}`) were added. Method: `roofline.validate.serving` "
+           f"(module docstring): each run's inputs (`{rel['runs']}`) replayed through "
            "`roofline.simulate.Simulation` with the realistic pass engine and the run's `--engine` overheads; "
            "value = central factors and overheads, seed 0; interval = range over the efficiency corners, the "
            "overhead corners, seeds 1–2 and (ShareGPT) the assumed length spread. error = predicted/measured − 1; "
@@ -387,7 +424,11 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         out.append(f"| {r['id']} | {s['offered_requests_per_s']:.2f} | {'–' if cap is None else f'{cap:.2f}'} | "
                    f"{_load_cell(s)} | {sens} | "
                    f"{s['queue_growth_s_per_s']:+.3f} | {'YES' if s['saturated'] else 'no'} |")
-    out += ["", "## Known gaps (written before the errors were seen)", "",
+    out += ["", "## Known gaps (written before the errors were seen)", ""]
+    if set_name != "a":
+        out += [f"- {g}" for g in doc.get("known_gaps", [])]
+    else:
+        out += [
             "- vLLM 0.6.0 ran with multi-step scheduling (`--num-scheduler-steps 10`): tokens stream ten at a "
             "time (its median ITL is a ten-step gap: marked not modelled) and a new request waits for the running "
             "ten-step block before its prefill (not modelled: its TTFT is expected low).",
@@ -407,8 +448,8 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
             "GUARANTEED_NO_EVICT would reserve the maximum output instead — the MLPerf harness setting is not stated).",
             "- Replicas share arrivals as independent Poisson streams (a load balancer's round robin would smooth "
             "them); the engine overheads come from the `--engine` family's catalog figures (vLLM V1, SGLang ≥ 0.4, "
-            "TensorRT-LLM PyTorch backend), not from the older versions that ran.",
-            "", "## Every run and metric", "",
+            "TensorRT-LLM PyTorch backend), not from the older versions that ran."]
+    out += ["", "## Every run and metric", "",
             "| run | metric | measured | predicted | interval | error | in interval | note |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         note = ("not modelled: " + r["note"]) if not r["modelled"] else ("past saturation" if r["saturated"] else "")
