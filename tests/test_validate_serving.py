@@ -143,7 +143,7 @@ def test_set_b_inputs_load_and_are_in_the_catalog():
 
     b = S.load_runs(set_name="b")
     assert not ({r["id"] for r in b["runs"]} & {r["id"] for r in S.load_runs()["runs"]})  # no run of set a
-    assert len(b["runs"]) >= 12 and len({r["source"] for r in b["runs"]}) >= 2
+    assert len(b["runs"]) >= 18 and len({r["source"] for r in b["runs"]}) >= 2
     for r in b["runs"]:
         model(r["model"]), system(r["system"])  # raise on an unknown id
         assert r["engine"] in ("vllm", "vllm-v0", "sglang", "trtllm")
