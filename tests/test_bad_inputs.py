@@ -141,6 +141,8 @@ CASES = [
     (f"{SIM} --tp 16", 1, "exceeds the 8 GPUs"),
     (f"{SIM} -g 4 --tp 2", 1, "--gpus 4 disagrees with the layout"),
     (f"{SIM} --tp 4 --realistic --moe-imbalance powerlaw:0.5", 2, "has none: drop it"),
+    (f"{STEP} --moe-imbalance 1.3", 1, "llama-3-70b is dense (no experts): drop --moe-imbalance"),
+    (f"{PLAN} --moe-imbalance sampling", 1, "llama-3-70b is dense (no experts): drop --moe-imbalance"),
     (f"{SIM} --prefill-layout tp=4", 2, "--prefill-layout lays out the prefill pool of --policy disaggregated"),
     (f"{SIM} --policy disaggregated --prefill-layout tp=4 --prefill-gpus 4", 2, "drop --prefill-gpus"),
     (f"{SIM} --policy disaggregated --prefill-layout tp=3", 1, "TP 3 does not divide"),

@@ -227,7 +227,7 @@ def test_plans_simulate_command_reproduces_its_step_time(run_cli):
 def test_plan_disaggregated_pools_by_hand():
     """plan --disaggregated, Llama-3.1-70B on DGX H100s, 32K prompts: every frontier pair's figures from the engine —
     s_d = g_d·output·TPOT/B (decode layout), s_p = g_p·TTFT_p/B_p (prefill layout with its CP), tokens/s per GPU =
-    output/(s_p + s_d), TTFT = TTFT_p + kv_bytes(prompt)/(g_d·BW_out) + latency — and no single-group prefill
+    output/(s_p + s_d), TTFT = TTFT_p + kv_bytes(prompt)/(min(g_p, g_d)·BW_out) + latency — and no single-group prefill
     layout of the same formats (TP 1..8, CP 1..8 on one DP group) that fits needs fewer GPU-seconds per prompt."""
     from roofline import model as M
     from roofline.engine import step
@@ -253,7 +253,8 @@ def test_plan_disaggregated_pools_by_hand():
         assert (r["tpot_s"], r["prefill_ttft_s"]) == pytest.approx((tpot, ttft_p), rel=1e-12)
         assert r["tokens_per_s_per_gpu"] == pytest.approx(512 / (s_p + s_d), rel=1e-12)
         assert r["prefill_gpu_share"] == pytest.approx(s_p / (s_p + s_d), rel=1e-12)
-        xfer = M.kv_bytes_per_sequence(m, 32768, r["kv_dtype"]) / (g_d * s.scale_out_bytes_per_s) + s.scale_out_latency_s
+        xfer = (M.kv_bytes_per_sequence(m, 32768, r["kv_dtype"]) / (min(g_p, g_d) * s.scale_out_bytes_per_s)
+                + s.scale_out_latency_s)  # the slower side's NICs
         assert r["ttft_s"] == pytest.approx(ttft_p + xfer, rel=1e-12)
         for tp in (1, 2, 4, 8):
             for cp in (1, 2, 4, 8):

@@ -352,7 +352,8 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
                                                                 prompt pass fits memory and meets the TTFT target
         decode GPU-seconds per request  s_d = g_d·output·TPOT/B
         tokens/s per GPU = output/(s_p + s_d)       prefill share of the GPUs = s_p/(s_p + s_d)
-        TTFT = TTFT_p + t_kv,  t_kv = kv_bytes(prompt)/(g_d·BW_out) + latency   (pools.kv_transfer_s)
+        TTFT = TTFT_p + t_kv,  t_kv = kv_bytes(prompt)/(min(g_p, g_d)·BW_out) + latency   (pools.kv_transfer_s:
+                                                                the side with fewer NICs, prefill or decode)
         TPOT = the decode pool's pass alone (no prompt shares it)
 
     The decode pool's memory holds weights and KV only (no prompt activations); the prefill pool's weights, the
@@ -389,7 +390,8 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
     s_d = g_d * out_n * dec["tpot"] / dec["batch"]
     per_gpu = out_n / (s_p + s_d)
     kv_bytes = np.array([M.kv_bytes_per_sequence(model, prompt, k) for _, k in dtypes])[dec["fmt"]]
-    ttft = pre["ttft"][j] + kv_bytes / (g_d * system.scale_out_bytes_per_s) + system.scale_out_latency_s
+    g_kv = np.minimum(pre["gpus"][j], g_d)  # the KV leaves g_p NICs and lands on g_d: the slower side times it
+    ttft = pre["ttft"][j] + kv_bytes / (g_kv * system.scale_out_bytes_per_s) + system.scale_out_latency_s
     ok = has & (dec["mem"] <= usable)
     if targets.ttft_s is not None:
         ok &= ttft <= targets.ttft_s

@@ -98,6 +98,10 @@ def moe_imbalance(value, model, flag: str):
     """--moe-imbalance as the engine takes it: a number, "sampling", or a model.ExpertSkew for powerlaw:A (the
     model's E experts, capped at 1/k a pick) and loads:FILE (a CSV of per-expert token counts: one row per MoE
     layer, or one row for all, E non-negative numbers each; '#' lines are comments)."""
+    if not model.moe and (value == "sampling" or (not isinstance(value, str) and float(value) != 1.0)):
+        shown = value if isinstance(value, str) else f"{float(value):g}"
+        raise rules.InputError(f"{flag} {shown} describes routed experts' load; {model.id} is dense (no experts): "
+                               f"drop {flag} or pick a mixture-of-experts model")
     if not isinstance(value, str) or value == "sampling":
         return value
     from ..model import ExpertSkew

@@ -293,7 +293,7 @@ def simulate(req: SimulateRequest, progress=None):
 
         def run(w):
             res = disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
-                                                            chips=dep.gpus), pol, pol, seed=req.seed,
+                                                            chips=dep.gpus, prefill_chips=pdep.gpus), pol, pol, seed=req.seed,
                                 progress=advance, **cache)
             sims.append(res.prefill_simulation)
             return res.trace

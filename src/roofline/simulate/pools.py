@@ -28,9 +28,18 @@ from .steptable import Deployment
 from .workload import Workload, make_workload
 
 
-def kv_transfer_s(model: M.Model, system, prompt_tokens, *, kv_dtype: str = "bf16", chips: int | None = None):
-    """Seconds to move a prompt's KV from prefill to decode pool: bytes / (n · BW_out) + latency."""
-    n = int(chips or system.chips)
+def kv_transfer_s(model: M.Model, system, prompt_tokens, *, kv_dtype: str = "bf16", chips: int | None = None,
+                  prefill_chips: int | None = None):
+    """Seconds to move a prompt's KV from the prefill to the decode pool over the scale-out NICs:
+
+        t = kv_bytes(prompt) / (min(n_p, n_d) · BW_out) + α_out
+
+    n_d = `chips` (the decode replica's GPUs), n_p = `prefill_chips` (the prefill replica's; default n_d): every GPU
+    of each side sends or receives its shard on its own NIC, so the side with fewer NICs is the bottleneck (the
+    slower side; both pools sit on the same system, so per-GPU bandwidth is the same). Source: the lecture's
+    alpha–beta cost (network.p2p_s) applied to DistServe's KV hand-off (Zhong et al. OSDI 2024 §4). Ignores the
+    transfer's contention with other transfers and its overlap with the prefill's last layers."""
+    n = min(int(chips or system.chips), int(prefill_chips or chips or system.chips))
     return (M.kv_bytes_per_sequence(model, prompt_tokens, kv_dtype) / (n * system.scale_out_bytes_per_s)
             + system.scale_out_latency_s)
 
