@@ -173,3 +173,38 @@ def test_uniform_dataset_kind():
     p, o = S.draw_lengths(rng, 50_000, ds)
     assert p.min() >= 512 and p.max() <= 1536 and p.mean() == pytest.approx(1024, rel=0.01)
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
+
+
+def test_set_b_committed_predictions_reproduce():
+    """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
+    its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
+    sp = S.set_paths("b")
+    doc = S.load_runs(sp["runs"])
+    rid = "krai51_h100x8_vllm092_l31_70b_interactive"
+    committed = _yaml(sp["predictions"])["runs"][rid]
+    run = next(r for r in doc["runs"] if r["id"] == rid)
+    now = S.predict_run(run, doc["datasets"])
+    for m, v in committed["metrics"].items():
+        for k in ("value", "low", "high"):
+            assert now["metrics"][m][k] == pytest.approx(v[k], rel=1e-9), (rid, m, k)
+
+
+def test_set_b_and_moe_set_2_measured_values_came_after_their_predictions():
+    """At the commit the set-b predictions record, neither set-b measured file nor a measured MoE set-2 row
+    existed (their inputs did)."""
+    import subprocess
+
+    sp = S.set_paths("b")
+    commit = _yaml(sp["predictions"])["at_commit"]
+    root = sp["predictions"].parents[2]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], capture_output=True, text=True, cwd=root)
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "docs/preregistered/serving_measured_b.yaml" not in files
+    assert "src/roofline/validate/data/serving_runs_b.yaml" in files
+    assert "docs/preregistered/moe_scale2_rows.yaml" in files
+    old = subprocess.run(["git", "show", f"{commit}:src/roofline/validate/data/measurements.yaml"],
+                         capture_output=True, text=True, cwd=root).stdout
+    rows = yaml.safe_load(open(root / "docs" / "preregistered" / "moe_scale2_rows.yaml"))["measurements"]
+    assert rows and all(r["id"] not in old for r in rows)
