@@ -508,3 +508,24 @@ def test_sparse_attention_by_hand(run_cli):
     assert json.loads(out)["inferences"]["gemini-3-pro"][0]["value"] == pytest.approx(1e11 / (300 * 2048), rel=1e-9)
     code, _, err = run_cli("step", "-m", "llama-3-8b", "-s", "dgx-h100", "--sparse-attention", "sqrt:x")
     assert code == 1 and "--sparse-attention must be sqrt:C or topk:K" in err
+
+
+def test_expert_gemms_run_at_the_efficiency_of_their_own_rows_by_hand():
+    """The GEMM curve η(T) = η_max·T/(T + T½) applies per GEMM: the dense matmuls see the pass's T tokens, each
+    expert only the tokens routed to it, T·k over the experts hit (Mixtral 8x7B, top-2 of 8, batch 16 decode on
+    one H100: 16·2/(8·(1 − (6/8)^16)) = 4.04 rows)."""
+    CAT = get_catalog()
+    m, s = CAT.model("mixtral-8x7b"), CAT.system("dgx-h100")
+    eff = realistic(s.accelerator)
+    r = step(m, s, 16, 1024, gpus=1, efficiency=eff, check=False, check_context=False)
+    T, k, E, Ne = 16.0, 2, 8, M.expert_params(m)
+    dense = M.matmul_params_per_token(m) - m.moe_layers * k * Ne
+    rows_e = T * k / (E * (1 - (1 - k / E) ** T))
+    assert rows_e == pytest.approx(4.04, abs=0.01)
+    peak = s.accelerator.peak_flops("bf16")
+
+    def eta(t):
+        return eff.compute * t / (t + eff.gemm_half_rows)
+
+    want = 2 * T * dense / (peak * eta(T)) + 2 * T * m.moe_layers * k * Ne / (peak * eta(rows_e))
+    assert float(r.gemm_compute_s) == pytest.approx(want, rel=1e-9)

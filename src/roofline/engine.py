@@ -305,9 +305,15 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             attn = M.attention_flops_per_token(m, attended(ctx + L, sparse))
     gathered = not perfect and layout.weight_stationary == "gathered"
     rows = Tg / tp if gathered else Tg  # weight-gathered: each GPU runs its B/tp sequences on whole matrices
-    gemm_flops = f * (Tg * 2 * dense_mm / tp + Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam)
+    dense_flops = f * Tg * 2 * dense_mm / tp
+    expert_flops = f * Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam
     attn_flops = f * Tg * attn / tp
-    gemm_c = gemm_flops / (peak_w * gemm_efficiency(rows, eff))
+    # an expert's GEMMs see only the tokens routed to it: Te·k over the experts hit (expected distinct of the
+    # E + R slots; at least one row), λ× that on the busiest GPU (the tile-occupancy curve gemm_efficiency
+    # applies per GEMM, so per expert, not to the pass's tokens)
+    rows_e = (Te * k / np.maximum(M.expected_distinct_experts(slots, k, Te), 1.0) * lam) if m.moe else rows
+    gemm_c = (dense_flops / (peak_w * gemm_efficiency(rows, eff))
+              + expert_flops / (peak_w * gemm_efficiency(rows_e, eff)))
     attn_c = attn_flops / ((peak_act if eff.attention_at_activation_peak else peak_w) * _pick(eff.attention, eff.compute))
 
     # bytes and memory times: dense weights a DP group reads (1/tp each), distinct experts per GPU, KV

@@ -234,7 +234,11 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "6.2%, prefill 25.8% → 20.8%, training unchanged, all rows 11.6% → 8.6%, coverage 82.6% → 84.2%; the "
         "largest moves the other way are gpt-fast Mixtral int8 TP1/TP2 (−10% → −19%, +3% → −15%) and "
         "TensorRT-LLM v0.9 Mixtral TP2 B32 throughput (−4% → −13%). Every held-out set's predictions were "
-        "made before it; the two new blind sets of 2026-11-24 were predicted after it.",
+        "made before it; the two new blind sets of 2026-11-24 were predicted after it. (7) After MoE set 2's "
+        "errors were seen: each expert's GEMMs run at the GEMM-curve efficiency of their own rows (the tokens "
+        "routed to the expert, T·k over the experts hit) instead of the pass's T tokens — a correction of the "
+        "tile-occupancy argument, not a factor. It moved gpt-oss-120b on one H200 +166% → +99%, Mixtral TP2 "
+        "B512 on A100 +27% → +13%, the MoE set 2 median 79.6% → 80.1%, and no metric's median.",
         "",
     ]
     held: dict[str, list] = {}
