@@ -1,6 +1,7 @@
 """Predict rows before their measured values exist (pre-registration).
 
-    python scripts/preregister.py ROWS.yaml OUT.yaml
+    python scripts/preregister.py ROWS.yaml OUT.yaml [--commit HASH]
+        (--commit when run from `git archive HASH`, which has no git history to ask)
 
 ROWS.yaml has the format of src/roofline/validate/data/measurements.yaml without `measured`. For each row the
 library's prediction (central value) and its interval over the efficiency factors' corners are written to
@@ -19,9 +20,12 @@ import yaml
 from roofline.validate.scenarios import Measurement, evaluate
 
 
-def main(rows_path: str, out_path: str) -> None:
+def main(rows_path: str, out_path: str, commit: str | None = None) -> None:
     doc = yaml.load(open(rows_path).read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if commit is None:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if not commit:
+        raise SystemExit("no git commit to record (an exported tree?): pass --commit HASH, the commit it was taken from")
     out = []
     for row in doc["measurements"]:
         if "measured" in row:
@@ -40,4 +44,10 @@ def main(rows_path: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    args = sys.argv[1:]
+    at = None
+    if "--commit" in args:
+        i = args.index("--commit")
+        at = args[i + 1]
+        del args[i:i + 2]
+    main(args[0], args[1], at)
