@@ -10,7 +10,8 @@ factors) is timed too. Median of several runs; nothing passes or fails on one sa
 The grid includes issue 14's dimensions: MoE TP x EP (moe_tp 2, 4, 8), EP over whole racks with redundant
 experts, and CP 1, 2, 4, 8 for prefill; the plain formula covers the layouts it can express (no copies, derived
 MoE TP), its per-pass time is extrapolated to every pass the planner runs. `+disagg` adds the disaggregated
-pools (planner._disaggregated).
+pools (planner._disaggregated). Issue 14 (h14c) adds Pope et al. 2022's attention by batch and 2D weight-stationary
+layouts (planner.STYLES) and, in `realistic`, overlap: the plain formula covers heads/1D only.
 Target (issues 3/13/14): DeepSeek-V3 on 1-16 GB200 NVL72 racks, new dimensions included, in < 2 s.
 Usage: .venv/bin/python benchmarks/plan.py
 """
@@ -23,7 +24,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from _plain import PlainPass  # noqa: E402
 from _timing import median_time  # noqa: E402
 from roofline.catalog import get_catalog  # noqa: E402
-from roofline.planner import Workload, _grid, plan  # noqa: E402
+from roofline.planner import STYLES, Workload, _grid, plan  # noqa: E402
 from roofline.units import dtype_bytes  # noqa: E402
 
 
@@ -40,7 +41,7 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
         t_real = median_time(lambda: plan(m, s, list(doms), wl, realistic=True), repeats)
         t_dis = median_time(lambda: plan(m, s, list(doms), wl, disaggregated=True), repeats)
         dtypes = [(w, k) for w in ("bf16", "fp8", "fp4") if w in s.accelerator.flops_per_s for k in ("bf16", "fp8")]
-        base, vb, vc = _grid(m, s.chips, max(doms), (1, 2, 4, 8, 16), (2, 4, 8), (1, 2, 4, 8))
+        base, vb, vc = _grid(m, s.chips, max(doms), (1, 2, 4, 8, 16), (2, 4, 8), (1, 2, 4, 8), tuple(range(len(STYLES))))
         batches = np.unique(np.round(np.geomspace(1, 2 ** 16, 49)))
         bi, bb = (a.ravel() for a in np.meshgrid(np.arange(len(base)), batches, indexing="ij"))
         keep = bb >= base[bi, 3] * base[bi, 2]
@@ -49,7 +50,7 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
         n_points = p.counts["structurally_valid_layouts"] - p.counts["too_few_sequences"]  # candidates crossed
         # the plain formula knows TP, EP (1 or dividing DP, or TP·DP), PP, DP: time it on those layouts
         derived = np.where(base[:, 3] % base[:, 1] == 0, base[:, 0], 1)
-        plain_ok = (base[:, 4] == 0) & (base[:, 5] == derived)
+        plain_ok = (base[:, 4] == 0) & (base[:, 5] == derived) & (base[:, 6] == 0)  # heads, 1D (STYLES[0])
         rng = np.random.default_rng(0)
         pick = rng.choice(np.flatnonzero(keep & plain_ok[bi]), size=subset, replace=True)
         plain = {d: PlainPass(m, s, dtype_bytes(d[0]), dtype_bytes(d[1]), s.accelerator.peak_flops(d[0]))
@@ -69,7 +70,8 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
         t_loop = (median_time(decode_loop, reps) * n_dec + median_time(prefill_loop, reps) * n_pre) / len(args)
         # the plain formula gives the planner's TPOT for the feasible candidates it can express
         c = p.columns
-        ok = (c["redundant_experts"] == 0) & (c["moe_tp"] == np.where(c["dp"] % c["ep"] == 0, c["tp"], 1))
+        ok = (c["redundant_experts"] == 0) & (c["moe_tp"] == np.where(c["dp"] % c["ep"] == 0, c["tp"], 1)) & (
+            c["attention"] == "heads") & (c["weight_stationary"] == "1d")
         for j in np.flatnonzero(ok)[:25]:
             w, k = c["weights_dtype"][j], c["kv_dtype"][j]
             got = plain[(w, k)].step(int(c["tp"][j]), int(c["ep"][j]), int(c["pp"][j]), int(c["dp"][j]),

@@ -4,9 +4,12 @@ from roofline.engine import step
 from roofline.layout import Layout
 
 
-def layout_step(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, cp=1, realistic=False, which="mid", **kw):
-    """engine.step under Layout(tp, ep, pp, dp, domains, cp): the pure roofline, or the family's factors."""
-    return step(m, s, batch, context, layout=Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, cp=cp),
+def layout_step(m, s, batch, context, *, tp=1, ep=1, pp=1, dp=1, domains=1, cp=1, realistic=False, which="mid",
+                attention="heads", weight_stationary="1d", **kw):
+    """engine.step under Layout(tp, ep, pp, dp, domains, cp, attention, weight_stationary): the pure roofline, or the
+    family's factors."""
+    return step(m, s, batch, context, layout=Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=domains, cp=cp,
+                                                    attention=attention, weight_stationary=weight_stationary),
                 realistic=realistic,
                 which=which, check=False, check_context=False, **kw)
 

@@ -153,7 +153,8 @@ def test_plan_searches_moe_tp_and_its_rows_are_the_engines():
     for i in hybrid[:: max(1, hybrid.size // 5)]:
         kw = dict(weights_dtype=str(c["weights_dtype"][i]), kv_dtype=str(c["kv_dtype"][i]), details=False, check=False)
         lay = Layout(tp=int(c["tp"][i]), ep=int(c["ep"][i]), pp=int(c["pp"][i]), dp=int(c["dp"][i]),
-                     redundant_experts=int(c["redundant_experts"][i]), expert_tp=int(c["moe_tp"][i]), domains=2)
+                     redundant_experts=int(c["redundant_experts"][i]), expert_tp=int(c["moe_tp"][i]), domains=2,
+                     attention=str(c["attention"][i]), weight_stationary=str(c["weight_stationary"][i]))
         assert c["tpot_s"][i] == pytest.approx(float(step(DSV3, NVL72, int(c["batch"][i]), 1024 + 512, layout=lay,
                                                           **kw).step_s), rel=1e-12)
         b_p = int(c["dp"][i]) * int(c["pp"][i])
@@ -180,9 +181,10 @@ def test_plan_cp_rows_prefill_with_cp_and_decode_with_the_dp_groups():
     for i in rows[:: max(1, rows.size // 4)]:
         tp, dp, pp, cp = (int(c[k][i]) for k in ("tp", "dp", "pp", "cp"))
         kw = dict(weights_dtype=str(c["weights_dtype"][i]), kv_dtype=str(c["kv_dtype"][i]), details=False, check=False)
-        pre = step(m, s, dp // cp * pp, 0, layout=Layout(tp=tp, pp=pp, dp=dp // cp, cp=cp, domains=4),
+        sty = dict(attention=str(c["attention"][i]), weight_stationary=str(c["weight_stationary"][i]))
+        pre = step(m, s, dp // cp * pp, 0, layout=Layout(tp=tp, pp=pp, dp=dp // cp, cp=cp, domains=4, **sty),
                    phase="prefill", prompt=65536, **kw)
-        dec = step(m, s, int(c["batch"][i]), 65536 + 256, layout=Layout(tp=tp, pp=pp, dp=dp, domains=4), **kw)
+        dec = step(m, s, int(c["batch"][i]), 65536 + 256, layout=Layout(tp=tp, pp=pp, dp=dp, domains=4, **sty), **kw)
         assert (c["ttft_s"][i], c["tpot_s"][i]) == pytest.approx((float(pre.step_s), float(dec.step_s)), rel=1e-12)
         per_replica = 512 / (512 * c["tpot_s"][i] / c["batch"][i] + c["ttft_s"][i] / (dp // cp * pp))
         assert c["tokens_per_s_per_gpu"][i] == pytest.approx(
@@ -213,7 +215,8 @@ def test_plans_simulate_command_reproduces_its_step_time(run_cli):
     assert code == 0, err
     r = json.loads(out)
     assert r["gpus"] == best["gpus"]
-    lay = Layout(tp=best["tp"], ep=best["ep"], pp=best["pp"], dp=best["dp"])
+    lay = Layout(tp=best["tp"], ep=best["ep"], pp=best["pp"], dp=best["dp"], attention=best["attention"],
+                 weight_stationary=best["weight_stationary"])
     b = r["mean_batch"]
     lo, hi = (float(step(CAT.model("llama-3-8b"), CAT.system("dgx-h100"), x, 1024 + 512, layout=lay,
                          weights_dtype=best["weights_dtype"], kv_dtype=best["kv_dtype"], details=False,
@@ -243,10 +246,12 @@ def test_plan_disaggregated_pools_by_hand():
     for r in rows[:: max(1, len(rows) // 4)]:
         kw = dict(weights_dtype=r["weights_dtype"], kv_dtype=r["kv_dtype"], details=False, check=False)
         d, q = r["decode"], r["prefill"]
-        tpot = float(step(m, s, r["batch"], 32768 + 256, layout=Layout(tp=d["tp"], pp=d["pp"], dp=d["dp"], domains=2),
-                          **kw).step_s)
+        tpot = float(step(m, s, r["batch"], 32768 + 256, layout=Layout(tp=d["tp"], pp=d["pp"], dp=d["dp"], domains=2,
+                          attention=d["attention"], weight_stationary=d["weight_stationary"]), **kw).step_s)
         b_p = q["dp"] * q["pp"]
-        ttft_p = float(step(m, s, b_p, 0, layout=Layout(tp=q["tp"], pp=q["pp"], dp=q["dp"], cp=q["cp"], domains=2),
+        ttft_p = float(step(m, s, b_p, 0, layout=Layout(tp=q["tp"], pp=q["pp"], dp=q["dp"], cp=q["cp"], domains=2,
+                                                         attention=q["attention"],
+                                                         weight_stationary=q["weight_stationary"]),
                             phase="prefill", prompt=32768, **kw).step_s)
         g_d, g_p = d["tp"] * d["dp"] * d["pp"], q["tp"] * q["dp"] * q["cp"] * q["pp"]
         s_d, s_p = g_d * 512 * tpot / r["batch"], g_p * ttft_p / b_p

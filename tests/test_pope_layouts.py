@@ -19,3 +19,109 @@ def test_kv_transfer_is_timed_on_the_slower_pool():
     assert kv_transfer_s(m, s, 1000, chips=2, prefill_chips=8) == pytest.approx(3.2868e-3, rel=1e-12)
     assert kv_transfer_s(m, s, 1000, chips=8, prefill_chips=8) == pytest.approx(8.292e-4, rel=1e-12)
     assert M.kv_bytes_per_sequence(m, 1000, "bf16") == 327_680_000
+
+
+# ---- item 1: plan searches the Pope et al. 2022 layouts and overlap --------------------------------------------
+def _palm_plan(**kw):
+    from roofline.planner import Workload, plan
+
+    return plan(get_model("palm-540b"), get_system("gb200-nvl72"), [1], Workload(1024, 1024), weights_dtypes=["bf16"],
+                kv_dtypes=["bf16"], **kw)
+
+
+def test_plan_picks_batch_attention_for_palm_and_step_agrees_by_hand(run_cli):
+    """PaLM 540B (multi-query: 1 KV head) decoding on one GB200 NVL72 in bf16: with heads-sharded attention every TP
+    rank holds the whole KV; sharded by batch each holds 1/TP of it (Pope et al. 2022 §3.3). The plan's best row is
+    TP 8 with attention by batch, batch 406, and its TPOT is `step` with the same flags. By hand (context = 1024 +
+    1024/2 = 1536): matmul params per token = 118 layers x (q 18432x48x256 + k, v 2x18432x256 + out 48x256x18432
+    + SwiGLU 3x18432x73728 + 2 norm scales of 18432) + the final norm and the tied 256000x18432 head =
+    540,358,649,856 (model.py counts 2 FLOPs per parameter, every parameter); attention FLOPs/token = 4 x 118 x 48 x
+    256 x 1537; compute = 406 x (2 x params + attention)/8 / peak; memory = (params x 2 B/8 + 406 x 1536 x
+    120,832 B/8 + 406 x 120,832 B/8)/HBM; step = max(compute, memory, collectives) (the pure roofline overlaps
+    them). With attention by heads the KV term is 8x (shard = min(8, 1) = 1), so that row is slower."""
+    import json
+
+    p = _palm_plan()
+    best = p.best()
+    assert (best["tp"], best["dp"], best["pp"], best["attention"], best["weight_stationary"], best["batch"]) == \
+        (8, 1, 1, "batch", "1d", 406)
+    heads = _palm_plan(pope_layouts=False).best()
+    assert best["tokens_per_s_per_gpu"] > 1.05 * heads["tokens_per_s_per_gpu"]  # the new dimension wins
+    code, out, err = run_cli("step", "-m", "palm-540b", "-s", "gb200-nvl72", "--tp", "8", "--attention", "batch",
+                             "--batch", "406", "--context", "1536", "--json")
+    assert code == 0, err
+    st = json.loads(out)
+    assert st["step_s"] == pytest.approx(best["tpot_s"], rel=1e-12)
+    acc = get_system("gb200-nvl72").accelerator
+    params = (118 * (18432 * 48 * 256 + 2 * 18432 * 256 + 48 * 256 * 18432 + 3 * 18432 * 73728 + 2 * 18432)
+              + 18432 + 256000 * 18432)
+    assert params == 540_358_649_856
+    attn = 4 * 118 * 48 * 256 * 1537
+    compute = 406 * (2 * params + attn) / 8 / acc.peak_flops("bf16")
+    kv_token = 118 * 2 * 1 * 256 * 2
+    assert kv_token == 120_832
+    memory = (params * 2 / 8 + 406 * 1536 * kv_token / 8 + 406 * kv_token / 8) / acc.hbm_bytes_per_s
+    assert st["compute_s"] == pytest.approx(compute, rel=1e-9)
+    assert st["memory_s"] == pytest.approx(memory, rel=1e-9)
+    assert st["step_s"] == pytest.approx(max(compute, memory, st["comm_s"]), rel=1e-12)
+    code, out, err = run_cli("step", "-m", "palm-540b", "-s", "gb200-nvl72", "--tp", "8", "--batch", "406",
+                             "--context", "1536", "--json")
+    by_heads = json.loads(out)
+    assert by_heads["kv_read_s"] == pytest.approx(8 * st["kv_read_s"], rel=1e-12)
+    assert by_heads["step_s"] > st["step_s"]
+
+
+def test_plan_rows_carry_the_new_dimensions_into_names_and_the_simulate_command():
+    """A realistic plan has rows with attention by batch, 2D weight-stationary and overlap; each row's printed name,
+    `simulate` command and `plan --simulate` grid name carry them, and the grid name reads back to the same layout."""
+    from roofline.plan_simulate import layout_name
+    from roofline.planner import layout_label
+    from roofline.requests.plan import PlanRequest, run_plan, simulate_command
+    from roofline.simulate.grid import layout_overlap, parse_layout
+
+    req = PlanRequest.of(model="palm-540b", system="gb200-nvl72", domains="1", realistic=True, all=True)
+    d = run_plan(req)
+    rows = d["layouts"]
+    want = {("batch", "2d", True), ("batch", "1d", True), ("heads", "2d", False), ("heads", "1d", True)}
+    seen = {(r["attention"], r["weight_stationary"], r["overlap"]) for r in rows}
+    assert want <= seen
+    for key in want:
+        r = next(r for r in rows if (r["attention"], r["weight_stationary"], r["overlap"]) == key)
+        label = layout_label(r, None)
+        assert ("attention-by-batch" in label) == (key[0] == "batch")
+        assert ("2D-weight-stationary" in label) == (key[1] == "2d")
+        assert label.endswith(" overlap") == key[2]
+        argv = simulate_command(req, r)["argv"]
+        assert (("--attention", "batch") in zip(argv, argv[1:])) == (key[0] == "batch")
+        assert (("--weight-stationary", "2d") in zip(argv, argv[1:])) == (key[1] == "2d")
+        assert ("--overlap" in argv) == key[2]
+        name = layout_name(r)
+        lay = parse_layout(name)
+        assert (lay.tp, lay.pp, lay.dp, lay.attention, lay.weight_stationary) == (
+            r["tp"], r["pp"], r["dp"], key[0], key[1])
+        assert layout_overlap(name) == key[2]
+
+
+def test_plan_overlap_row_equals_step_overlap():
+    """An overlap row's TPOT is `step --realistic --overlap` with the row's layout (the family's factors with the
+    collectives overlapped: max(kernels, comm) instead of their sum), and is below the same row without overlap
+    (searched with overlap off: where overlap is on the plan drops that dominated twin)."""
+    from roofline.planner import Workload, plan
+    from roofline.requests.step import StepRequest, run_step
+
+    p = plan(get_model("palm-540b"), get_system("gb200-nvl72"), [1], Workload(1024, 1024), weights_dtypes=["bf16"],
+             kv_dtypes=["bf16"], realistic=True)
+    r = next(r for r in p.rows() if r["overlap"] and r["attention"] == "batch" and r["pp"] == 1)
+    rows = plan(get_model("palm-540b"), get_system("gb200-nvl72"), [1], Workload(1024, 1024), weights_dtypes=["bf16"],
+                kv_dtypes=["bf16"], realistic=True, overlap_search=False).rows(pareto_only=False)
+    off = next((x for x in rows if all(x[k] == r[k] for k in (
+        "tp", "pp", "dp", "attention", "weight_stationary", "batch"))), None)
+    common = dict(model="palm-540b", system="gb200-nvl72", tp=r["tp"], attention=r["attention"],
+                  weight_stationary=r["weight_stationary"], batch=r["batch"], context=1536, realistic=True,
+                  weights_dtype="bf16", kv_dtype="bf16")
+    on = run_step(StepRequest.of(common, overlap=True))
+    assert on["realistic"]["step_s"] == pytest.approx(r["tpot_s"], rel=1e-9)
+    plain = run_step(StepRequest.of(common))
+    assert plain["realistic"]["step_s"] > on["realistic"]["step_s"]
+    assert off is not None
+    assert off["tpot_s"] == pytest.approx(plain["realistic"]["step_s"], rel=1e-9)

@@ -260,13 +260,15 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
                          f"slots empty; use a batch >= {slots} (a multiple of it)")
 
 
-def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0, moe_tp=None):
+def valid_mask(model, chips: int, tp, ep, pp, dp, redundant_experts=0, moe_tp=None, by_batch=False):
     """Vectorised `validate` (inference) for the planner: True where the layout is structurally valid.
-    moe_tp: explicit MoE TP per candidate (`expert_tp`; then moe_tp·ep must divide tp·dp), None: derived."""
-    tp, ep, pp, dp, red = (np.asarray(x) for x in (tp, ep, pp, dp, redundant_experts))
-    ok = (tp <= chips) & (model.heads % tp == 0) & (pp <= model.layers)
+    moe_tp: explicit MoE TP per candidate (`expert_tp`; then moe_tp·ep must divide tp·dp), None: derived.
+    by_batch: True where attention is sharded by batch (no head rule, as `validate`)."""
+    tp, ep, pp, dp, red, bb = (np.asarray(x) for x in (tp, ep, pp, dp, redundant_experts, by_batch))
+    heads_ok = model.heads % tp == 0
     if not model.mla:
-        ok &= (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
+        heads_ok &= (model.kv_heads % tp == 0) | (tp % model.kv_heads == 0)
+    ok = (tp <= chips) & (pp <= model.layers) & (heads_ok | bb.astype(bool))
     if model.moe:
         fits = (dp % ep == 0) | (ep == tp * dp) if moe_tp is None else (tp * dp) % (np.asarray(moe_tp) * ep) == 0
         ok &= ((ep == 1) & (red == 0)) | (fits & ((model.moe.experts + red) % ep == 0))

@@ -31,8 +31,8 @@ def candidates(rows: list[dict], k: int) -> list[dict]:
 
 
 def layout_name(r: dict) -> str:
-    """The grid's name of a plan row's decode layout (its MoE TP and redundant experts included; the plan's CP
-    prefill is not simulated: one simulated layout runs prefill and decode alike)."""
+    """The grid's name of a plan row's decode layout (its MoE TP, redundant experts, attention sharding,
+    weight-stationary layout and overlap included; the plan's CP prefill is not simulated: one simulated layout runs prefill and decode alike)."""
     from .layout import Layout
     from .simulate.grid import layout_label
 
@@ -40,7 +40,9 @@ def layout_name(r: dict) -> str:
     mt = int(r.get("moe_tp", tp if dp % ep == 0 else 1))
     return layout_label(Layout(tp=tp, ep=ep, pp=int(r["pp"]), dp=dp,
                                expert_tp=None if mt == (tp if dp % ep == 0 else 1) else mt,  # explicit when not derived
-                               redundant_experts=int(r.get("redundant_experts", 0))))
+                               redundant_experts=int(r.get("redundant_experts", 0)),
+                               attention=r.get("attention", "heads"), weight_stationary=r.get("weight_stationary", "1d")),
+                        overlap=bool(r.get("overlap", False)))
 
 
 def reasons(a: dict, s: dict, targets) -> list[str]:

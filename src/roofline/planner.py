@@ -73,7 +73,8 @@ class Targets:
                 raise InputError(f"target {name} must be > 0 and finite, got {v}; omit it for no target")
 
 
-COLUMNS = ("tp", "ep", "pp", "dp", "moe_tp", "cp", "redundant_experts", "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
+COLUMNS = ("tp", "ep", "pp", "dp", "moe_tp", "cp", "redundant_experts", "attention", "weight_stationary", "overlap",
+           "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
            "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",
            "memory_per_gpu_bytes", "bound")
 
@@ -140,17 +141,43 @@ def pareto_mask(x, y):
     return keep
 
 
-def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, moe_tp_choices=(2, 4, 8), cp_choices=(1,)):
+#: the Pope et al. 2022 layouts `plan` searches: (attention sharding, weight-stationary layout) per style index
+STYLES = (("heads", "1d"), ("batch", "1d"), ("heads", "2d"), ("batch", "2d"))
+#: the smallest TP where the grid tries the 2D weight-stationary layout (its four collectives beat one all-reduce
+#: only at large TP: Pope et al. 2022 §3.2.2, Fig. 3)
+MIN_TP_2D = 8
+
+
+def _style_ok(model, tp, style):
+    """Where a style is worth searching: attention by batch only where it removes KV replication (TP beyond the KV
+    heads, any TP > 1 for MLA's single latent: layout.kv_shard), 2D weight-stationary from MIN_TP_2D on."""
+    att, ws = STYLES[int(style)]
+    tp = np.asarray(tp)
+    ok = np.ones(tp.shape, dtype=bool)
+    if att == "batch":
+        ok &= tp > (1 if model.mla else model.kv_heads)
+    if ws == "2d":
+        ok &= tp >= MIN_TP_2D
+    return ok
+
+
+def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, moe_tp_choices=(2, 4, 8), cp_choices=(1,),
+          styles=(0,)):
     """Structural candidates: (base, variants).
 
-    base: the decode layouts as columns tp, ep, pp, dp, red (redundant experts), moe_tp (all explicit) — EP = TP·DP
+    base: the decode layouts as columns tp, ep, pp, dp, red (redundant experts), moe_tp (all explicit), style (an
+    index into STYLES: attention heads|batch x weight-stationary 1d|2d, Pope et al. 2022) — EP = TP·DP
     over power-of-two DP and, for MoE models, over whole domains (EP 72, 144 on NVL72 racks) with the spare expert
     slots filled by copies of hot experts (R = −E mod EP, EPLB); MoE TP × EP hybrids (each routed expert sliced
-    over moe_tp ∈ `moe_tp_choices` GPUs, EP = TP·DP/moe_tp: TensorRT-LLM's attention TP with MoE TP × EP).
+    over moe_tp ∈ `moe_tp_choices` GPUs, EP = TP·DP/moe_tp: TensorRT-LLM's attention TP with MoE TP × EP). Styles
+    other than 0 (heads, 1d) only where `_style_ok` and on replicas without attention-DP groups (dp = 1: Pope et
+    al.'s layouts are TP layouts; with DP groups, sequences are already split by batch, as DP attention does);
+    attention by batch lifts the head rule (TP any power of two up to the domain).
     variants: (base index, cp) — the prefill layout of a base splits each prompt over cp of its dp groups
     (context parallelism; cp ∈ `cp_choices` dividing dp; a dense model gets dp = cp groups for it), decode runs
     the base's dp groups. Both are 1-D arrays; `plan` crosses them with batches and formats."""
-    tps = [t for t in range(1, chips + 1) if model.heads % t == 0 and (t & (t - 1) == 0 or t == chips)]
+    batch_styles = any(STYLES[int(st)][0] == "batch" for st in styles)
+    tps = [t for t in range(1, chips + 1) if (model.heads % t == 0 or batch_styles) and (t & (t - 1) == 0 or t == chips)]
     max_gpus = chips * max_domains
     pow2 = [2 ** i for i in range(0, int(np.log2(max_gpus)) + 1)]
     combos = []
@@ -173,11 +200,15 @@ def _grid(model: M.Model, chips: int, max_domains: int, pp_choices, moe_tp_choic
                             combos.append((tp, ep, dp, red, mt))
         else:  # dense: DP groups inside one replica only matter for CP prefill
             combos += [(tp, 1, c, 0, tp) for c in cp_choices if c > 1 and tp * c <= max_gpus]
-    base = np.array([(tp, ep, pp, dp, r, mt) for tp, ep, dp, r, mt in combos for pp in pp_choices
-                     if pp <= model.layers], dtype=float)
-    base = base[P.valid_mask(model, chips, base[:, 0], base[:, 1], base[:, 2], base[:, 3], base[:, 4],
-                             moe_tp=base[:, 5])]
-    base = np.unique(base, axis=0)
+    base = np.array([(tp, ep, pp, dp, r, mt, st) for tp, ep, dp, r, mt in combos for pp in pp_choices
+                     if pp <= model.layers for st in styles], dtype=float)
+    by_batch = np.array([STYLES[int(st)][0] == "batch" for st in base[:, 6]], dtype=bool)
+    keep = P.valid_mask(model, chips, base[:, 0], base[:, 1], base[:, 2], base[:, 3], base[:, 4], moe_tp=base[:, 5],
+                        by_batch=by_batch)
+    for st in styles:
+        sel = base[:, 6] == st
+        keep[sel] &= _style_ok(model, base[sel, 0], st) & ((st == 0) | (base[sel, 3] == 1))
+    base = np.unique(base[keep], axis=0)
     cps = np.asarray(cp_choices, dtype=float)
     vb, vc = (a.ravel() for a in np.meshgrid(np.arange(len(base)), cps, indexing="ij"))
     keep = base[vb, 3] % vc == 0
@@ -192,7 +223,8 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          batch_choices=None, efficiency: Efficiency = Efficiency(), scale_up_efficiency: float = 1.0,
          scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
-         realistic: bool = False, which: str = "mid", speculation=None, disaggregated: bool = False) -> Plan:
+         realistic: bool = False, which: str = "mid", speculation=None, disaggregated: bool = False,
+         pope_layouts: bool = True, overlap_search: bool = True) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
     realistic: step times from the efficiency model of the accelerator's family (the engine with the
@@ -202,7 +234,10 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     (speculative.Speculation) decodes every candidate with γ draft tokens at acceptance α: TPOT = (verify
     pass of γ + 1 tokens + γ·f decode steps)/E. `disaggregated` also pairs every decode point with the prefill
     pool layout of the same formats that needs the fewest GPU-seconds per prompt (`_disaggregated`), in
-    `Plan.extra["disaggregated"]`.
+    `Plan.extra["disaggregated"]`. `pope_layouts` searches Pope et al. 2022's attention by batch and 2D
+    weight-stationary layouts (STYLES, where `_style_ok`); `overlap_search` (realistic only) each layout with its
+    collectives overlapped with its kernels (`step --overlap`) where it has collectives and a batch of two
+    micro-batches, each filling its sequence slots.
     """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
@@ -216,13 +251,23 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     for w, k in dtypes:
         dtype_bytes(w), dtype_bytes(k)
     chips, acc = system.chips, system.accelerator
-    base, vb, vc = _grid(model, chips, int(doms.max()), pp_choices, moe_tp_choices, cp_choices)
+    styles = tuple(range(len(STYLES))) if pope_layouts else (0,)
+    base, vb, vc = _grid(model, chips, int(doms.max()), pp_choices, moe_tp_choices, cp_choices, styles)
     nd = len(dtypes)
-    # decode points: base layout x batch x format (batch >= the dp·pp sequence slots); CP does not change them
+    # decode points: base layout x batch x format (batch >= the sequence slots); CP does not change them
     bi, bb, bd = (a.ravel() for a in np.meshgrid(np.arange(len(base)), np.asarray(batch_choices, dtype=float),
                                                  np.arange(nd), indexing="ij"))
-    ok_batch = bb >= base[bi, 3] * base[bi, 2]
+    slots = base[:, 3] * base[:, 2] * np.where(base[:, 6] % 2 == 1, base[:, 0], 1.0)  # STYLES odd: attention by batch
+    ok_batch = bb >= slots[bi]
     bi, bb, bd = bi[ok_batch], bb[ok_batch], bd[ok_batch]
+    # overlap (realistic only: the pure roofline already takes max(kernels, collectives)): on where the step has
+    # collectives (TP or EP > 1) and its batch splits into two micro-batches that each fill the slots (two-batch
+    # overlap), off elsewhere. Where it is on, the same point without it is dominated — same GPUs and memory, TPOT
+    # and TTFT never shorter (max(kernels, comm) <= their sum) — so it is not crossed into candidates.
+    ovs = (0.0, 1.0) if realistic and overlap_search else (0.0,)
+    nov = len(ovs)
+    has_comm = (base[:, 0] > 1) | (base[:, 1] > 1)
+    bo = np.where((nov > 1) & has_comm[bi] & (bb >= 2 * slots[bi]), 1.0, 0.0)
     # candidates: each prefill variant (base, cp) with every decode point of its base (points are grouped by base)
     start = np.searchsorted(bi, np.arange(len(base)))
     count = np.searchsorted(bi, np.arange(len(base)), side="right") - start
@@ -239,48 +284,71 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
             raise InputError("realistic planning uses the efficiency model's own factors; drop the explicit "
                              "compute/memory/scale-up/scale-out efficiencies or the realistic switch")
 
-    def kw(di):
+    def kw(di, ov=0.0):
         w_names = w_of[di]
-        eff = (family_efficiency(family_for(acc), w_names, which) if realistic
+        eff = (family_efficiency(family_for(acc), w_names, which, overlap_comm=bool(ov)) if realistic
                else replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency))
         return dict(b_w=b_w_of[di], b_kv=b_kv_of[di], b_act=dtype_bytes(activation_dtype), peak_w=peak_of[di],
                     peak_act=acc.peak_flops(activation_dtype), eff=eff,
                     low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
                     price=price, usable_memory=usable_memory)
 
-    def layout(rows, cp=1.0):
+    def layout(rows, cp=1.0, st=0):
         tp_, ep_, pp_, dp_, red_, mt_ = (base[rows, j] for j in range(6))
+        att, ws = STYLES[int(st)]
         return P.Layout(tp=tp_, ep=ep_, pp=pp_, dp=dp_ / cp, cp=cp, domains=int(doms.max()), redundant_experts=red_,
-                        expert_tp=mt_)
+                        expert_tp=mt_, attention=att, weight_stationary=ws)
 
-    lay, kd = layout(bi), kw(bd)
-    dec = core(model, system, lay, bb, workload.decode_context, 1.0, "decode", **kd)
-    tpot, bound = dec.step_s, dec.bound_name
-    if speculation is not None:  # a verify pass of γ + 1 tokens and γ drafts emit E tokens per sequence
-        from .speculative import expected_tokens_per_step
+    # the engine takes one attention sharding and weight-stationary layout per call: one vectorised call per
+    # (style, overlap) pair present, each over all of its decode points
+    tpot = np.empty(bi.size)
+    bound = np.empty(bi.size, dtype="<U8")
+    mem_total_d, mem_w, mem_kv, mem_act = (np.empty(bi.size) for _ in range(4))
+    for st in np.unique(base[bi, 6]):
+        in_st = base[bi, 6] == st
+        # memory: weights, KV (attention by batch shards it tp ways) and activations; overlap changes no byte
+        m_ = memory_per_gpu(model, layout(bi[in_st], 1.0, st), bb[in_st], workload.prompt + workload.output,
+                            bytes_per_weight=b_w_of[bd[in_st]], bytes_per_kv=b_kv_of[bd[in_st]])
+        mem_w[in_st], mem_kv[in_st], mem_act[in_st], mem_total_d[in_st] = (
+            m_.weights_bytes, m_.kv_bytes, m_.activations_bytes, m_.total_bytes)
+        for ov in ovs:
+            sel = in_st & (bo == ov)
+            if not sel.any():
+                continue
+            lay, kd = layout(bi[sel], 1.0, st), kw(bd[sel], ov)
+            dec = core(model, system, lay, bb[sel], workload.decode_context, 1.0, "decode", **kd)
+            t_sel, bound[sel] = dec.step_s, dec.bound_name
+            if speculation is not None:  # a verify pass of γ + 1 tokens and γ drafts emit E tokens per sequence
+                from .speculative import expected_tokens_per_step
 
-        verify = core(model, system, lay, bb, workload.decode_context, float(speculation.gamma + 1), "prefill", **kd)
-        e = float(expected_tokens_per_step(speculation.alpha, speculation.gamma))
-        tpot = (verify.step_s + speculation.gamma * speculation.draft_fraction * dec.step_s) / e
-        bound = verify.bound_name
-    mem = memory_per_gpu(model, lay, bb, workload.prompt + workload.output, bytes_per_weight=b_w_of[bd],
-                         bytes_per_kv=b_kv_of[bd])
-    # prefill points: variant x format, dp/cp groups each prefilling one prompt per micro-batch over cp GPUs
-    pv, pd = (a.ravel() for a in np.meshgrid(np.arange(vb.size), np.arange(nd), indexing="ij"))
+                verify = core(model, system, lay, bb[sel], workload.decode_context, float(speculation.gamma + 1),
+                              "prefill", **kd)
+                e = float(expected_tokens_per_step(speculation.alpha, speculation.gamma))
+                t_sel = (verify.step_s + speculation.gamma * speculation.draft_fraction * dec.step_s) / e
+                bound[sel] = verify.bound_name
+            tpot[sel] = t_sel
+    mem = _Memory(mem_w, mem_kv, mem_act, mem_total_d)
+    # prefill points: variant x format x overlap, dp/cp groups each prefilling one prompt per micro-batch over cp GPUs
+    pv, pd, po = (a.ravel() for a in np.meshgrid(np.arange(vb.size), np.arange(nd), np.arange(nov), indexing="ij"))
     b_pre = base[vb[pv], 3] / vc[pv] * base[vb[pv], 2]
     ttft_p = np.empty(pv.size)
-    for c in np.unique(vc):  # the engine takes one CP degree per call: one vectorised call per CP choice
-        sel = vc[pv] == c
-        ttft_p[sel] = core(model, system, layout(vb[pv][sel], float(c)), b_pre[sel], 0.0, float(workload.prompt),
-                           "prefill", times_only=True, **kw(pd[sel]))
+    for c in np.unique(vc):  # the engine takes one CP degree and style per call: one vectorised call per pair
+        for st in np.unique(base[vb, 6]):
+            for oi, ov in enumerate(ovs):
+                sel = (vc[pv] == c) & (base[vb[pv], 6] == st) & (po == oi)
+                if sel.any():
+                    ttft_p[sel] = core(model, system, layout(vb[pv][sel], float(c), st), b_pre[sel], 0.0,
+                                       float(workload.prompt), "prefill", times_only=True, **kw(pd[sel], ov))
     tpot_dec, bound_dec = tpot, bound
     # crossed: candidate = (variant, decode point of its base)
     di = bd[cand_dec]
-    tp, ep, pp, dp, red, mt = (base[bi[cand_dec], j] for j in range(6))
+    oi_c = np.searchsorted(np.asarray(ovs), bo[cand_dec])
+    tp, ep, pp, dp, red, mt, sty = (base[bi[cand_dec], j] for j in range(7))
     cp, batch = vc[cand_var], bb[cand_dec]
-    ttft, b_p = ttft_p[cand_var * nd + di], b_pre[cand_var * nd + di]
-    tpot, bound = np.asarray(tpot)[cand_dec], np.broadcast_to(bound, bb.shape)[cand_dec]
-    n_struct = int(vb.size * len(batch_choices) * nd)
+    pidx = (cand_var * nd + di) * nov + oi_c
+    ttft, b_p = ttft_p[pidx], b_pre[pidx]
+    tpot, bound = tpot[cand_dec], bound[cand_dec]
+    n_struct = int(vb.size * len(batch_choices) * nd * nov)
     prefill_act = activation_bytes(model, float(workload.prompt), activation_dtype) / (tp * cp)
     mem_c = _Memory(mem.weights_bytes[cand_dec], mem.kv_bytes[cand_dec], mem.activations_bytes[cand_dec],
                     mem.total_bytes[cand_dec])
@@ -321,7 +389,9 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
                 "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
                 "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
                 "usd_per_million_tokens": usd, "ttft_s": ttft, "tpot_s": tpot, "memory_per_gpu_bytes": mem_total,
-                "bound": bound}
+                "bound": bound, "attention": np.array([a for a, _ in STYLES])[sty.astype(int)],
+                "weight_stationary": np.array([w for _, w in STYLES])[sty.astype(int)],
+                "overlap": bo[cand_dec] > 0}
     cols = {k: np.asarray(v)[feasible] for k, v in cols_all.items()}
     front = pareto_mask(cols["tokens_per_s_per_gpu"], cols["tokens_per_s_per_user"])
     counts = {"candidates": int(n_struct * doms.size), "structurally_valid_layouts": int(n_struct),
@@ -334,9 +404,9 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     extra = {}
     if disaggregated:
         pre = dict(ttft=ttft_p, b=b_pre, var=pv, fmt=pd, gpus=base[vb[pv], 0] * base[vb[pv], 3] * base[vb[pv], 2],
-                   cp=vc[pv], base=base[vb[pv]])
+                   cp=vc[pv], base=base[vb[pv]], overlap=np.asarray(ovs)[po] > 0)
         dec = dict(tpot=np.asarray(tpot_dec), batch=bb, fmt=bd, base=base[bi], mem=mem.total_bytes,
-                   bound=np.broadcast_to(bound_dec, bb.shape))
+                   bound=np.broadcast_to(bound_dec, bb.shape), overlap=bo > 0)
         extra["disaggregated"] = _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, usable,
                                                 activation_dtype, b_w_of, b_kv_of)
     return Plan(columns=cols, pareto=front, rejected=why, counts=counts, model=model.id, system=system.id,
@@ -366,11 +436,12 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
     nd = len(dtypes)
     # the prefill pool: memory of each (layout, CP) x format point, then the cheapest per format
     mem_p = np.empty(pre["ttft"].size)
-    for c in np.unique(pre["cp"]):
-        sel = pre["cp"] == c
+    for c, st in np.unique(np.column_stack([pre["cp"], pre["base"][:, 6]]), axis=0):  # one call per (CP, style)
+        sel = (pre["cp"] == c) & (pre["base"][:, 6] == st)
         bs = pre["base"][sel]
+        att, ws = STYLES[int(st)]
         lay = P.Layout(tp=bs[:, 0], ep=bs[:, 1], pp=bs[:, 2], dp=bs[:, 3] / c, cp=int(c), redundant_experts=bs[:, 4],
-                       expert_tp=bs[:, 5])
+                       expert_tp=bs[:, 5], attention=att, weight_stationary=ws)
         mem_p[sel] = memory_per_gpu(model, lay, pre["b"][sel], prompt, bytes_per_weight=b_w_of[pre["fmt"][sel]],
                                     bytes_per_kv=b_kv_of[pre["fmt"][sel]]).total_bytes
     mem_p += activation_bytes(model, prompt, activation_dtype) / (pre["base"][:, 0] * pre["cp"])
@@ -409,9 +480,11 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
         w, k = dtypes[int(dec["fmt"][i])]
         rows.append({
             "decode": dict(tp=int(b[0]), ep=int(b[1]), pp=int(b[2]), dp=int(b[3]), moe_tp=int(b[5]), cp=1,
-                           redundant_experts=int(b[4])),
+                           redundant_experts=int(b[4]), attention=STYLES[int(b[6])][0],
+                           weight_stationary=STYLES[int(b[6])][1], overlap=bool(dec["overlap"][i])),
             "prefill": dict(tp=int(pb[0]), ep=int(pb[1]), pp=int(pb[2]), dp=int(pb[3] // c), moe_tp=int(pb[5]),
-                            cp=int(c), redundant_experts=int(pb[4])),
+                            cp=int(c), redundant_experts=int(pb[4]), attention=STYLES[int(pb[6])][0],
+                            weight_stationary=STYLES[int(pb[6])][1], overlap=bool(pre["overlap"][j[i]])),
             "batch": int(dec["batch"][i]), "prefill_prompts": int(pre["b"][j[i]]), "weights_dtype": w, "kv_dtype": k,
             "decode_gpus": int(g_d[i]), "prefill_gpus": int(pre["gpus"][j[i]]),
             "prefill_gpu_share": float(s_p[i] / (s_p[i] + s_d[i])),
@@ -425,7 +498,9 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
 
 def layout_label(c, i) -> str:
     """'TP8 EP9 PP1 DP9 MoE-TP8 CP2 +32 redundant experts' for row i of plan columns (or a row dict with i=None):
-    MoE TP shown where it is not the derived one (tp when ep divides dp, else 1), CP where > 1."""
+    MoE TP shown where it is not the derived one (tp when ep divides dp, else 1), CP where > 1; then
+    'attention-by-batch', '2D-weight-stationary' and 'overlap' where the row has them (Pope et al. 2022; step
+    --overlap)."""
     g = (lambda k: c[k]) if i is None else (lambda k: c[k][i])
     tp, ep, dp = int(g("tp")), int(g("ep")), int(g("dp"))
     out = f"TP{tp} EP{ep} PP{int(g('pp'))} DP{dp}"
@@ -434,7 +509,11 @@ def layout_label(c, i) -> str:
     if int(g("cp")) > 1:
         out += f" CP{int(g('cp'))}"
     red = int(g("redundant_experts"))
-    return out + (f" +{red} redundant experts" if red else "")
+    out += f" +{red} redundant experts" if red else ""
+    get = c.get if i is None else (lambda k, d=None: c[k][i] if k in c else d)
+    out += " attention-by-batch" if get("attention", "heads") == "batch" else ""
+    out += " 2D-weight-stationary" if get("weight_stationary", "1d") == "2d" else ""
+    return out + (" overlap" if bool(get("overlap", False)) else "")
 
 
 def _explain(model, system, c, fits, meets, placed, mem, prefill_act, usable, targets, best_ok, doms, top=3):

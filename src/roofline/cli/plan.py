@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
         draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
         disaggregated: Annotated[bool, typer.Option("--disaggregated", help="Also plan disaggregated prefill and decode pools, a layout each (fluid pool sizes; docs/parallelism.md).")] = False,
+        pope_layouts: Annotated[bool, typer.Option("--pope-layouts/--no-pope-layouts", help="Also search Pope et al. 2022's layouts: attention sharded by batch, 2D weight-stationary, and (with --realistic) collectives overlapped with compute.")] = True,
         simulate: Annotated[Optional[int], typer.Option("--simulate", help="Simulate the K best layouts under the workload below and re-rank them by goodput (docs/simulator.md).")] = None,
         rate: Annotated[float, typer.Option("--rate", help="With --simulate: mean arrival rate, requests/s.")] = 10.0,
         requests: Annotated[int, typer.Option("--requests", "-n", help="With --simulate: requests to simulate.")] = 2000,
@@ -66,7 +67,8 @@ def register(app: typer.Typer) -> None:
                              scale_out_efficiency=scale_out_efficiency, compute_efficiency=compute_efficiency,
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
                              all=all_layouts, realistic=realistic, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
-                             draft_fraction=draft_fraction, disaggregated=disaggregated)
+                             draft_fraction=draft_fraction, disaggregated=disaggregated,
+                             pope_layouts=pope_layouts)
         d = run_plan(req)
         if simulate is not None:
             from ._plan_simulate import simulated

@@ -61,6 +61,7 @@ class PlanRequest(Request):
     spec_alpha: float = 0.7
     draft_fraction: float = 0.05
     disaggregated: bool = False
+    pope_layouts: bool = True  # search attention by batch, 2D weight-stationary and (realistic) overlap
 
     def check(self) -> None:
         f = self.flag
@@ -95,7 +96,8 @@ def run_plan(req: PlanRequest) -> dict:
              efficiency=Efficiency(req.compute_efficiency, req.memory_efficiency), moe_imbalance=req._imbalance,
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
              usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req),
-             disaggregated=req.disaggregated)
+             disaggregated=req.disaggregated, pope_layouts=req.pope_layouts,
+             overlap_search=req.pope_layouts)
     rows = p.rows(pareto_only=not req.all_layouts)
     best = p.best()
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
@@ -112,7 +114,8 @@ SIMULATE_LOAD = 0.9
 
 def simulate_command(req: PlanRequest, row: dict) -> dict:
     """A `roofline simulate` command that runs one replica of a plan row: its decode layout (requests/layout_opts
-    flags), formats, batch as --max-seqs, the plan's fixed prompt/output lengths, Poisson arrivals at
+    flags, with its attention sharding and weight-stationary layout; --overlap for an overlap row), formats,
+    batch as --max-seqs, the plan's fixed prompt/output lengths, Poisson arrivals at
     SIMULATE_LOAD x the replica's planned requests/s (tokens/s per GPU x the deployment's GPUs / replicas /
     output), and the plan's efficiency switches. Returns {argv, command, rate_requests_per_s, requests, ignores}:
     what the plan models that the simulator does not run (CP prefill, scale-up/out efficiencies)."""
@@ -127,7 +130,8 @@ def simulate_command(req: PlanRequest, row: dict) -> dict:
     derived = tp if dp % ep == 0 else 1
     doms = math.ceil(float(domains_per_replica(tp * dp, pp, chips)))
     lay = Layout(tp=tp, ep=ep, pp=pp, dp=dp, domains=max(doms, 1), redundant_experts=int(row["redundant_experts"]),
-                 expert_tp=None if mt == derived else mt)
+                 expert_tp=None if mt == derived else mt, attention=row.get("attention", "heads"),
+                 weight_stationary=row.get("weight_stationary", "1d"))
     per_replica = row["tokens_per_s_per_gpu"] * row["domains"] * chips / row["replicas"] / req.output
     rate = float(f"{SIMULATE_LOAD * per_replica:.4g}")
     n = max(1000, 4 * int(row["batch"]))
@@ -140,6 +144,8 @@ def simulate_command(req: PlanRequest, row: dict) -> dict:
         argv += ["--moe-imbalance", str(req.moe_imbalance)]
     if req.realistic:
         argv += ["--realistic"]
+    if row.get("overlap"):  # the row's collectives overlapped with its kernels (realistic plans only)
+        argv += ["--overlap"]
     for k in ("compute_efficiency", "memory_efficiency", "usd_per_gpu_hour"):
         if req.changed(k):
             argv += [f"--{k.replace('_', '-')}", f"{getattr(req, k):g}"]
