@@ -125,3 +125,58 @@ def test_plan_overlap_row_equals_step_overlap():
     assert plain["realistic"]["step_s"] > on["realistic"]["step_s"]
     assert off is not None
     assert off["tpot_s"] == pytest.approx(plain["realistic"]["step_s"], rel=1e-9)
+
+
+# ---- item 2: partially weight-gathered layouts (Pope et al. 2022 §3.2.3) --------------------------------------
+PALM_W = 540_358_649_856  # matmul parameters per token (test above), PaLM 540B
+
+
+def _palm_prefill(ws, batch, prompt):
+    from roofline.requests.step import StepRequest, run_step
+
+    return run_step(StepRequest.of(model="palm-540b", system="tpu-v5p-256", tp=64, attention="batch",
+                                   weight_stationary=ws, phase="prefill", batch=batch, prompt=prompt))
+
+
+def _hand_gathered_comm_s(g, batch, prompt):
+    """Per pass on 64 chips (TPU v5p: 600 GB/s per chip per direction, 1 us per hop), 118 layers, bf16, weights
+    all-gathered over groups of g, m = 64/g chips sharing each gathered slice:
+      all-gather   (g−1)/g · (W/118 · 2 B · g/64)/β + (g−1)·α                         per layer
+      all-reduce   min(ring 2(m−1)/m·x/β + 2(m−1)α, one-shot (m−1)·x/β + 2α), x = (T/g)·18432·2 B,
+                   twice per layer (attention block and MLP: 118 + 118 dense-MLP layers)
+      all-to-all   (m−1)/m · (T·48·(256 + 256)·2 B/64)/β + α (if m > 1)                per layer
+    with T = batch·prompt tokens."""
+    beta, alpha = 600e9, 1e-6
+    T, m = batch * prompt, 64 // g
+    ag = (g - 1) / g * (PALM_W / 118 * 2 * g / 64) / beta + (g - 1) * alpha
+    x = T / g * 18432 * 2
+    ar = 0.0 if m == 1 else min(2 * (m - 1) / m * x / beta + 2 * (m - 1) * alpha, (m - 1) * x / beta + 2 * alpha)
+    a2a = 0.0 if m == 1 else (m - 1) / m * (T * 48 * 512 * 2 / 64) / beta + alpha
+    return 118 * ag + 236 * ar + 118 * a2a
+
+
+@pytest.mark.parametrize("ws,g", [("gathered:4", 4), ("gathered:16", 16), ("gathered", 64)])
+@pytest.mark.parametrize("batch,prompt", [(64, 256), (512, 2048)])
+def test_weight_gathered_variants_by_hand(ws, g, batch, prompt):
+    """X-, XY- and XYZ-weight-gathered PaLM 540B on 64 TPU v5p chips (a 4x4x4 torus: X = 4, XY = 16, XYZ = 64
+    GPUs per all-gather) at 16K and 1M tokens per pass: the TP collectives equal the hand formula."""
+    d = _palm_prefill(ws, batch, prompt)
+    assert d["tp_comm_s"] == pytest.approx(_hand_gathered_comm_s(g, batch, prompt), rel=1e-9)
+
+
+def test_weight_gathered_crossover_pope():
+    """The crossover Pope et al. 2022 describe (§3.2.3, Fig. 3): moving weights costs the same whatever the tokens,
+    moving activations grows with them, so the best layout moves from 2D weight-stationary through X- and
+    XY- to XYZ-weight-gathered as the tokens per pass grow. Their optimum N = √(B·L·n/F) chips per all-gather:
+    16K tokens √(16384·64/73728) = 3.8 (X, N = 4, is the best gathered variant; 2D still beats it), 1M tokens
+    √(1048576·64/73728) = 30 (between XY = 16 and XYZ = 64; XYZ wins here)."""
+    small = {ws: _palm_prefill(ws, 64, 256)["tp_comm_s"] for ws in ("2d", "gathered:2", "gathered:4", "gathered:8",
+                                                                     "gathered:16", "gathered")}
+    big = {ws: _palm_prefill(ws, 512, 2048)["tp_comm_s"] for ws in ("2d", "gathered:4", "gathered:16", "gathered")}
+    assert small["2d"] < small["gathered:4"] < small["gathered:16"] < small["gathered"]
+    assert small["gathered:4"] < min(small["gathered:2"], small["gathered:8"])
+    assert big["gathered"] < big["gathered:16"] < big["gathered:4"] < big["2d"]
+    assert (64 * 256 * 64 / 73728) ** 0.5 == pytest.approx(3.77, abs=0.01)
+    assert (512 * 2048 * 64 / 73728) ** 0.5 == pytest.approx(30.2, abs=0.1)
+    # the whole-group gather costs the same at 16K and 1M tokens (only weights move)
+    assert small["gathered"] == pytest.approx(big["gathered"], rel=1e-12)

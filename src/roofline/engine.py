@@ -51,7 +51,15 @@ from .efficiency import LOW_PRECISION, Efficiency, gemm_efficiency, realistic
 from .errors import DoesNotFitError, InputError, require_fraction, require_positive
 from .hardware import System
 from .hardware import usd_per_gpu_hour as resolve_price
-from .layout import Layout, domains_per_replica, kv_shard, off_domain_boundaries, stage_fraction, validate
+from .layout import (
+    Layout,
+    domains_per_replica,
+    gathered_group,
+    kv_shard,
+    off_domain_boundaries,
+    stage_fraction,
+    validate,
+)
 from .memory import DEFAULT_USABLE_MEMORY, memory_per_gpu
 from .units import SECONDS_PER_HOUR, dtype_bytes
 
@@ -303,8 +311,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             attn = M.attention_flops_per_token(m, attended(ctx + (L + 1.0) / 2.0, sparse))  # mean causal position
         else:
             attn = M.attention_flops_per_token(m, attended(ctx + L, sparse))
-    gathered = not perfect and layout.weight_stationary == "gathered"
-    rows = Tg / tp if gathered else Tg  # weight-gathered: each GPU runs its B/tp sequences on whole matrices
+    # weight-gathered (Pope et al. 2022 §3.2.3): each layer's weights all-gathered over g GPUs (g = tp: XYZ; g < tp: the
+    # partial X/XY layouts), each of the g takes B/g sequences; the tp/g GPUs sharing one gathered slice run 1D
+    g = np.asarray(gathered_group(layout), dtype=float) if not perfect else 1.0
+    gathered = not perfect and str(layout.weight_stationary).startswith("gathered")
+    rows = Tg / g if gathered else Tg  # GEMM rows per GPU: its B/g sequences on a g/tp slice of each matrix
     dense_flops = f * Tg * 2 * dense_mm / tp
     expert_flops = f * Te * 2 * moe_l * k * Ne / (moe_tp * ep) * lam
     attn_flops = f * Tg * attn / tp
@@ -329,9 +340,9 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     bw = acc.hbm_bytes_per_s
     shard = kv_shard(m, tp, perfect, layout.attention)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
-    if gathered:  # the whole gathered layer is written to HBM ((tp−1)/tp of it) and read back
+    if gathered:  # the gathered g/tp slice of each layer is written to HBM ((g−1)/g of it) and read back
         dense_read = M.weight_read_params(m, rows)
-        w_bytes = f * dense_read * (2.0 - 1.0 / tp) * b_w
+        w_bytes = f * dense_read * (g / tp) * (2.0 - 1.0 / g) * b_w
     else:
         w_bytes = f * (dense_read / tp + expert_read) * b_w
     kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, attended(ctx, sparse), "bf16") * kv_scale / (shard * cp)
@@ -343,7 +354,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     attn_m = kvr_s
     ew: Any = 0.0
     if np.any(np.asarray(eff.elementwise) > 0):
-        ew_bytes = f * rows * M.elementwise_bytes_per_token(m, 1.0 if gathered else tp, low_precision,
+        ew_bytes = f * rows * M.elementwise_bytes_per_token(m, tp / g if gathered else tp, low_precision,
                                                             act_bytes=float(np.max(b_act)),
                                                           sequence_parallel=layout.sequence_parallel)
         ew = eff.elementwise * ew_bytes / (bw * _pick(eff.elementwise_memory, eff.memory))
@@ -357,9 +368,11 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
-        if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers its matmul weights; no activation traffic
-            tp_s = f * m.layers * N.all_gather_s(dense_mm / m.layers * np.asarray(b_w, dtype=float), tp, up_bw,
-                                                 up.latency_s)
+        if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers a g/tp slice of its matmul weights over g
+            # GPUs, then the tp/g GPUs of a slice all-reduce their B/g sequences' activations (1D; none when g = tp)
+            tp_s = (f * m.layers * N.all_gather_s(dense_mm / m.layers * np.asarray(b_w, dtype=float) * g / tp, g,
+                                                  up_bw, up.latency_s)
+                    + f * (m.layers + m.dense_mlp_layers) * N.best_all_reduce_s(rows * act, tp / g, up_bw, up.latency_s))
         elif layout.weight_stationary == "2d":  # Pope et al. 2022 §3.2.2: each block's own X x tp/X grid
             b_a = np.asarray(b_act, dtype=float)
             qk, v = M.qk_v_dims(m)
@@ -375,10 +388,10 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
             tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
-        if layout.attention == "batch" and not gathered:  # Pope et al. 2022 §3.3: reshard q in, the output back
-            qk, v = M.qk_v_dims(m)
+        if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the output back, over the tp/g GPUs
+            qk, v = M.qk_v_dims(m)        # that share the sequences (none when the whole layer is gathered, g = tp)
             per_gpu = Tg * m.heads * (qk + v) * np.asarray(b_act, dtype=float) / tp
-            tp_s = tp_s + f * m.layers * N.all_to_all_s(per_gpu, tp, up_bw, up.latency_s)
+            tp_s = tp_s + f * m.layers * N.all_to_all_s(per_gpu, tp / g, up_bw, up.latency_s)
         if moe_l and np.any(ep > 1):
             n_dom = np.ceil(moe_tp * ep / chips)
             a2a = N.all_to_all_two_tier_s(Te / (moe_tp * ep) * k * act * lam, n_dom, ep / n_dom, up_bw, out_bw,

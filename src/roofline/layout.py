@@ -32,7 +32,10 @@
         whose bytes fall as 1/√tp; X chosen per block, network.weight_stationary_2d_s) or "gathered" (Pope et al.
         2022 §3.2.3, the XYZ-weight-gathered layout: each GPU stores 1/tp of the weights and all-gathers each
         layer's before using it on its own B/tp sequences, attention sharded by batch: the collective moves the
-        weights, not the activations, so its bytes do not grow with the tokens — the layout for large prefills).
+        weights, not the activations, so its bytes do not grow with the tokens — the layout for large prefills)
+        or "gathered:N" (partially weight-gathered, §3.2.3's X- and XY-weight-gathered: the weights are all-gathered
+        over groups of N GPUs, each group member takes B/N sequences, and the tp/N GPUs holding one gathered slice
+        run them 1D weight-stationary; `gathered_group`).
     domains  scale-up domains available to one replica.
 Training adds micro_batch (b), micro_batches (m), schedule, virtual_stages (v), zero, recompute and
 sequence_parallel (Korthikanti et al. 2022: the d-wide operators split over the TP ranks).
@@ -105,9 +108,9 @@ class Layout:
         if self.attention not in ATTENTION_SHARDINGS:
             raise InputError(f"attention sharding must be one of {', '.join(ATTENTION_SHARDINGS)}, got "
                              f"{self.attention!r}")
-        if self.weight_stationary not in WEIGHT_STATIONARY:
-            raise InputError(f"weight-stationary layout must be one of {', '.join(WEIGHT_STATIONARY)}, got "
-                             f"{self.weight_stationary!r}")
+        if self.weight_stationary not in WEIGHT_STATIONARY and gathered_group_of(self.weight_stationary) is None:
+            raise InputError(f"weight-stationary layout must be one of {', '.join(WEIGHT_STATIONARY)} or gathered:N "
+                             f"(weights all-gathered over groups of N GPUs, N >= 2), got {self.weight_stationary!r}")
         if self.recompute not in RECOMPUTE_MODES:
             raise InputError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
@@ -145,7 +148,9 @@ class Layout:
         cp = f" CP{self.cp}" if np.all(np.asarray(self.cp) > 1) else ""
         moe = f" MoE-TP{self.expert_tp}" if self.expert_tp is not None else ""
         moe += " attention by batch" if self.attention == "batch" else ""
-        moe += {"2d": " 2D weight-stationary", "gathered": " weight-gathered"}.get(self.weight_stationary, "")
+        moe += {"2d": " 2D weight-stationary", "gathered": " weight-gathered"}.get(
+            self.weight_stationary, f" weight-gathered over {gathered_group_of(self.weight_stationary)}"
+            if str(self.weight_stationary).startswith("gathered:") else "")
         red = f" +{self.redundant_experts} redundant experts" if np.any(np.asarray(self.redundant_experts)) else ""
         return f"TP{self.tp} EP{self.ep} PP{self.pp} DP{self.dp}{cp}{moe}{red}"
 
@@ -154,6 +159,24 @@ class Layout:
 
     def with_(self, **changes) -> "Layout":
         return replace(self, **changes)
+
+
+def gathered_group_of(weight_stationary) -> int | None:
+    """N of "gathered:N" (a whole number >= 2), None for anything else ("gathered" alone is the whole TP group:
+    `gathered_group`)."""
+    kind, sep, n = str(weight_stationary).partition(":")
+    if kind != "gathered" or not sep or not n.isdigit() or int(n) < 2:
+        return None
+    return int(n)
+
+
+def gathered_group(layout: "Layout"):
+    """GPUs each layer's weights are all-gathered over (Pope et al. 2022 §3.2.3): tp for "gathered" (XYZ-weight-
+    gathered: every TP rank), N for "gathered:N" (partially gathered: X- or XY-weight-gathered on a torus of X·Y·Z
+    chips are N = X and N = X·Y), 1 for the weight-stationary layouts."""
+    if layout.weight_stationary == "gathered":
+        return layout.tp
+    return gathered_group_of(layout.weight_stationary) or 1
 
 
 _FLAG = {"tp": "TP", "ep": "EP", "pp": "PP", "dp": "DP", "cp": "CP", "domains": "domains", "micro_batch": "micro-batch",
@@ -207,7 +230,12 @@ def validate(model, system, layout: Layout, batch=None, *, training: bool = Fals
         return
     tp, ep, pp, v = layout.tp, layout.ep, layout.pp, layout.virtual_stages
     dp = layout.dp * layout.cp  # EP may borrow data- and context-parallel ranks alike
-    if layout.weight_stationary == "gathered":
+    if str(layout.weight_stationary).startswith("gathered"):
+        g = gathered_group_of(layout.weight_stationary)
+        if g is not None and (tp % g or g > tp):
+            raise InputError(f"weight-gathered group {g} must divide TP {tp} (the weights are all-gathered over groups "
+                             f"of {g} of the TP GPUs); use gathered:N with N in {_divisors(tp, tp)[1:] or [tp]}, or "
+                             f"gathered for all {tp}")
         if model.moe:
             raise InputError(f"the weight-gathered layout (Pope et al. 2022 §3.2.3) gathers dense weights; "
                              f"{model.id}'s experts are placed by EP: use weight-stationary 1d or 2d")

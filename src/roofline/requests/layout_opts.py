@@ -12,10 +12,23 @@ messages, whichever command asks.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 from . import rules
-from .base import Choice, OptWhole, Request
+from .base import Choice, OptWhole, Request, _checked
+
+
+def _weight_stationary(name: str, value) -> str:
+    """1d, 2d, gathered, or gathered:N (N >= 2 GPUs per all-gather group; layout.validate checks N divides TP)."""
+    from ..layout import gathered_group_of
+
+    if isinstance(value, str) and (value in ("1d", "2d", "gathered") or gathered_group_of(value) is not None):
+        return value
+    raise rules.InputError(f"{name} must be 1d, 2d, gathered or gathered:N (N >= 2 GPUs sharing each all-gather), got "
+                           f"{rules._shown(value)}; e.g. gathered:4")
+
+
+WeightStationary = Annotated[Optional[str], _checked(_weight_stationary)]
 
 #: the layout fields, in the order `flags()` writes them
 FIELDS = ("tp", "ep", "pp", "dp", "cp", "moe_tp", "redundant_experts", "attention", "weight_stationary", "domains")
@@ -34,7 +47,7 @@ class LayoutOptions(Request):
     moe_tp: OptWhole(1, 1024) = None
     redundant_experts: OptWhole(0, 100_000) = None
     attention: Optional[Choice("heads", "batch")] = None
-    weight_stationary: Optional[Choice("1d", "2d", "gathered")] = None
+    weight_stationary: WeightStationary = None
 
     @property
     def has_layout(self) -> bool:
