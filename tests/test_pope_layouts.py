@@ -180,3 +180,19 @@ def test_weight_gathered_crossover_pope():
     assert (512 * 2048 * 64 / 73728) ** 0.5 == pytest.approx(30.2, abs=0.1)
     # the whole-group gather costs the same at 16K and 1M tokens (only weights move)
     assert small["gathered"] == pytest.approx(big["gathered"], rel=1e-12)
+
+
+def test_network_weight_gathered_by_hand():
+    """network.weight_gathered_s on n = 16 GPUs at 100 GB/s, α = 1 us, a 1 GB layer and 64 MB of activations (T·E·b),
+    one block: g = 16 (XYZ) moves only weights, 15/16 · 1e9/1e11 + 15e-6 = 9.390e-3 s; g = 1 is the 1D all-reduce of
+    64 MB over 16 (ring 2·15/16 · 6.4e7/1e11 + 30e-6 = 1.230e-3 s, one-shot 15 · 6.4e-4 + 2e-6 = 9.602e-3: ring);
+    g = 4: all-gather of 1e9·4/16 over 4 (3/4 · 2.5e-3 + 3e-6 = 1.878e-3) + all-reduce of 1.6e7 over 4 (ring 2·3/4 ·
+    1.6e-4 + 6e-6 = 2.46e-4, one-shot 3 · 1.6e-4 + 2e-6 = 4.82e-4: ring) = 2.124e-3 s."""
+    from roofline.network import weight_gathered_s
+
+    def t(g):
+        return float(weight_gathered_s(1e9, 6.4e7, g, 16, 1e11, 1e-6, blocks=1))
+
+    assert t(16) == pytest.approx(15 / 16 * 1e-2 + 15e-6, rel=1e-12)
+    assert t(1) == pytest.approx(2 * 15 / 16 * 6.4e-4 + 30e-6, rel=1e-12)
+    assert t(4) == pytest.approx(0.75 * 2.5e-3 + 3e-6 + 1.5 * 1.6e-4 + 6e-6, rel=1e-12)

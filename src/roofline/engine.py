@@ -370,9 +370,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         act = m.d_model * np.asarray(b_act, dtype=float)
         if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers a g/tp slice of its matmul weights over g
             # GPUs, then the tp/g GPUs of a slice all-reduce their B/g sequences' activations (1D; none when g = tp)
-            tp_s = (f * m.layers * N.all_gather_s(dense_mm / m.layers * np.asarray(b_w, dtype=float) * g / tp, g,
-                                                  up_bw, up.latency_s)
-                    + f * (m.layers + m.dense_mlp_layers) * N.best_all_reduce_s(rows * act, tp / g, up_bw, up.latency_s))
+            tp_s = f * m.layers * N.weight_gathered_s(dense_mm / m.layers * np.asarray(b_w, dtype=float), Tg * act, g, tp,
+                                                      up_bw, up.latency_s, blocks=(m.layers + m.dense_mlp_layers) / m.layers)
         elif layout.weight_stationary == "2d":  # Pope et al. 2022 §3.2.2: each block's own X x tp/X grid
             b_a = np.asarray(b_act, dtype=float)
             qk, v = M.qk_v_dims(m)

@@ -173,6 +173,30 @@ def weight_stationary_2d_s(in_bytes, mid_in_bytes, mid_bytes, n, bw, latency, ef
     return best
 
 
+def weight_gathered_s(layer_weight_bytes, act_bytes, g, n, bw, latency, blocks=2, efficiency=1.0):
+    """One layer under Pope et al. 2022's weight-gathered layouts (§3.2.3) on n GPUs, weights all-gathered over
+    groups of g: each GPU stores 1/n of the layer (`layer_weight_bytes` = the layer's matmul weights), all-gathers
+    the g/n slice its group needs, and runs B/g of the sequences on it; the n/g GPUs sharing a slice keep the 1D
+    weight-stationary collectives for their tokens (`act_bytes` = T·E·b for all T tokens of the pass, so T/g of
+    them per group), one all-reduce per block:
+
+        t = AG_g(W·g/n) + blocks · AR_{n/g}(act/g)                  (ring all-gather, min(ring, one-shot) all-reduce)
+          ≈ W·g/(n·β) + 2·blocks·(T·E·b)/(g·β)                      bandwidth part
+
+    g = n is the XYZ-weight-gathered layout (no activation traffic: bytes independent of the tokens), g = 1 the 1D
+    weight-stationary one; on a TPU v4/v5p torus of X·Y·Z chips the X- and XY-weight-gathered layouts are g = X
+    and g = X·Y. With W = 2·E·F (an MLP) and blocks = 1 the bandwidth part 2EFg/n + 2TE/g is least at
+    g = √(T·n/F): 4E·√(T·F/n) — Pope et al.'s √(BLF) scaling (the activations' cost grows as √tokens, not
+    linearly). Ignores: the buffer holding the gathered slice (memory), the torus link counts (one scale-up
+    bandwidth per GPU), the overlap of the next layer's gather with this layer's compute (Pope et al. §3.5;
+    `--overlap` in the realistic model)."""
+    w, g = _check(layer_weight_bytes, g, bw, latency, efficiency)
+    _, n = _check(act_bytes, n, bw, latency, efficiency)
+    m = n / g
+    return (all_gather_s(w * g / n, g, bw, latency, efficiency)
+            + blocks * best_all_reduce_s(np.asarray(act_bytes, dtype=float) / g, m, bw, latency, efficiency))
+
+
 def p2p_s(bytes, bw, latency, efficiency=1.0):
     """Point-to-point send: t = bytes/(β·η) + α (pipeline stage boundary, lecture §3.2, §3.6)."""
     b, _ = _check(bytes, 1, bw, latency, efficiency)
