@@ -235,6 +235,14 @@ def test_a_stage_past_capacity_is_flagged_and_the_drain_is_not():
     assert s1["queue_end"] > s1["queue_start"] == 0
     assert s2["queue_start"] == s1["queue_end"] and s2["queue_end"] < s2["queue_start"]
     assert s2["queue_growth_s_per_s"] < 0 and s0["queue_growth_s_per_s"] == pytest.approx(0, abs=0.01)
+    # the same verdict per 10 s window: the windows of the 60/s stage (arrivals 30-50 s) are saturated, those of
+    # the 4/s and 2/s stages are not; a window's offered rate is its arrivals / 10 s
+    w = run_simulate(SimulateRequest.of(model="llama-3-8b", accelerator="h100-sxm", gpus=1,
+                                        stages="4:30,60:20,2:30", lengths="fixed", prompt_tokens=P,
+                                        output_tokens=O, window_s=10.0))["windows"]
+    assert [x["saturated"] for x in w[:8]] == [False, False, False, True, True, False, False, False]
+    assert all(x["offered_rate_per_s"] == pytest.approx(x["requests"] / 10.0) for x in w)
+    assert w[3]["load"] == pytest.approx(w[3]["offered_rate_per_s"] / cap)
 
 
 # ---- windows on a trace -----------------------------------------------------------------------------

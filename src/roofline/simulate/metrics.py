@@ -266,11 +266,35 @@ def window_edges(trace: Trace, window_s: float) -> np.ndarray:
     return t0 + window_s * np.arange(m + 1)
 
 
-def windows(trace: Trace, window_s: float) -> list[dict]:
+def windows(trace: Trace, window_s: float, capacity_requests_per_s: float | None = None) -> list[dict]:
     """`interval_metrics` over consecutive windows of `window_s` seconds (window_edges). Windows are by
     ARRIVAL time for the latencies and by finish time for the throughput; the windows' requests add up to
-    the run's requests and so do their finished requests."""
-    return interval_metrics(trace, window_edges(trace, window_s))
+    the run's requests and so do their finished requests. Each window carries the saturation evidence of
+    `stage_metrics`, with its offered rate = the requests that arrived in it / window_s."""
+    edges = window_edges(trace, window_s)
+    out = interval_metrics(trace, edges)
+    n = np.diff(np.searchsorted(trace.arrival_s, edges, side="left"))
+    return _with_saturation(out, trace, edges, n / window_s, capacity_requests_per_s)
+
+
+def _with_saturation(out: list[dict], trace: Trace, edges, rates, capacity_requests_per_s) -> list[dict]:
+    """Per interval: offered_rate_per_s, capacity_requests_per_s, load, queue_growth_s_per_s, saturated
+    (stage_metrics' docstring), judged on the interval's own arrivals."""
+    from .capacity import GROWTH_LIMIT, saturation
+
+    lo = np.searchsorted(trace.arrival_s, edges[:-1], side="left")
+    hi = np.searchsorted(trace.arrival_s, edges[1:], side="left")
+    cap = float(capacity_requests_per_s) if capacity_requests_per_s else None
+    for d, rate, a, b in zip(out, rates, lo, hi):
+        growth = float(saturation(trace.arrival_s[a:b], trace.admit_s[a:b], None)["queue_growth_s_per_s"]) \
+            if b > a else 0.0
+        load = float(rate) / cap if cap else None
+        d["offered_rate_per_s"] = float(rate)
+        d["capacity_requests_per_s"] = cap
+        d["load"] = load
+        d["queue_growth_s_per_s"] = growth + 0.0  # no -0.0 in the JSON
+        d["saturated"] = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
+    return out
 
 
 def stage_metrics(trace: Trace, stages, capacity_requests_per_s: float | None = None) -> list[dict]:
@@ -284,21 +308,8 @@ def stage_metrics(trace: Trace, stages, capacity_requests_per_s: float | None = 
     capacity.GROWTH_LIMIT. A stage draining an earlier stage's backlog has a falling wait: it is not saturated,
     and its queue_start shows the backlog. A stage's finished requests and throughput count what finishes
     while it runs: what finishes after the last stage (the drain) is in the run's totals and in its windows."""
-    from .capacity import GROWTH_LIMIT, saturation
     from .workload import stage_bounds
 
     edges = stage_bounds(stages)
-    out = interval_metrics(trace, edges)
-    lo = np.searchsorted(trace.arrival_s, edges[:-1], side="left")
-    hi = np.searchsorted(trace.arrival_s, edges[1:], side="left")
-    cap = float(capacity_requests_per_s) if capacity_requests_per_s else None
-    for d, (rate, _), a, b in zip(out, stages, lo, hi):
-        growth = float(saturation(trace.arrival_s[a:b], trace.admit_s[a:b], None)["queue_growth_s_per_s"]) \
-            if b > a else 0.0
-        load = float(rate) / cap if cap else None
-        d["offered_rate_per_s"] = float(rate)
-        d["capacity_requests_per_s"] = cap
-        d["load"] = load
-        d["queue_growth_s_per_s"] = growth + 0.0  # no -0.0 in the JSON
-        d["saturated"] = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
-    return out
+    return _with_saturation(interval_metrics(trace, edges), trace, edges, [rate for rate, _ in stages],
+                            capacity_requests_per_s)
