@@ -3,6 +3,7 @@ partially weight-gathered layouts, and two small fixes — each checked by hand.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from roofline import get_model, get_system
@@ -196,3 +197,25 @@ def test_network_weight_gathered_by_hand():
     assert t(16) == pytest.approx(15 / 16 * 1e-2 + 15e-6, rel=1e-12)
     assert t(1) == pytest.approx(2 * 15 / 16 * 6.4e-4 + 30e-6, rel=1e-12)
     assert t(4) == pytest.approx(0.75 * 2.5e-3 + 3e-6 + 1.5 * 1.6e-4 + 6e-6, rel=1e-12)
+
+
+def test_plan_simulate_runs_the_rows_layout_with_overlap():
+    """`plan --simulate` builds each row's deployment from its grid name: ATTNBATCH WS2D OVERLAP gives a replica whose
+    step time is `step --realistic --overlap` with attention by batch and the 2D layout (the family's factors with
+    overlap_comm), below the same layout without OVERLAP."""
+    from roofline.requests.step import StepRequest, run_step
+    from roofline.simulate.grid import GridContext, Scenario, deployment_for
+
+    m, s = get_model("palm-540b"), get_system("gb200-nvl72")
+    ctx = GridContext(m, s, realistic=True)
+    on = deployment_for(ctx, Scenario(layout="TP8 EP1 PP1 DP1 ATTNBATCH WS2D OVERLAP"))
+    off = deployment_for(ctx, Scenario(layout="TP8 EP1 PP1 DP1 ATTNBATCH WS2D"))
+    lay = on.step.layout
+    assert (lay.tp, lay.attention, lay.weight_stationary) == (8, "batch", "2d")
+    assert on.step.efficiency.overlap_comm and not on.step.realistic and off.step.realistic
+    t_on, t_off = (float(np.ravel(d.step.step_times(np.array([64.0]), np.array([64.0]), np.array([1536.0])))[0])
+                   for d in (on, off))
+    ref = run_step(StepRequest.of(model="palm-540b", system="gb200-nvl72", tp=8, attention="batch",
+                                  weight_stationary="2d", batch=64, context=1536, realistic=True, overlap=True))
+    assert t_on == pytest.approx(ref["realistic"]["step_s"], rel=1e-9)
+    assert t_on < t_off
