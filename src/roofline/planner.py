@@ -17,7 +17,8 @@ Per replica (one model instance of tp·dp·pp GPUs, B sequences decoding togethe
 
 Memory: decode weights + KV at prompt+output tokens for B sequences (parallel.memory_per_gpu) plus the
 prefill pass's activations must fit `usable_memory` of HBM. The grid also holds MoE TP × EP hybrids and CP
-for prefill (TTFT with B_p = dp/cp·pp prompts, each over cp ranks; see `_grid`), and `disaggregated=True` pairs
+for prefill (TTFT with B_p = dp/cp·pp prompts, each over cp ranks; see `_grid`), Pope et al. 2022's attention by
+batch and 2D weight-stationary layouts (STYLES) and, realistic, overlap (`plan`), and `disaggregated=True` pairs
 decode points with prefill pools (`_disaggregated`). Ignores: queueing delay in TTFT, decode stalls while
 prefill runs (TPOT is the pure decode loop), prefix caching; speculative decoding only when asked.
 """
