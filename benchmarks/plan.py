@@ -38,7 +38,7 @@ def main(subset: int = 2000, repeats: int = 5) -> None:
         wl = Workload(1024, 1024)
         p = plan(m, s, list(doms), wl)
         t_vec = median_time(lambda: plan(m, s, list(doms), wl), repeats)
-        t_real = median_time(lambda: plan(m, s, list(doms), wl, realistic=True), repeats)
+        t_real = median_time(lambda: plan(m, s, list(doms), wl, realistic=True, overlap_search=True), repeats)
         t_dis = median_time(lambda: plan(m, s, list(doms), wl, disaggregated=True), repeats)
         dtypes = [(w, k) for w in ("bf16", "fp8", "fp4") if w in s.accelerator.flops_per_s for k in ("bf16", "fp8")]
         base, vb, vc = _grid(m, s.chips, max(doms), (1, 2, 4, 8, 16), (2, 4, 8), (1, 2, 4, 8), tuple(range(len(STYLES))))

@@ -80,7 +80,7 @@ def test_plan_rows_carry_the_new_dimensions_into_names_and_the_simulate_command(
     from roofline.requests.plan import PlanRequest, run_plan, simulate_command
     from roofline.simulate.grid import layout_overlap, parse_layout
 
-    req = PlanRequest.of(model="palm-540b", system="gb200-nvl72", domains="1", realistic=True, all=True)
+    req = PlanRequest.of(model="palm-540b", system="gb200-nvl72", domains="1", realistic=True, all=True, overlap=True)
     d = run_plan(req)
     rows = d["layouts"]
     want = {("batch", "2d", True), ("batch", "1d", True), ("heads", "2d", False), ("heads", "1d", True)}
@@ -111,7 +111,7 @@ def test_plan_overlap_row_equals_step_overlap():
     from roofline.requests.step import StepRequest, run_step
 
     p = plan(get_model("palm-540b"), get_system("gb200-nvl72"), [1], Workload(1024, 1024), weights_dtypes=["bf16"],
-             kv_dtypes=["bf16"], realistic=True)
+             kv_dtypes=["bf16"], realistic=True, overlap_search=True)
     r = next(r for r in p.rows() if r["overlap"] and r["attention"] == "batch" and r["pp"] == 1)
     rows = plan(get_model("palm-540b"), get_system("gb200-nvl72"), [1], Workload(1024, 1024), weights_dtypes=["bf16"],
                 kv_dtypes=["bf16"], realistic=True, overlap_search=False).rows(pareto_only=False)
@@ -219,3 +219,15 @@ def test_plan_simulate_runs_the_rows_layout_with_overlap():
                                   weight_stationary="2d", batch=64, context=1536, realistic=True, overlap=True))
     assert t_on == pytest.approx(ref["realistic"]["step_s"], rel=1e-9)
     assert t_on < t_off
+
+
+def test_plan_searches_overlap_only_when_asked(run_cli):
+    """Overlap is opt-in, as `step --overlap` is: a realistic plan has no overlap rows unless --overlap is given,
+    and --overlap without --realistic is refused in one line (the pure roofline already overlaps)."""
+    from roofline.requests.plan import PlanRequest, run_plan
+
+    rows = run_plan(PlanRequest.of(model="palm-540b", system="gb200-nvl72", domains="1", realistic=True,
+                                   all=True))["layouts"]
+    assert rows and not any(r["overlap"] for r in rows)
+    code, out, err = run_cli("plan", "-m", "palm-540b", "-s", "gb200-nvl72", "--overlap")
+    assert code == 2 and out == "" and err.strip().count("\n") == 0 and "--overlap needs --realistic" in err

@@ -225,7 +225,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
          realistic: bool = False, which: str = "mid", speculation=None, disaggregated: bool = False,
-         pope_layouts: bool = True, overlap_search: bool = True) -> Plan:
+         pope_layouts: bool = True, overlap_search: bool = False) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
     realistic: step times from the efficiency model of the accelerator's family (the engine with the

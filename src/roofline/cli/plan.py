@@ -44,7 +44,8 @@ def register(app: typer.Typer) -> None:
         spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
         draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
         disaggregated: Annotated[bool, typer.Option("--disaggregated", help="Also plan disaggregated prefill and decode pools, a layout each (fluid pool sizes; docs/parallelism.md).")] = False,
-        pope_layouts: Annotated[bool, typer.Option("--pope-layouts/--no-pope-layouts", help="Also search Pope et al. 2022's layouts: attention sharded by batch, 2D weight-stationary, and (with --realistic) collectives overlapped with compute.")] = True,
+        pope_layouts: Annotated[bool, typer.Option("--pope-layouts/--no-pope-layouts", help="Also search Pope et al. 2022's layouts: attention sharded by batch and 2D weight-stationary.")] = True,
+        overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic, also search each layout with its collectives overlapped with compute (two-batch / compute-communication overlap, as step --overlap); off by default: most engines overlap only MoE dispatch/combine, if that.")] = False,
         simulate: Annotated[Optional[int], typer.Option("--simulate", help="Simulate the K best layouts under the workload below and re-rank them by goodput (docs/simulator.md).")] = None,
         rate: Annotated[float, typer.Option("--rate", help="With --simulate: mean arrival rate, requests/s.")] = 10.0,
         requests: Annotated[int, typer.Option("--requests", "-n", help="With --simulate: requests to simulate.")] = 2000,
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
                              all=all_layouts, realistic=realistic, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
                              draft_fraction=draft_fraction, disaggregated=disaggregated,
-                             pope_layouts=pope_layouts)
+                             pope_layouts=pope_layouts, overlap=overlap)
         d = run_plan(req)
         if simulate is not None:
             from ._plan_simulate import simulated

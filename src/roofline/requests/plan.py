@@ -61,7 +61,8 @@ class PlanRequest(Request):
     spec_alpha: float = 0.7
     draft_fraction: float = 0.05
     disaggregated: bool = False
-    pope_layouts: bool = True  # search attention by batch, 2D weight-stationary and (realistic) overlap
+    pope_layouts: bool = True  # search attention by batch and 2D weight-stationary
+    overlap: bool = False  # also search collectives overlapped with compute (realistic plans; opt-in, as step's)
 
     def check(self) -> None:
         f = self.flag
@@ -74,6 +75,9 @@ class PlanRequest(Request):
         if self.context is not None:
             rules.context_fits(self._model, self.context + 1, f"{f('context')} + 1 =")
         rules.speculation(f("spec_alpha"), self.spec_alpha, f("draft_fraction"), self.draft_fraction)
+        if self.overlap and not self.realistic:
+            raise rules.UsageError(f"{f('overlap')} needs {f('realistic')}: the pure roofline already overlaps "
+                                   "collectives with compute; add it or drop the overlap search")
         # --realistic with explicit efficiencies: refused by planner.plan itself (one rule, one place)
 
 
@@ -97,7 +101,7 @@ def run_plan(req: PlanRequest) -> dict:
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
              usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req),
              disaggregated=req.disaggregated, pope_layouts=req.pope_layouts,
-             overlap_search=req.pope_layouts)
+             overlap_search=req.overlap)
     rows = p.rows(pareto_only=not req.all_layouts)
     best = p.best()
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
