@@ -529,3 +529,32 @@ def test_expert_gemms_run_at_the_efficiency_of_their_own_rows_by_hand():
 
     want = 2 * T * dense / (peak * eta(T)) + 2 * T * m.moe_layers * k * Ne / (peak * eta(rows_e))
     assert float(r.gemm_compute_s) == pytest.approx(want, rel=1e-9)
+
+
+def test_expert_weights_in_their_own_format_by_hand():
+    """--expert-weights-dtype: the routed experts' bytes at their format, every other weight at --weights-dtype
+    (DeepSeek-V3, TP 8 × EP 2 × MoE TP 4, batch 1). Memory: dense·2 B + routed·0.5 B per GPU (memory.params_per_gpu);
+    the pure pass's weight-read time is linear in the two parts: from the fp4 and the mixed (bf16 + fp4 experts)
+    runs, D (dense at bf16) = (t_mixed − t_fp4)/(1 − 1/4) and X (experts at bf16) = t_bf16 − D, and then an fp8-expert
+    run reads D + X/2. The same format twice is the plain run; a dense model refuses the option (bad inputs)."""
+    from roofline.layout import Layout
+    from roofline.memory import params_per_gpu
+
+    CAT = get_catalog()
+    m, s = CAT.model("deepseek-v3"), CAT.system("hgx-b200")
+    lay = Layout(tp=8, ep=2, expert_tp=4)
+
+    def run(w, e=None):
+        return step(m, s, 1, 2048, layout=lay, weights_dtype=w, expert_weights_dtype=e, check=False, details=False)
+
+    bf, f4, mixed, m8 = run("bf16"), run("fp4"), run("bf16", "fp4"), run("bf16", "fp8")
+    D = (float(mixed.weight_read_s) - float(f4.weight_read_s)) / 0.75
+    X = float(bf.weight_read_s) - D
+    assert D > 0 and X > 0
+    assert float(m8.weight_read_s) == pytest.approx(D + X / 2, rel=1e-12)
+    dense, routed = params_per_gpu(m, lay)
+    assert float(mixed.weights_per_gpu_bytes) == pytest.approx(float(dense) * 2 + float(routed) * 0.5, rel=1e-12)
+    assert float(run("fp4", "fp4").step_s) == float(f4.step_s)
+    # realistic: the experts stream at the low-precision factor, the rest at the 16-bit one
+    r = step(m, s, 1, 2048, layout=lay, weights_dtype="bf16", expert_weights_dtype="fp4", realistic=True, check=False)
+    assert float(r.step_s) > float(mixed.step_s)

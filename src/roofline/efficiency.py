@@ -193,6 +193,8 @@ class Efficiency:
     layer_overhead_s, pass_overhead_s: fixed time per layer per pass and per pass.
     kernel_latency_s, attention_latency_s: α of one GEMM or elementwise kernel and of one attention op, paid
         per launch (model.kernels_per_pass counts the launches of a pass).
+    memory_experts: weight-streaming fraction of the routed experts when their format differs from the other
+        weights' (engine.step's expert_weights_dtype; None: `memory`).
     per_kernel: True — GEMMs, attention and elementwise kernels each bound by their own resource, times
         added; False — one max over the whole pass's compute and memory (the lecture's bound).
     overlap_comm: True — communication overlapped with the kernels (max); False — added.
@@ -219,6 +221,7 @@ class Efficiency:
     pass_overhead_s: float = 0.0
     kernel_latency_s: float = 0.0
     attention_latency_s: float = 0.0
+    memory_experts: float | None = None
     per_kernel: bool = False
     overlap_comm: bool = True
     overlap_tp: float = 0.0
@@ -230,7 +233,7 @@ class Efficiency:
     def __post_init__(self):
         for name in ("compute", "memory", "scale_up", "scale_out"):
             require_fraction(f"{name} efficiency", getattr(self, name))
-        for name in ("kv_memory", "attention", "elementwise_memory"):
+        for name in ("kv_memory", "attention", "elementwise_memory", "memory_experts"):
             if getattr(self, name) is not None:
                 require_fraction(f"{name} efficiency", getattr(self, name))
         for name in ("gemm_half_rows", "elementwise", "layer_overhead_s", "pass_overhead_s", "kernel_latency_s",
@@ -260,7 +263,8 @@ def _by_format(dtype, fn):
 
 
 def family_efficiency(fam: FamilyEfficiency, weights_dtype="bf16", which: str = "mid", *,
-                      kv_read_multiplier: float = 1.0, overlap_comm: bool = False) -> Efficiency:
+                      kv_read_multiplier: float = 1.0, overlap_comm: bool = False,
+                      expert_weights_dtype: str | None = None) -> Efficiency:
     """The realistic Efficiency of a family at its central factors ('mid') or a corner of their spread
     ('fast', 'slow'). `weights_dtype` picks the 16-bit or low-precision GEMM and streaming factors; it may
     be an array of format names (then those fields are arrays)."""
@@ -279,6 +283,7 @@ def family_efficiency(fam: FamilyEfficiency, weights_dtype="bf16", which: str = 
         scale_out_latency_s=pk("scale_out_step_latency_s", which),
         layer_overhead_s=pk("layer_overhead_s", which), pass_overhead_s=pk("pass_overhead_s", which),
         kernel_latency_s=pk("kernel_latency_s", which), attention_latency_s=pk("attention_latency_s", which),
+        memory_experts=(fam.weight_stream(expert_weights_dtype).pick(which) if expert_weights_dtype else None),
         per_kernel=True, overlap_comm=overlap_comm, family=fam.family)
 
 

@@ -269,15 +269,20 @@ def _pick(opt, default):
 def core(model: M.Model, system: System, layout: Layout, batch, context, L, phase: str, *, b_w, b_kv, b_act,
          peak_w, peak_act, eff: Efficiency, low_precision=False, imbalance=1.0, price=1.0,
          usable_memory=DEFAULT_USABLE_MEMORY, attention_flops=True, distinct_experts=True, kv_writes=True,
-         causal=True, sparse=None, times_only=False, terms_only=False, stage_terms=False):
+         causal=True, sparse=None, times_only=False, terms_only=False, stage_terms=False, experts=None):
     """Array core of the engine (module docstring): every numeric argument and the layout's degrees may
     be NumPy arrays that broadcast (the planner passes its whole candidate grid). No validation here.
     Returns a PassResult, only the step times with `times_only` (the simulator's table), or the loop's
     (compute, memory) terms with `terms_only` (the critical batch's bisection), or the stage's StageTerms with
     `stage_terms` (the simulator's mixed passes, which sum attention over their parts). `causal=False`
     counts a prefill's attention over the full L×L square (Narayanan et al. 2021 eq. (3)'s convention).
-    `sparse` (a SparseAttention) caps the tokens each query attends, for attention FLOPs and KV reads."""
+    `sparse` (a SparseAttention) caps the tokens each query attends, for attention FLOPs and KV reads.
+    `experts` = (bytes per weight, peak FLOP/s, low precision) of the routed experts when their format
+    differs from the other weights' (an NVFP4/MXFP4 checkpoint keeps attention and dense layers in BF16/FP8);
+    None: the experts are in the weights' format (their streaming fraction is Efficiency.memory_experts)."""
     m = model
+    b_we, peak_we, lp_we = experts if experts is not None else (b_w, peak_w, None)
+    mem_we = eff.memory_experts
     tp, ep, pp, dp = (np.asarray(x, dtype=float) for x in (layout.tp, layout.ep, layout.pp, layout.dp))
     B, ctx, L = (np.asarray(x, dtype=float) for x in (batch, context, L))
     moe_tp = np.asarray(layout.moe_tp, dtype=float)
@@ -324,7 +329,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     # applies per GEMM, so per expert, not to the pass's tokens)
     rows_e = (Te * k / np.maximum(M.expected_distinct_experts(slots, k, Te), 1.0) * lam) if m.moe else rows
     gemm_c = (dense_flops / (peak_w * gemm_efficiency(rows, eff))
-              + expert_flops / (peak_w * gemm_efficiency(rows_e, eff)))
+              + expert_flops / (peak_we * gemm_efficiency(rows_e, eff)))
     attn_c = attn_flops / ((peak_act if eff.attention_at_activation_peak else peak_w) * _pick(eff.attention, eff.compute))
 
     # bytes and memory times: dense weights a DP group reads (1/tp each), distinct experts per GPU, KV
@@ -343,11 +348,13 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     if gathered:  # the gathered g/tp slice of each layer is written to HBM ((g−1)/g of it) and read back
         dense_read = M.weight_read_params(m, rows)
         w_bytes = f * dense_read * (g / tp) * (2.0 - 1.0 / g) * b_w
+        w_s = w_bytes / (bw * eff.memory)
     else:
-        w_bytes = f * (dense_read / tp + expert_read) * b_w
+        dense_w, expert_w = f * dense_read / tp * b_w, f * expert_read * b_we
+        w_bytes = dense_w + expert_w
+        w_s = dense_w / (bw * eff.memory) + expert_w / (bw * (eff.memory if mem_we is None else mem_we))
     kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, attended(ctx, sparse), "bf16") * kv_scale / (shard * cp)
     kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
-    w_s = w_bytes / (bw * eff.memory)
     kvw_s = kvw_bytes / (bw * eff.memory)
     kvr_s = kvr_bytes * eff.kv_read_multiplier / (bw * _pick(eff.kv_memory, eff.memory))
     gemm_m = w_s + kvw_s
@@ -412,7 +419,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     launch_attn: Any = 0.0
     overhead = m.layers * eff.layer_overhead_s + eff.pass_overhead_s
     if eff.kernel_latency_s or eff.attention_latency_s:  # α per launch (model.kernels_per_pass)
-        n_gemm, n_ew, n_attn = M.kernels_per_pass(m, low_precision)
+        n_gemm, n_ew, n_attn = M.kernels_per_pass(m, low_precision, lp_we)
         launch_gemm, launch_attn = n_gemm * eff.kernel_latency_s, n_attn * eff.attention_latency_s
         overhead = overhead + launch_gemm + n_ew * eff.kernel_latency_s + launch_attn
     loop = (lambda x: x) if pp.ndim == 0 and pp == 1 else (lambda x: pp * x)  # noqa: E731  stage → loop total
@@ -440,6 +447,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     tokens = B * L
     tok_s = tokens / step_s
     memory = memory_per_gpu(m, layout, B, ctx + L, bytes_per_weight=b_w, bytes_per_kv=b_kv, tokens_per_pass=L,
+                            bytes_per_expert_weight=b_we,
                             activation_dtype="bf16")
     return PassResult(
         gemm_compute_s=loop(gemm_c), gemm_memory_s=loop(gemm_m), attention_compute_s=loop(attn_c),
@@ -500,7 +508,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
          usable_memory: float = DEFAULT_USABLE_MEMORY, attention_flops: bool = True, distinct_experts: bool = True,
          kv_writes: bool = True, check_context: bool = True, check_fit: bool = False, check: bool = True,
          details: bool = True, speculation=None, sparse_attention: SparseAttention | None = None,
-         chips: int | None = None) -> PassResult:
+         chips: int | None = None, expert_weights_dtype: str | None = None) -> PassResult:
     """Time, cost, bound and memory of one pass of `model` on `system` (module docstring formulas).
 
     batch: sequences per replica (B; all pp micro-batches in flight). context: tokens already cached per
@@ -517,7 +525,9 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
     DeepSeek-V3's multi-token prediction is γ = 1 with an MTP module as the drafter); the time terms are the
     verify pass's, the rates count E tokens, and critical batch and floor stay those of plain decode.
     `sparse_attention` (SparseAttention) caps the tokens each query attends (c·√context or top-k).
-    `chips` is the former name of `gpus`.
+    `chips` is the former name of `gpus`. `expert_weights_dtype`: the routed experts' format when it differs
+    from `weights_dtype` (NVFP4/MXFP4 checkpoints keep attention and dense layers in BF16/FP8): their bytes,
+    GEMM peak and weight-streaming factor; None = `weights_dtype`.
     """
     if phase not in ("decode", "prefill"):
         raise InputError(f"phase must be 'decode' or 'prefill', got {phase!r}")
@@ -541,7 +551,9 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
         raise InputError(f"context parallelism (CP {layout.cp}) splits a prompt's tokens over GPUs: use it with "
                          "--phase prefill or in training; a decode step has one token per sequence, spread "
                          "sequences with DP instead")
-    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
+    e_dtype = expert_weights_dtype if (expert_weights_dtype not in (None, weights_dtype) and model.moe) else None
+    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which,
+                             **({"expert_weights_dtype": e_dtype} if e_dtype else {}))
     acc = system.accelerator
     price = resolve_price(system, usd_per_gpu_hour)
     kw: dict[str, Any] = dict(
@@ -550,6 +562,8 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
               low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance, price=price,
               usable_memory=usable_memory, attention_flops=attention_flops, distinct_experts=distinct_experts,
               kv_writes=kv_writes, sparse=sparse_attention)
+    if e_dtype:
+        kw["experts"] = (dtype_bytes(e_dtype), acc.peak_flops(e_dtype), e_dtype.lower() in LOW_PRECISION)
     r = core(model, system, layout, batch, ctx, L, phase, **kw)
     if check_fit and not np.all(r.fits):
         i = np.unravel_index(np.argmax(r.memory_per_gpu_bytes), np.shape(r.memory_per_gpu_bytes))

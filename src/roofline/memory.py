@@ -128,12 +128,14 @@ def kv_bytes_per_gpu(m: M.Model, layout: Layout, batch, context, bytes_per_kv=2.
 
 
 def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weight=2.0, bytes_per_kv=2.0,
-                   tokens_per_pass=1, activation_dtype="bf16") -> MemoryPerGpu:
+                   tokens_per_pass=1, activation_dtype="bf16", bytes_per_expert_weight=None) -> MemoryPerGpu:
     """Bytes per GPU of the busiest stage (module docstring). `batch` counts sequences in flight in one
     replica (all pp micro-batches); `context` the KV tokens held per sequence; `tokens_per_pass` the tokens
-    per sequence in one pass (1 in decode, the prompt chunk in prefill). Broadcasts over everything."""
+    per sequence in one pass (1 in decode, the prompt chunk in prefill); `bytes_per_expert_weight` the routed
+    experts' bytes per weight when their format differs (None: bytes_per_weight). Broadcasts over everything."""
     dense, routed = params_per_gpu(m, layout)
-    w = (dense + routed) * np.asarray(bytes_per_weight, dtype=float)
+    b_e = bytes_per_weight if bytes_per_expert_weight is None else bytes_per_expert_weight
+    w = dense * np.asarray(bytes_per_weight, dtype=float) + routed * np.asarray(b_e, dtype=float)
     kv = kv_bytes_per_gpu(m, layout, batch, context, bytes_per_kv)
     tokens_group = np.asarray(batch, dtype=float) / (np.asarray(layout.pp) * layout.dp * layout.cp) * tokens_per_pass
     act = activation_bytes(m, tokens_group, activation_dtype) / layout.tp
@@ -141,6 +143,7 @@ def memory_per_gpu(m: M.Model, layout: Layout, batch, context, *, bytes_per_weig
 
 
 def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf16", kv_dtype="bf16",
+                       expert_weights_dtype: str | None = None,
                        usable_memory=DEFAULT_USABLE_MEMORY, of: str = "total", activation_bytes_per_gpu=0.0):
     """Tokens of context whose KV one replica can hold (all its sequences together):
 
@@ -156,7 +159,7 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
     if of not in ("total", "free"):
         raise InputError(f"of must be 'total' or 'free', got {of!r}")
     dense, routed = params_per_gpu(m, layout)
-    weights = (dense + routed) * dtype_bytes(weights_dtype)
+    weights = dense * dtype_bytes(weights_dtype) + routed * dtype_bytes(expert_weights_dtype or weights_dtype)
     hbm = system.accelerator.hbm_bytes
     free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
     f = stage_fraction(m, layout.pp, layout.virtual_stages)

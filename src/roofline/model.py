@@ -241,7 +241,7 @@ def elementwise_bytes_per_token(m: Model, tp=1, low_precision_gemms=False, act_b
     return total
 
 
-def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[int, Any, int]:
+def kernels_per_pass(m: Model, low_precision_gemms=False, low_precision_experts=None) -> tuple[int, Any, int]:
     """Kernel launches of one forward pass, all layers, on one GPU: (GEMM kernels, elementwise kernels,
     attention kernels). The per-kernel latency α of the realistic model (efficiency.Efficiency.kernel_latency_s,
     attention_latency_s) is paid once per launch, whatever its size (the α of t = α + work/rate). Per layer,
@@ -255,7 +255,8 @@ def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[int, Any, int
         dense MLP         GEMMs: gate+up, down (2); elementwise: add+norm, activation (2)
         MoE layer         GEMMs: router, grouped up, grouped down (3) + shared expert gate+up, down (2 if any)
                           elementwise: add+norm, top-k, permute, activation, finalize (5) + shared activation
-        fp8/int8/fp4 GEMMs  one activation-quantisation kernel per GEMM input group: QKV, O, MLP up, down (4)
+        fp8/int8/fp4 GEMMs  one activation-quantisation kernel per GEMM input group: QKV, O, MLP up, down (4;
+                          a MoE layer's up and down follow `low_precision_experts`, default low_precision_gemms)
         once per pass     final norm + LM head (2)
 
     Source of the operator list: the model configs' layer structure, as in elementwise_bytes_per_token
@@ -269,11 +270,12 @@ def kernels_per_pass(m: Model, low_precision_gemms=False) -> tuple[int, Any, int
     attn_gemm = 5 if m.mla else 2
     attn_ew = 1 + int(m.rotary) + int(m.qk_norm) + (1 if m.mla else 0)
     gemm = m.layers * attn_gemm + m.dense_mlp_layers * 2 + 1
-    ew = m.layers * (attn_ew + np.where(lp, 4, 0)) + m.dense_mlp_layers * 2 + 1
+    lp_e = lp if low_precision_experts is None else np.asarray(low_precision_experts, dtype=bool)
+    ew = m.layers * (attn_ew + np.where(lp, 2, 0)) + m.dense_mlp_layers * (2 + np.where(lp, 2, 0)) + 1
     if m.moe:
         shared = 1 if (m.moe.shared or m.moe.d_ff_shared) else 0
         gemm += m.moe_layers * (3 + 2 * shared)
-        ew = ew + m.moe_layers * (5 + shared)
+        ew = ew + m.moe_layers * (5 + shared + np.where(lp_e, 2, 0))
     return gemm, ew, m.layers
 
 

@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         phase: Annotated[str, typer.Option("--phase", help="decode (1 new token per sequence) or prefill (--prompt tokens).")] = "decode",
         prompt: Annotated[int, typer.Option("--prompt", help="Tokens per sequence in a prefill pass.")] = 1,
         weights_dtype: WeightsDtypeOpt = "bf16",
+        expert_weights_dtype: Annotated[Optional[str], typer.Option("--expert-weights-dtype", help="MoE models: the routed experts' format when it differs from --weights-dtype (NVFP4/MXFP4 checkpoints keep attention and dense layers in bf16/fp8), e.g. --weights-dtype bf16 --expert-weights-dtype fp4.")] = None,
         kv_dtype: KvDtypeOpt = "bf16",
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
@@ -78,7 +79,8 @@ def register(app: typer.Typer) -> None:
 
         req = StepRequest.of(style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus,
                              batch=batch, context=context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
-                             kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
+                             expert_weights_dtype=expert_weights_dtype, kv_dtype=kv_dtype,
+                             usd_per_gpu_hour=usd_per_gpu_hour,
                              compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
                              **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                            weight_stationary), moe_imbalance=moe_imbalance,

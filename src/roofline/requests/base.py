@@ -96,6 +96,7 @@ Imbalance = Annotated[Union[float, str], _checked(_imbalance)]
 Fraction = Annotated[float, _checked(rules.fraction)]
 FractionZero = Annotated[float, _checked(lambda n, v: rules.fraction(n, v, zero_ok=True))]
 Dtype = Annotated[str, _checked(rules.dtype)]
+OptDtype = Annotated[Optional[str], _checked(rules.dtype)]
 Price = Annotated[Optional[float], _checked(rules.price)]
 
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 
 from . import resolve, rules
-from .base import Choice, Dtype, Fraction, Imbalance, OptWhole, Price, Whole, describe
+from .base import Choice, Dtype, Fraction, Imbalance, OptDtype, OptWhole, Price, Whole, describe
 from .layout_opts import LayoutOptions
 
 PHASES = ("decode", "prefill")
@@ -33,6 +33,7 @@ class StepRequest(LayoutOptions):
     phase: Choice(*PHASES) = "decode"
     prompt: Whole(1, rules.MAX_TOKENS) = 1
     weights_dtype: Dtype = "bf16"
+    expert_weights_dtype: OptDtype = None  # the routed experts' format when it differs (FP4 MoE checkpoints)
     kv_dtype: Dtype = "bf16"
     usd_per_gpu_hour: Price = None
     moe_imbalance: Imbalance = 1.0
@@ -78,6 +79,14 @@ class StepRequest(LayoutOptions):
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
                            f"longer context")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        if self.expert_weights_dtype is not None:
+            if not self._model.moe:
+                raise rules.InputError(f"{f('expert_weights_dtype')} applies to mixture-of-experts models; "
+                                       f"{self._model.id} has no experts: drop it")
+            rules.dtype_supported(f("expert_weights_dtype"), self._system.accelerator, self.expert_weights_dtype)
+            if self.kernels == "tables":
+                raise rules.UsageError(f"{f('kernels')} tables takes one weight format; drop "
+                                       f"{f('expert_weights_dtype')} or use {f('kernels')} factor")
         resolve.sparse_attention(self.sparse_attention)  # sqrt:C or topk:K, checked here: one line
         if self.has_layout:
             self._layout = self.layout_for(self._model, self._system, batch=self.batch, phase=self.phase,
@@ -116,10 +125,11 @@ def realistic(req: "StepRequest", layout) -> dict:
     m, sysrec = req._model, req._system
     pqh = req.decode_attention == "per-query-head"
     effs = {w: family_factors(sysrec.accelerator, req.weights_dtype, w, kv_read_multiplier=kv_read_multiplier(m, pqh, w),
-                              overlap_comm=req.overlap)
+                              overlap_comm=req.overlap, expert_weights_dtype=req.expert_weights_dtype)
             for w in WHICH}
     t = {w: step(m, sysrec, req.batch, req.context, layout=layout, phase=req.phase, prompt=req.prompt,
                  weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
+                 expert_weights_dtype=req.expert_weights_dtype,
                  efficiency=effs[w], speculation=speculation(req), details=False, moe_imbalance=req._imbalance,
                  sparse_attention=resolve.sparse_attention(req.sparse_attention))
          for w in WHICH}
@@ -190,13 +200,14 @@ def run_step(req: StepRequest) -> dict:
     layout = req._layout if req.has_layout else None
     d = {"model": m.id, "system": sysrec.id, "phase": req.phase, "batch": req.batch, "context": req.context,
          "prompt": req.prompt if req.phase == "prefill" else 1, "weights_dtype": req.weights_dtype,
-         "kv_dtype": req.kv_dtype}
+         "expert_weights_dtype": req.expert_weights_dtype or req.weights_dtype, "kv_dtype": req.kv_dtype}
     if layout is not None:
         d.update(tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp, domains=layout.domains, cp=layout.cp,
                  moe_tp=layout.moe_tp, redundant_experts=layout.redundant_experts, attention=layout.attention,
                  weight_stationary=layout.weight_stationary)
     r = step(m, sysrec, req.batch, req.context, layout=layout, gpus=chips, phase=req.phase, prompt=req.prompt,
              weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype, usd_per_gpu_hour=req.usd_per_gpu_hour,
+             expert_weights_dtype=req.expert_weights_dtype,
              efficiency=Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency),
              check_fit=layout is None, speculation=speculation(req), moe_imbalance=req._imbalance,
              sparse_attention=resolve.sparse_attention(req.sparse_attention))

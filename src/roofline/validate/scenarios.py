@@ -230,10 +230,13 @@ def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, spe
         fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
                       scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
     wd = r.get("weights_dtype", "bf16")
+    ewd = r.get("expert_weights_dtype")  # the routed experts' format where it differs (FP4 MoE checkpoints)
     eff = family_efficiency(fam, wd, which, overlap_comm=bool(r.get("overlap_comm", False)),
-                            kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which))
+                            kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which),
+                            expert_weights_dtype=ewd)
     res = step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
-               weights_dtype=wd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff, check=False,
+               weights_dtype=wd, expert_weights_dtype=ewd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff,
+               check=False,
                check_context=False, details=False, speculation=speculation)
     if _KERNELS.get() == "tables" and speculation is None:
         res = _with_tables(meas, m, res, phase, batch, context, prompt, which, extra)
@@ -283,6 +286,7 @@ def kv_capacity_batch(meas, m, extra=None) -> int:
         raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
     tokens = kv_capacity_tokens(m, _system(meas, extra or {}), _layout(meas),
                                 weights_dtype=str(r.get("weights_dtype", "bf16")),
+                                expert_weights_dtype=r.get("expert_weights_dtype"),
                                 kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of="free")
     requests = float(tokens) / (r["input_tokens"] + r["output_tokens"])
     if requests < 1:
