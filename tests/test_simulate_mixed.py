@@ -39,7 +39,8 @@ def test_mixed_pass_sums_attention_over_parts_by_hand(llama):
     es = EngineStep(m, s, Layout(tp=8))
     mp = MixedPass(es, 16384, 40000)
     d, cd, tok, x = 100, 8000.0, 2000, 3000.0
-    n, ac, am, scale = mp.attention(d, 1, d * cd, [(tok, x)])
+    n, ac, am, scale, n_eq, ac_eq, am_eq = mp.attention(d, 1, d * cd, [(tok, x)])
+    assert (n_eq, ac_eq, am_eq) == (n, ac, am)  # no data parallelism: no busiest rank
     one, eff = step_time(m, s, 1.0, 1.0, 0.0, layout=Layout(tp=8), stage_terms=True)  # one token, nothing cached
     per_pos = float(M.attention_flops_per_token(m, 1.0))  # attention FLOPs are linear in the position
     per_token_s = float(one.attn_c) / per_pos  # seconds per FLOP-position unit of one token at position 1
@@ -71,6 +72,47 @@ def test_fewer_sequences_than_dp_groups_cost_one_per_group(llama):
     assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(es(1, 500, 0.0)), rel=2e-3)  # EngineStep scales too
     assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(step_time(m, s, 4.0, 2000.0, 0.0,
                                                                       layout=Layout(tp=2, dp=4))), rel=2e-3)
+
+
+def test_attention_dp_chunk_runs_whole_on_the_busiest_rank_by_hand(llama):
+    """DP 4 (TP 2): 400 decodes at 2,000 cached tokens and five 1,000-token prompts. The decodes spread 100 a
+    rank; the prompts go longest first to the least-loaded rank (LPT), so one rank holds two (2,000 tokens) and
+    sets the pass: every term as if each rank carried 100 decodes + 2,000 prompt tokens (n_eq = 400 + 4·2,000)."""
+    m, s = llama
+    lay = Layout(tp=2, dp=4)
+    mp = MixedPass(EngineStep(m, s, lay), 16384, 10000)
+    chunks = [(1000.0, 0.0)] * 5
+    n, ac, am, scale, n_eq, ac_eq, am_eq = mp.attention(400, 1, 400 * 2000.0, chunks)
+    assert n == 5400 and n_eq == 400 + 4 * 2000 and scale == 1.0
+    _, ac_d, am_d, _, _, _, _ = mp.attention(400, 1, 400 * 2000.0, [])
+    _, ac_c, am_c, _, _, _, _ = mp.attention(0, 1, 0.0, chunks[:1])  # one prompt: per-rank mean (1/4 of it)
+    assert ac_eq == pytest.approx(ac_d + 4 * 2 * ac_c, rel=1e-9) and am_eq == pytest.approx(am_d + 4 * 2 * am_c, rel=1e-9)
+    G, eff = step_time(m, s, n_eq, n_eq, 0.0, layout=lay, stage_terms=True)  # a dense model: no expert terms
+    want = combine(G.gemm_c, G.gemm_m, ac_eq, am_eq, G.ew, G.comm, G.pp_s, G.overhead, G.pp, eff, False)
+    assert mp(400, 1, 400 * 2000.0, chunks) == pytest.approx(float(want), rel=1e-3)
+    # dearer than the same tokens spread evenly; a decode-only pass is still the engine's step
+    even = combine(*(np.interp(n, mp.N, [g[i] for g in mp._g]) for i in (0, 1)), ac, am,
+                   *(np.interp(n, mp.N, [g[i] for g in mp._g]) for i in (4, 5, 6)), G.overhead, G.pp, eff, False)
+    assert mp(400, 1, 400 * 2000.0, chunks) > float(even) * 1.2
+    assert mp(400, 1, 400 * 2000.0, []) == pytest.approx(float(EngineStep(m, s, lay)(400, 400, 2000.0)), rel=1e-9)
+
+
+def test_attention_dp_routed_experts_serve_every_ranks_tokens(llama):
+    """MoE under DP 8 / EP 8: the busiest rank's prompt sets the attention-side terms (n_eq tokens), while the
+    routed experts' GEMMs and weight reads see the pass's real n tokens (StageTerms.moe_c / moe_m)."""
+    cat = get_catalog()
+    m, s = cat.model("deepseek-v3"), cat.system("hgx-b200")
+    lay = Layout(ep=8, dp=8)
+    mp = MixedPass(EngineStep(m, s, lay), 16384, 10000)
+    n, ac, am, _, n_eq, ac_eq, am_eq = mp.attention(800, 1, 800 * 2000.0, [(1024.0, 0.0)])
+    assert (n, n_eq) == (1824, 800 + 8 * 1024)
+    Gq, eff = step_time(m, s, n_eq, n_eq, 0.0, layout=lay, stage_terms=True)
+    Gn, _ = step_time(m, s, n, n, 0.0, layout=lay, stage_terms=True)
+    assert float(Gn.moe_c) > 0 and float(Gn.moe_m) > 0
+    gc = Gq.gemm_c - Gq.moe_c + Gn.moe_c
+    gm = Gq.gemm_m - Gq.moe_m + Gn.moe_m
+    want = combine(gc, gm, ac_eq, am_eq, Gq.ew, Gq.comm, Gq.pp_s, Gq.overhead, Gq.pp, eff, False)
+    assert mp(800, 1, 800 * 2000.0, [(1024.0, 0.0)]) == pytest.approx(float(want), rel=2e-3)
 
 
 def test_only_engine_step_models_get_mixed_passes(llama):

@@ -112,6 +112,25 @@ def test_overhead_step_protocol():
         OverheadStep(inner, -1.0, 0.0)
 
 
+def test_attention_dp_ranks_share_the_per_sequence_host_work():
+    """Each attention-DP rank runs its own scheduler: a pass of B sequences on dp ranks adds τ_pass + τ_seq·⌈B/dp⌉
+    (the busiest rank's share), not τ_seq·B; with_engine reads dp from the layout (TP ranks see every sequence)."""
+    st = OverheadStep(ConstantStep(STEP_S), 0.002, 0.0005, schedulers=4)
+    b = np.array([1.0, 8.0, 9.0, 64.0])
+    np.testing.assert_allclose(st.step_times(b, b, 0.0), STEP_S + 0.002 + 0.0005 * np.array([1, 2, 3, 16]))
+    assert st.overhead_s(9) == pytest.approx(0.002 + 3 * 0.0005)
+    from roofline.catalog import system
+    from roofline.layout import Layout
+    from roofline.simulate.steptable import deployment
+
+    m, s = model("deepseek-v3"), system("hgx-b200")
+    dp8 = with_engine(deployment(m, s, Layout(ep=8, dp=8), weights_dtype="fp4"), OV).step
+    tp8 = with_engine(deployment(m, s, Layout(tp=8, ep=8), weights_dtype="fp4"), OV).step
+    assert (dp8.schedulers, tp8.schedulers) == (8, 1)
+    with pytest.raises(InputError, match="schedulers"):
+        OverheadStep(ConstantStep(STEP_S), 0.0, 0.0, schedulers=0)
+
+
 def _h100():
     from roofline.requests import resolve
 

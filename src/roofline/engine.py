@@ -249,7 +249,9 @@ def combine(gemm_c, gemm_m, attn_c, attn_m, ew, comm, pp_s, overhead, pp, eff: E
 class StageTerms:
     """One pass's terms per pipeline stage, seconds (`core(..., stage_terms=True)`): GEMM compute and memory
     (weights, KV writes), attention compute and memory (KV reads), elementwise, the stage's collectives (TP, EP,
-    CP), the pipeline's point-to-point sends per loop and the fixed overheads; `combine` makes them a step."""
+    CP), the pipeline's point-to-point sends per loop and the fixed overheads; `combine` makes them a step.
+    `moe_c`, `moe_m`: the routed experts' share of gemm_c and gemm_m (their GEMMs and weight reads), which
+    under attention data parallelism serve the tokens of every DP rank, where the rest serves one rank's."""
 
     gemm_c: Any
     gemm_m: Any
@@ -260,6 +262,8 @@ class StageTerms:
     pp_s: Any
     overhead: float
     pp: Any
+    moe_c: Any = 0.0
+    moe_m: Any = 0.0
 
 
 def _pick(opt, default):
@@ -328,8 +332,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     # E + R slots; at least one row), λ× that on the busiest GPU (the tile-occupancy curve gemm_efficiency
     # applies per GEMM, so per expert, not to the pass's tokens)
     rows_e = (Te * k / np.maximum(M.expected_distinct_experts(slots, k, Te), 1.0) * lam) if m.moe else rows
-    gemm_c = (dense_flops / (peak_w * gemm_efficiency(rows, eff))
-              + expert_flops / (peak_we * gemm_efficiency(rows_e, eff)))
+    moe_c = expert_flops / (peak_we * gemm_efficiency(rows_e, eff))
+    gemm_c = dense_flops / (peak_w * gemm_efficiency(rows, eff)) + moe_c
     attn_c = attn_flops / ((peak_act if eff.attention_at_activation_peak else peak_w) * _pick(eff.attention, eff.compute))
 
     # bytes and memory times: dense weights a DP group reads (1/tp each), distinct experts per GPU, KV
@@ -345,6 +349,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     bw = acc.hbm_bytes_per_s
     shard = kv_shard(m, tp, perfect, layout.attention)
     kv_scale = np.asarray(b_kv, dtype=float) / 2.0
+    moe_m: Any = 0.0
     if gathered:  # the gathered g/tp slice of each layer is written to HBM ((g−1)/g of it) and read back
         dense_read = M.weight_read_params(m, rows)
         w_bytes = f * dense_read * (g / tp) * (2.0 - 1.0 / g) * b_w
@@ -352,7 +357,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
     else:
         dense_w, expert_w = f * dense_read / tp * b_w, f * expert_read * b_we
         w_bytes = dense_w + expert_w
-        w_s = dense_w / (bw * eff.memory) + expert_w / (bw * (eff.memory if mem_we is None else mem_we))
+        moe_m = expert_w / (bw * (eff.memory if mem_we is None else mem_we))
+        w_s = dense_w / (bw * eff.memory) + moe_m
     kvr_bytes = f * (b / dp) * M.kv_bytes_per_sequence(m, attended(ctx, sparse), "bf16") * kv_scale / (shard * cp)
     kvw_bytes = f * Tg * M.kv_bytes_per_token(m, "bf16") * kv_scale / shard * (1.0 if kv_writes else 0.0)
     kvw_s = kvw_bytes / (bw * eff.memory)
@@ -430,7 +436,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         return loop(stage_c), loop(stage_m)
     comm_stage = tp_s + ep_s + cp_s
     if stage_terms:
-        return StageTerms(gemm_c, gemm_m, attn_c, attn_m, ew, comm_stage, pp_s, overhead, pp)
+        return StageTerms(gemm_c, gemm_m, attn_c, attn_m, ew, comm_stage, pp_s, overhead, pp, moe_c, moe_m)
     step_s = combine(gemm_c, gemm_m, attn_c, attn_m, ew, comm_stage, pp_s, overhead, pp, eff, perfect)
     if times_only:
         return step_s
@@ -551,9 +557,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
         raise InputError(f"context parallelism (CP {layout.cp}) splits a prompt's tokens over GPUs: use it with "
                          "--phase prefill or in training; a decode step has one token per sequence, spread "
                          "sequences with DP instead")
-    e_dtype = expert_weights_dtype if (expert_weights_dtype not in (None, weights_dtype) and model.moe) else None
-    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which,
-                             **({"expert_weights_dtype": e_dtype} if e_dtype else {}))
+    eff, experts = _experts_format(model, system, weights_dtype, expert_weights_dtype, efficiency, realistic, which)
     acc = system.accelerator
     price = resolve_price(system, usd_per_gpu_hour)
     kw: dict[str, Any] = dict(
@@ -562,8 +566,8 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
               low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance, price=price,
               usable_memory=usable_memory, attention_flops=attention_flops, distinct_experts=distinct_experts,
               kv_writes=kv_writes, sparse=sparse_attention)
-    if e_dtype:
-        kw["experts"] = (dtype_bytes(e_dtype), acc.peak_flops(e_dtype), e_dtype.lower() in LOW_PRECISION)
+    if experts:
+        kw["experts"] = experts
     r = core(model, system, layout, batch, ctx, L, phase, **kw)
     if check_fit and not np.all(r.fits):
         i = np.unravel_index(np.argmax(r.memory_per_gpu_bytes), np.shape(r.memory_per_gpu_bytes))
@@ -623,23 +627,36 @@ def _speculative(model, system, layout, batch, ctx, decode: PassResult, sp, kw):
                    mfu=verify.mfu * (e / (sp.gamma + 1)) * verify.step_s / step_s), info
 
 
+def _experts_format(model: M.Model, system: System, weights_dtype: str, expert_weights_dtype: str | None,
+                    efficiency: Efficiency | None, realistic: bool, which: str):
+    """(the efficiency, core's `experts` triple or None) for routed experts stored as `expert_weights_dtype`
+    where it differs from `weights_dtype` (MoE models only): bytes, GEMM peak and low-precision flag."""
+    e_dtype = expert_weights_dtype if (expert_weights_dtype not in (None, weights_dtype) and model.moe) else None
+    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which,
+                             **({"expert_weights_dtype": e_dtype} if e_dtype else {}))
+    if not e_dtype:
+        return eff, None
+    return eff, (dtype_bytes(e_dtype), system.accelerator.peak_flops(e_dtype), e_dtype.lower() in LOW_PRECISION)
+
+
 def step_time(model: M.Model, system: System, batch, tokens, context, *, layout: Layout | None = None,
               weights_dtype: str = "bf16", kv_dtype: str = "bf16", activation_dtype: str = "bf16",
               efficiency: Efficiency | None = None, realistic: bool = False, which: str = "mid",
               moe_imbalance: float = 1.0, attention_flops: bool = True, distinct_experts: bool = True,
-              kv_writes: bool = True, stage_terms: bool = False):
+              kv_writes: bool = True, stage_terms: bool = False, expert_weights_dtype: str | None = None):
     """Step seconds only, of a pass of `batch` sequences carrying `tokens` new tokens on `context` cached
     tokens each (tokens/batch per sequence; = batch is a decode step): the simulator's table. No checks
     beyond the efficiency's; no memory, bound or critical batch (a fraction of `step`'s work).
-    `stage_terms=True` returns (StageTerms, the Efficiency used) instead: the terms `combine` adds up."""
+    `stage_terms=True` returns (StageTerms, the Efficiency used) instead: the terms `combine` adds up.
+    `expert_weights_dtype`: the routed experts' format where it differs (as `step`)."""
     B = np.asarray(batch, dtype=float)
     layout = layout or Layout.sharded(system.chips)
-    eff = resolve_efficiency(system, weights_dtype, efficiency, realistic, which)
+    eff, experts = _experts_format(model, system, weights_dtype, expert_weights_dtype, efficiency, realistic, which)
     acc = system.accelerator
     out = core(model, system, layout, B, context, np.asarray(tokens, dtype=float) / B, "prefill",
                b_w=dtype_bytes(weights_dtype), b_kv=dtype_bytes(kv_dtype), b_act=dtype_bytes(activation_dtype),
                peak_w=acc.peak_flops(weights_dtype), peak_act=acc.peak_flops(activation_dtype), eff=eff,
                low_precision=weights_dtype.lower() in LOW_PRECISION, imbalance=moe_imbalance,
                attention_flops=attention_flops, distinct_experts=distinct_experts, kv_writes=kv_writes,
-               times_only=not stage_terms, stage_terms=stage_terms)
+               times_only=not stage_terms, stage_terms=stage_terms, experts=experts)
     return (out, eff) if stage_terms else out

@@ -31,6 +31,7 @@ engines' split-process designs), multi-step scheduling (one host round per n ste
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -165,8 +166,11 @@ class EngineOverheads:
 
 @dataclass(frozen=True)
 class OverheadStep:
-    """A StepModel wrapper: every pass of `inner` plus per_pass_s + per_sequence_s·batch.
+    """A StepModel wrapper: every pass of `inner` plus per_pass_s + per_sequence_s·batch/schedulers.
 
+    `schedulers`: host processes that each schedule and post-process their own share of the pass's sequences
+    in parallel — the attention data-parallel ranks (vLLM/SGLang DP attention and TensorRT-LLM's attention DP
+    run one scheduler per rank); 1 otherwise (TP ranks all see the whole batch).
     Same protocol as EngineStep: `step_times(batch, tokens, context)` and `__call__` over broadcasting arrays.
     `.inner` and `overhead_s(batch)` let steptable.mixed_pass evaluate a mixed pass from the inner engine's
     terms and add the same overhead (batch = decoding sequences + prefill chunks in the pass)."""
@@ -174,23 +178,26 @@ class OverheadStep:
     inner: object
     per_pass_s: float = 0.0
     per_sequence_s: float = 0.0
+    schedulers: int = 1
 
     def __post_init__(self):
         for name in ("per_pass_s", "per_sequence_s"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise InputError(f"{name} must be a time >= 0 s, got {v!r}")
+        if int(self.schedulers) != self.schedulers or self.schedulers < 1:
+            raise InputError(f"schedulers must be a whole number >= 1, got {self.schedulers!r}")
 
     def overhead_s(self, batch):
-        """Seconds one pass of `batch` sequences gains (scalar in, float out; array in, array out)."""
+        """Seconds one pass of `batch` sequences gains (scalar in, float out; array in, array out): the busiest
+        scheduler's share, ⌈batch/schedulers⌉ sequences."""
         if np.ndim(batch) == 0:
-            return self.per_pass_s + self.per_sequence_s * float(batch)
-        return self.per_pass_s + self.per_sequence_s * np.asarray(batch, dtype=float)
+            return self.per_pass_s + self.per_sequence_s * math.ceil(float(batch) / self.schedulers)
+        return self.per_pass_s + self.per_sequence_s * np.ceil(np.asarray(batch, dtype=float) / self.schedulers)
 
     def step_times(self, batch, tokens, context):
         fn = getattr(self.inner, "step_times", self.inner)
-        b = np.asarray(batch, dtype=float)
-        return np.asarray(fn(batch, tokens, context), dtype=float) + (self.per_pass_s + self.per_sequence_s * b)
+        return np.asarray(fn(batch, tokens, context), dtype=float) + self.overhead_s(np.asarray(batch, dtype=float))
 
     __call__ = step_times
 
@@ -215,7 +222,9 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
     figures under --realistic); `dep` itself when the engine adds nothing."""
     if overheads.is_none:
         return dep
-    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s, overheads.per_sequence_s)
+    lay = getattr(dep.step, "layout", None)
+    schedulers = int(lay.dp) if lay is not None and not lay.perfect else 1
+    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s, overheads.per_sequence_s, schedulers)
     return replace(dep, step=step)
 
 

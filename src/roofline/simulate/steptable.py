@@ -144,11 +144,14 @@ class Deployment:
 def deployment(model: M.Model, system, layout: Layout | None = None, *, efficiency: Efficiency | None = None,
                realistic: bool = False, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                usd_per_gpu_hour: float | None = None, usable_memory: float = DEFAULT_USABLE_MEMORY,
-               **options) -> Deployment:
+               expert_weights_dtype: str | None = None, kv_memory_of: str = "total", **options) -> Deployment:
     """A Deployment of one replica of `layout` (None: the system's GPUs with perfect sharding): steps from
     EngineStep; KV capacity from memory.kv_capacity_tokens (the HBM the weights leave on each GPU, over each
-    GPU's share of a token's KV: split over dp groups, TP KV-head shards and stages). Ignores activation
-    memory (small next to KV at serving batch sizes) and block fragmentation."""
+    GPU's share of a token's KV: split over dp groups, TP KV-head shards and stages; `usable_memory` of the
+    total HBM, or with kv_memory_of="free" of what the weights leave, as TensorRT-LLM's
+    kv_cache_free_gpu_mem_fraction). `expert_weights_dtype`: the routed experts' format where it differs from
+    `weights_dtype` (their bytes in memory and in every pass). Ignores activation memory (small next to KV at
+    serving batch sizes) and block fragmentation."""
     lay = layout or Layout.sharded(system.chips)
     if not lay.perfect:
         lay = replace(lay, domains=max(lay.domains, math.ceil(lay.gpus / system.chips)))
@@ -158,7 +161,8 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
         raise InputError("realistic steps use the efficiency model's own factors; drop the explicit "
                          f"efficiency{' and ' + ', '.join(switches) if switches else ''} or the realistic switch")
     capacity = float(kv_capacity_tokens(model, system, lay, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-                                        usable_memory=usable_memory))
+                                        expert_weights_dtype=expert_weights_dtype, usable_memory=usable_memory,
+                                        of=kv_memory_of))
     if capacity <= 0:
         raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB) leave no "
                               f"KV memory on {lay} of {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
@@ -166,6 +170,8 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     # sliding-window layers hold at most `window` tokens: a fixed per-sequence overhead past the window
     w = model.sliding_window or 0
     overhead = float(M.kv_bytes_per_sequence(model, w, kv_dtype) - per_tok * w) / per_tok if w else 0.0
+    if expert_weights_dtype not in (None, weights_dtype):
+        options = {**options, "expert_weights_dtype": expert_weights_dtype}
     steps = EngineStep(model, system, lay, efficiency, realistic, "mid", weights_dtype, kv_dtype, options)
     return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
 
@@ -236,10 +242,13 @@ class MixedPass:
         lay = step.layout or Layout.sharded(step.system.chips)
         kw = dict(layout=lay, efficiency=step.efficiency, realistic=step.realistic, which=step.which,
                   weights_dtype=step.weights_dtype, kv_dtype=step.kv_dtype, stage_terms=True, **step.options)
-        self.N = _token_grid(max(2.0, float(max_tokens)))
+        # attention-DP ranks whose busiest sets a mixed pass (pipelines keep the slots scaling of every group)
+        self.dp = 1 if lay.perfect or int(lay.pp) > 1 else int(lay.dp)
+        self.N = _token_grid(max(2.0, float(max_tokens) * self.dp))
         n = np.asarray(self.N)
         g, eff = step_time(step.model, step.system, n, n, 0.0, **kw)
-        cols = (g.gemm_c, g.gemm_m, g.ew, g.comm, g.pp_s)
+        moe_c, moe_m = np.asarray(g.moe_c, dtype=float), np.asarray(g.moe_m, dtype=float)
+        cols = (g.gemm_c - moe_c, g.gemm_m - moe_m, moe_c, moe_m, g.ew, g.comm, g.pp_s)
         self._g = list(zip(*(np.broadcast_to(np.asarray(x, dtype=float), n.shape).tolist() for x in cols)))
         self.C = _context_grid(float(max_context))
         a, _ = step_time(step.model, step.system, 1.0, 1.0, np.asarray(self.C), **kw)
@@ -258,14 +267,24 @@ class MixedPass:
 
     def __call__(self, decoding: float, r: float, decode_context_sum: float, chunks) -> float:
         """Step seconds of a pass of `decoding` sequences of r tokens each (their cached contexts summing to
-        `decode_context_sum`) and `chunks`, a list of (tokens, cached tokens before them) prefill chunks."""
-        n, ac, am, s = self.attention(decoding, r, decode_context_sum, chunks)
-        lo, hi, w = _interp(self.N, self._nf, self._g, n * s)
-        gc, gm, ew, comm, pps = (a + w * (b - a) for a, b in zip(lo, hi))
-        return combine(gc, gm, ac * s, am * s, ew, comm, pps, self.overhead, self.pp, self.eff, self.perfect, mx=max)
+        `decode_context_sum`) and `chunks`, a list of (tokens, cached tokens before them) prefill chunks.
+
+        Under attention data parallelism (dp ranks) a prompt chunk runs whole on one rank while the decoding
+        sequences spread evenly: the chunks go to ranks longest first, each to the least-loaded rank (LPT, the
+        best balance an engine's scheduler can reach), and every term but the routed experts' is the busiest
+        rank's (its decode share plus its chunks); the experts serve every rank's tokens (n in all)."""
+        n, ac, am, s, n_eq, ac_eq, am_eq = self.attention(decoding, r, decode_context_sum, chunks)
+        lo, hi, w = _interp(self.N, self._nf, self._g, n_eq * s)
+        dc, dm, _, _, ew, comm, pps = (a + w * (b - a) for a, b in zip(lo, hi))
+        if n_eq != n:
+            lo, hi, w = _interp(self.N, self._nf, self._g, n * s)
+        ec, em = (lo[i] + w * (hi[i] - lo[i]) for i in (2, 3))
+        return combine(dc + ec, dm + em, ac_eq * s, am_eq * s, ew, comm, pps, self.overhead, self.pp, self.eff,
+                       self.perfect, mx=max)
 
     def attention(self, decoding: float, r: float, decode_context_sum: float, chunks):
-        """(tokens in the pass, Σ attention compute s, Σ KV-read s, the slots scale) of a pass (see __call__)."""
+        """(tokens in the pass, Σ attention compute s, Σ KV-read s, the slots scale, and the same three as if
+        every DP rank carried the busiest rank's load) of a pass (see __call__)."""
         ac = am = 0.0
         n = decoding * r
         if decoding:
@@ -273,13 +292,33 @@ class MixedPass:
             ac = decoding * r * c
             m = self._attn(decode_context_sum / decoding)[1] if r != 1 else m
             am = decoding * m
+        n_d, ac_d, am_d = n, ac, am
+        parts = []
         for tok, x in chunks:
-            c = self._attn(x + (tok - 1) / 2.0)[0]
-            ac += tok * c
-            am += self._attn(x)[1]
+            c = tok * self._attn(x + (tok - 1) / 2.0)[0]
+            mm = self._attn(x)[1]
+            parts.append((tok, c, mm))
+            ac += c
+            am += mm
             n += tok
         seqs = decoding + len(chunks)
-        return n, ac, am, (self.groups / seqs if seqs < self.groups else 1.0)
+        scale = self.groups / seqs if seqs < self.groups else 1.0
+        if self.dp == 1 or len(parts) == 0:
+            return n, ac, am, scale, n, ac, am
+        d = self.dp
+        if decoding:  # the busiest rank holds ⌈decoding/dp⌉ of the decoding sequences
+            up = math.ceil(decoding / d) * d / decoding
+            n_d, ac_d, am_d = n_d * up, ac_d * up, am_d * up
+        loads = [[0.0, 0.0, 0.0] for _ in range(min(d, len(parts)))]
+        for tok, c, mm in sorted(parts, reverse=True):  # LPT: longest chunk to the least-loaded rank
+            rank = min(loads, key=lambda x: x[0])
+            rank[0] += tok
+            rank[1] += c
+            rank[2] += mm
+        busy = max(loads, key=lambda x: x[0])
+        # the busiest rank's chunks at full weight (the tabulated terms are per-rank means, 1/dp of a token); the
+        # slots scaling is in the ⌈ ⌉ above and the chunks' placement
+        return n, ac, am, 1.0, n_d + d * busy[0], ac_d + d * busy[1], am_d + d * busy[2]
 
 
 def mixed_pass(step, max_tokens: float, max_context: float):

@@ -16,6 +16,11 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
 - max_throughput_kv_capacity (trtllm-bench throughput, requests fed at an infinite rate): the same t_run
   at the concurrency B the engine's KV cache admits (kv_capacity_batch: trtllm-bench's own heuristic,
   each request reserving I + O tokens, capped at 4096); value = B·O/(t_run·n) per GPU.
+- trtllm_bench_throughput (trtllm-bench throughput as it runs, validate/bench.py): the row's `requests`
+  (the source's $num_requests) queued at once and replayed through the serving simulator — in-flight
+  batching without chunked prefill under the benchmark's own max_batch_size / max_num_tokens per
+  attention-DP rank (stated in the row, else trtllm-bench's heuristic), KV reserved at admission,
+  TensorRT-LLM's engine overheads — value = output tokens / (first arrival to last completion) / n.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
 - ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
@@ -54,7 +59,7 @@ from ..layout import Layout
 from ..memory import kv_capacity_tokens
 
 METRICS = ("decode", "throughput", "prefill", "training_mfu", "training_throughput")
-RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "decode_tokens_per_s_per_sequence",
+RATE_SCENARIOS = {"static_batch_throughput", "max_throughput_kv_capacity", "trtllm_bench_throughput", "decode_tokens_per_s_per_sequence",
                   "decode_node_throughput", "prefill_node_throughput", "prefill_mfu", "training_mfu", "training_tokens_per_s_per_gpu"}
 
 
@@ -223,17 +228,25 @@ def _with_tables(meas, m, res, phase, batch, context, prompt, which, extra):
     return replace(res, step_s=step_s)
 
 
-def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, speculation=None):
+def _efficiency(meas, m, which="mid", extra=None):
+    """The row's efficiency factors at corner `which`: its accelerator family's, with the row's network,
+    overlap, decode-attention kernel and routed-expert format."""
     r = meas.row
     fam = family_for(_accelerator(meas, extra or {}))
     if r.get("ideal_network"):  # communication of a layout the engine cannot express: bandwidth only
         fam = replace(fam, scale_up_step_latency_s=Factor(0.0, 0.0, 0.0, "ideal network"),
                       scale_up_bandwidth=Factor(1.0, 1.0, 1.0, "ideal network"))
+    return family_efficiency(fam, r.get("weights_dtype", "bf16"), which,
+                             overlap_comm=bool(r.get("overlap_comm", False)),
+                             kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which),
+                             expert_weights_dtype=r.get("expert_weights_dtype"))
+
+
+def _pass(meas, m, phase, batch, context, prompt=1, which="mid", extra=None, speculation=None):
+    r = meas.row
     wd = r.get("weights_dtype", "bf16")
     ewd = r.get("expert_weights_dtype")  # the routed experts' format where it differs (FP4 MoE checkpoints)
-    eff = family_efficiency(fam, wd, which, overlap_comm=bool(r.get("overlap_comm", False)),
-                            kv_read_multiplier=kv_read_multiplier(m, _decode_attention(meas) == "per-query-head", which),
-                            expert_weights_dtype=ewd)
+    eff = _efficiency(meas, m, which, extra)
     res = step(m, _system(meas, extra or {}), batch, context, layout=_layout(meas), phase=phase, prompt=prompt,
                weights_dtype=wd, expert_weights_dtype=ewd, kv_dtype=r.get("kv_dtype", "bf16"), efficiency=eff,
                check=False,
@@ -269,6 +282,19 @@ def _static_batch_throughput(meas, m, which, extra):
     return _throughput_at(meas, m, which, extra, meas.row["batch"])
 
 
+def _kv_cache_tokens(meas, m, extra=None) -> float:
+    """Tokens the row's KV cache holds: kv_cache_fraction (default 0.90) of the memory the weights leave
+    (TensorRT-LLM's kv_cache_free_gpu_mem_fraction; memory.kv_capacity_tokens of="free")."""
+    r = meas.row
+    fraction = float(r.get("kv_cache_fraction", 0.90))
+    if not 0.0 < fraction <= 1.0:
+        raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
+    return float(kv_capacity_tokens(m, _system(meas, extra or {}), _layout(meas),
+                                    weights_dtype=str(r.get("weights_dtype", "bf16")),
+                                    expert_weights_dtype=r.get("expert_weights_dtype"),
+                                    kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of="free"))
+
+
 def kv_capacity_batch(meas, m, extra=None) -> int:
     """Concurrent requests an engine that reserves each request's whole KV (input + output tokens) up front
     can hold: trtllm-bench's heuristic (tensorrt_llm/bench/build/tuning.py, calc_engine_setting and
@@ -281,14 +307,7 @@ def kv_capacity_batch(meas, m, extra=None) -> int:
     (KV heads replicated when tp exceeds them.) Ignores activation and runtime buffers (inside 1 − f) and
     the GiB-vs-GB reading of device memory."""
     r = meas.row
-    fraction = float(r.get("kv_cache_fraction", 0.90))
-    if not 0.0 < fraction <= 1.0:
-        raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
-    tokens = kv_capacity_tokens(m, _system(meas, extra or {}), _layout(meas),
-                                weights_dtype=str(r.get("weights_dtype", "bf16")),
-                                expert_weights_dtype=r.get("expert_weights_dtype"),
-                                kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of="free")
-    requests = float(tokens) / (r["input_tokens"] + r["output_tokens"])
+    requests = _kv_cache_tokens(meas, m, extra) / (r["input_tokens"] + r["output_tokens"])
     if requests < 1:
         raise InputError(f"{meas.id}: the KV cache holds {requests:.2f} requests; the row cannot run as stated")
     return max(1, int(min(requests, 4096) // int(r.get("pp", 1))))
@@ -299,6 +318,36 @@ def _max_throughput(meas, m, which, extra):
     KV-capacity concurrency (kv_capacity_batch) — in steady state each request still costs one prefill and
     OSL decode steps at batch B over contexts ISL..ISL+OSL."""
     return _throughput_at(meas, m, which, extra, kv_capacity_batch(meas, m, extra))
+
+
+def _bench_run(meas, m, which, extra):
+    """The simulated trtllm-bench run of the row at corner `which` (validate/bench.py), memoised in the catalog
+    (an overlay is another catalog) per dataset, row and corner: a validation evaluates each row several times
+    (report, plot, tables)."""
+    from .bench import simulated_run
+
+    key = (id(extra), meas.id, repr(sorted(meas.row.items())), which)
+    runs = get_catalog().parsed.setdefault("validate_bench_runs", {})
+    if key not in runs:
+        runs[key], _ = simulated_run(meas, m, which, extra, _efficiency(meas, m, which, extra), _system(meas, extra),
+                                     _layout(meas), _kv_cache_tokens(meas, m, extra))
+    return runs[key]
+
+
+def _bench_throughput(meas, m, which, extra):
+    """trtllm-bench throughput simulated (validate/bench.py): the row's `requests` queued at once, in-flight
+    batching under the benchmark's own max_batch_size / max_num_tokens per attention-DP rank, KV reserved at
+    admission, TensorRT-LLM's engine overheads; output tokens/s per GPU over the whole run. With measured
+    kernel tables (which time passes, not schedules) the static-batch run at the simulated run's mean number
+    of decoding sequences."""
+    from .bench import throughput_per_gpu
+
+    tr = _bench_run(meas, m, which, extra)
+    if _KERNELS.get() == "tables":
+        span = float(np.max(tr.finish_s) - np.min(tr.arrival_s))
+        mean_batch = float(np.sum(np.asarray(tr.finish_s) - np.asarray(tr.first_token_s))) / span
+        return _throughput_at(meas, m, which, extra, max(1, int(round(mean_batch))))
+    return throughput_per_gpu(tr, meas.chips)
 
 
 def _e2e_latency(meas, m, which, extra):
@@ -384,6 +433,7 @@ def _training_tokens(meas, m, which, extra):
 SCENARIOS = {
     "static_batch_throughput": _static_batch_throughput,
     "max_throughput_kv_capacity": _max_throughput,
+    "trtllm_bench_throughput": _bench_throughput,
     "e2e_latency_s": _e2e_latency,
     "ttft_s": _ttft,
     "decode_step_s": _decode_step,
