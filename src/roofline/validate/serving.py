@@ -51,15 +51,16 @@ _REPO = Path(__file__).resolve().parents[3]
 PREDICTIONS = _REPO / "docs" / "preregistered" / "serving_predictions.yaml"
 MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # Validation sets, each pre-registered on its own: "a" = the first set (the files above), "b" = the second,
-# blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too).
-SETS = ("a", "b")
+# blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too),
+# "c" = the third, gathered after set b was scored (suffix _c).
+SETS = ("a", "b", "c")
 
 
 def set_paths(name: str = "a") -> dict[str, Path]:
-    """The runs file, predictions file, measured file and docs page of validation set `name` ("a" or "b")."""
+    """The runs file, predictions file, measured file and docs page of validation set `name` ("a", "b" or "c")."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml, b = data/serving_runs_b.yaml)")
+                         f"(a = data/serving_runs.yaml, b = data/serving_runs_b.yaml, c = data/serving_runs_c.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
