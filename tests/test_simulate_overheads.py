@@ -119,6 +119,8 @@ def test_attention_dp_ranks_share_the_per_sequence_host_work():
     b = np.array([1.0, 8.0, 9.0, 64.0])
     np.testing.assert_allclose(st.step_times(b, b, 0.0), STEP_S + 0.002 + 0.0005 * np.array([1, 2, 3, 16]))
     assert st.overhead_s(9) == pytest.approx(0.002 + 3 * 0.0005)
+    one = OverheadStep(ConstantStep(STEP_S), 0.002, 0.0005)  # one scheduler: linear, fractional batches too
+    assert one.overhead_s(2.5) == pytest.approx(0.002 + 2.5 * 0.0005)
     from roofline.catalog import system
     from roofline.layout import Layout
     from roofline.simulate.steptable import deployment

@@ -99,6 +99,6 @@ def test_simulated_run_equals_the_static_batch_when_every_request_starts_at_once
 def test_trtllm_bench_rows_are_predicted_with_the_simulated_scenario():
     extra, rows = S.load_dataset()
     bench = [r for r in rows if r.scenario == "trtllm_bench_throughput"]
-    assert len(bench) == 77 and all("requests" in r.row for r in bench)
+    assert len(bench) == 78 and all("requests" in r.row for r in bench)
     ev = S.evaluate(next(r for r in bench if r.id == "trtllm-po-b200-dsr1-dep4-fp4-i1024-o1024"), extra)
     assert ev.low <= ev.predicted <= ev.high and math.isfinite(ev.predicted)

@@ -208,3 +208,54 @@ def test_set_b_and_moe_set_2_measured_values_came_after_their_predictions():
                          capture_output=True, text=True, cwd=root).stdout
     rows = yaml.safe_load(open(root / "docs" / "preregistered" / "moe_scale2_rows.yaml"))["measurements"]
     assert rows and all(r["id"] not in old for r in rows)
+
+
+# ---- set c (the third blind set, 2026-11-26; docs/validation_serving_c.md) and MoE set 3 --------------------
+def test_set_c_inputs_load_and_are_new():
+    from roofline.catalog import model, system
+
+    c = S.load_runs(set_name="c")
+    earlier = {r["id"] for r in S.load_runs()["runs"]} | {r["id"] for r in S.load_runs(set_name="b")["runs"]}
+    assert not ({r["id"] for r in c["runs"]} & earlier) and len(c["runs"]) == 14
+    for r in c["runs"]:
+        model(r["model"]), system(r["system"])
+        assert r["engine"] in ("vllm-v0", "trtllm") and r["known_gaps"] and r["metrics"]
+    assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
+
+
+def test_set_c_committed_predictions_reproduce():
+    """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
+    the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
+    central values, ≤ 3.1% on interval ends)."""
+    sp = S.set_paths("c")
+    doc = S.load_runs(sp["runs"])
+    rid = "c-dell41_h100x4_tp2_trt_l2_70b_server"
+    committed = _yaml(sp["predictions"])["runs"][rid]
+    now = S.predict_run(next(r for r in doc["runs"] if r["id"] == rid), doc["datasets"])
+    for m, v in committed["metrics"].items():
+        for k in ("value", "low", "high"):
+            assert now["metrics"][m][k] == pytest.approx(v[k], rel=1e-2 if k == "value" else 3.2e-2), (rid, m, k)
+    assert S.DISCLOSURES["c"]
+
+
+def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions():
+    """At the commits the set-c and MoE set-3 predictions record, their measured values did not exist."""
+    import subprocess
+
+    root = S.set_paths("c")["predictions"].parents[2]
+    commit_c = _yaml(S.set_paths("c")["predictions"])["at_commit"]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit_c], capture_output=True, text=True, cwd=root)
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    assert "docs/preregistered/serving_measured_c.yaml" not in tree.stdout.split()
+    pred3 = _yaml(root / "docs" / "preregistered" / "moe_scale3_predictions.yaml")
+    old = subprocess.run(["git", "show", f"{pred3['at_commit']}:src/roofline/validate/data/measurements.yaml"],
+                         capture_output=True, text=True, cwd=root).stdout
+    assert old and all(p["id"] not in old for p in pred3["predictions"])
+    from roofline.validate import scenarios
+
+    extra, rows = scenarios.load_dataset()
+    by = {r.id: r for r in rows}
+    for p in pred3["predictions"][::5]:  # the committed predictions are what the model still gives
+        ev = scenarios.evaluate(by[p["id"]], extra)
+        assert [ev.predicted, ev.low, ev.high] == pytest.approx([p["predicted"], p["low"], p["high"]], rel=1e-9)

@@ -5,7 +5,7 @@ overheads"):
 
 - Per engine step (`OverheadStep`, a StepModel wrapper): every pass takes
 
-      t_pass = t_inner(B, n, c) + τ_pass + τ_seq·B
+      t_pass = t_inner(B, n, c) + τ_pass + τ_seq·⌈B/dp⌉    (dp attention-DP schedulers; 1 without a layout)
 
   τ_pass = scheduler + sampling + host sync per step, τ_seq = per sequence in the pass (sampling, output
   processing, detokenisation). Both are the part of that host work exposed on the GPU's critical path (what
@@ -190,7 +190,11 @@ class OverheadStep:
 
     def overhead_s(self, batch):
         """Seconds one pass of `batch` sequences gains (scalar in, float out; array in, array out): the busiest
-        scheduler's share, ⌈batch/schedulers⌉ sequences."""
+        scheduler's share, ⌈batch/schedulers⌉ sequences (batch itself with one scheduler, so the step table's
+        linear interpolation in the batch stays exact there)."""
+        if self.schedulers == 1:
+            b = float(batch) if np.ndim(batch) == 0 else np.asarray(batch, dtype=float)
+            return self.per_pass_s + self.per_sequence_s * b
         if np.ndim(batch) == 0:
             return self.per_pass_s + self.per_sequence_s * math.ceil(float(batch) / self.schedulers)
         return self.per_pass_s + self.per_sequence_s * np.ceil(np.asarray(batch, dtype=float) / self.schedulers)
