@@ -558,3 +558,39 @@ def test_expert_weights_in_their_own_format_by_hand():
     # realistic: the experts stream at the low-precision factor, the rest at the 16-bit one
     r = step(m, s, 1, 2048, layout=lay, weights_dtype="bf16", expert_weights_dtype="fp4", realistic=True, check=False)
     assert float(r.step_s) > float(mixed.step_s)
+
+
+def test_expert_weights_format_in_sweep_and_simulate_is_steps():
+    """--expert-weights-dtype in `sweep` (pure and --realistic) and `simulate` is the same engine pass as `step`'s:
+    a sweep point equals step's step time; the simulator's decode pass (its step model) equals step_time's, and its
+    KV pool is memory.kv_capacity_tokens with the experts at their format (more room than all-fp8 weights)."""
+    from roofline.layout import Layout
+    from roofline.memory import kv_capacity_tokens
+    from roofline.requests.simulate import SimulateRequest, pool
+    from roofline.requests.sweep import SweepRequest, evaluate_chunk
+
+    CAT = get_catalog()
+    m, s = CAT.model("deepseek-v3"), CAT.system("hgx-b200")
+    lay = Layout(ep=8, dp=8)
+    req = SweepRequest.of(model="deepseek-v3", system="hgx-b200", ep=8, dp=8, weights_dtype="fp8",
+                          expert_weights_dtype="fp4", batch="64,512", context="2048", realistic=True)
+    cols = evaluate_chunk(req, 0, 2)
+    for i, b in enumerate((64, 512)):
+        pure = step(m, s, b, 2048, layout=lay, weights_dtype="fp8", expert_weights_dtype="fp4", check=False)
+        real = step(m, s, b, 2048, layout=lay, weights_dtype="fp8", expert_weights_dtype="fp4", realistic=True,
+                    check=False)
+        assert cols["step_s"][i] == pytest.approx(float(pure.step_s), rel=1e-12)
+        assert cols["realistic_step_s"][i] == pytest.approx(float(real.step_s), rel=1e-12)
+    from roofline.requests.simulate import run_simulate
+
+    sim = SimulateRequest.of(model="deepseek-v3", system="hgx-b200", ep=8, dp=8, weights_dtype="fp8",
+                             expert_weights_dtype="fp4", realistic=True, requests=10)
+    dep = pool(sim, sim._layout, 8, dict(efficiency=None, weights_dtype="fp8", kv_dtype="bf16", realistic=True,
+                                         expert_weights_dtype="fp4"))
+    assert run_simulate(sim)["kv_capacity_tokens"] == pytest.approx(dep.kv_capacity_tokens, rel=1e-12)
+    want = step(m, s, 512, 2048, layout=lay, weights_dtype="fp8", expert_weights_dtype="fp4", realistic=True,
+                check=False)
+    assert float(dep.step(512.0, 512.0, 2048.0)) == pytest.approx(float(want.step_s), rel=1e-9)
+    assert dep.kv_capacity_tokens == pytest.approx(float(kv_capacity_tokens(
+        m, s, lay, weights_dtype="fp8", expert_weights_dtype="fp4")), rel=1e-12)
+    assert dep.kv_capacity_tokens > float(kv_capacity_tokens(m, s, lay, weights_dtype="fp8"))

@@ -23,6 +23,7 @@ from ._layout import (
 from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
+    ExpertWeightsDtypeOpt,
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -89,6 +90,7 @@ def register(app: typer.Typer) -> None:
         tpot_target_s: Annotated[float, typer.Option(help="Goodput target on time per output token, s.")] = 0.1,
         seed: Annotated[int, typer.Option(help="Seed of the random generator.")] = 0,
         weights_dtype: WeightsDtypeOpt = "bf16",
+        expert_weights_dtype: ExpertWeightsDtypeOpt = None,
         kv_dtype: KvDtypeOpt = "bf16",
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
@@ -116,6 +118,7 @@ def register(app: typer.Typer) -> None:
                                              ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
                                              block_size=block_size != 16, overlap=overlap,
+                                             expert_weights_dtype=expert_weights_dtype is not None,
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -137,8 +140,8 @@ def register(app: typer.Typer) -> None:
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
             moe_imbalance=moe_imbalance, ttft_target_s=ttft_target_s,
-            tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-            usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
+            tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype,
+            expert_weights_dtype=expert_weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
             memory_efficiency=memory_efficiency, realistic=realistic, overlap=overlap, engine=engine, plot=plot)
         n = None if trace or duration or stages else requests
         with progress_bar(n, "simulating requests", quiet=json) as advance:
@@ -275,7 +278,8 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, the layout flags or --moe-imbalance (lay out a scenario with the grid's "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, the layout flags or --moe-imbalance (lay out a "
+                         "scenario with the grid's "
                          "layout axis); drop those options (a --trace's prefix columns are cached "
                          "with the defaults)")
     check_workers(workers, scheduler)

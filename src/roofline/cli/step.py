@@ -23,6 +23,7 @@ from ._layout import (
 from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
+    ExpertWeightsDtypeOpt,
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -47,7 +48,7 @@ def register(app: typer.Typer) -> None:
         phase: Annotated[str, typer.Option("--phase", help="decode (1 new token per sequence) or prefill (--prompt tokens).")] = "decode",
         prompt: Annotated[int, typer.Option("--prompt", help="Tokens per sequence in a prefill pass.")] = 1,
         weights_dtype: WeightsDtypeOpt = "bf16",
-        expert_weights_dtype: Annotated[Optional[str], typer.Option("--expert-weights-dtype", help="MoE models: the routed experts' format when it differs from --weights-dtype (NVFP4/MXFP4 checkpoints keep attention and dense layers in bf16/fp8), e.g. --weights-dtype bf16 --expert-weights-dtype fp4.")] = None,
+        expert_weights_dtype: ExpertWeightsDtypeOpt = None,
         kv_dtype: KvDtypeOpt = "bf16",
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,

@@ -23,6 +23,7 @@ from ._layout import (
 from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
+    ExpertWeightsDtypeOpt,
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -56,6 +57,7 @@ def register(app: typer.Typer) -> None:
         phase: Annotated[str, typer.Option(help="decode or prefill.")] = "decode",
         prompt: Annotated[int, typer.Option(help="Tokens per sequence in a prefill pass.")] = 1,
         weights_dtype: WeightsDtypeOpt = "bf16",
+        expert_weights_dtype: ExpertWeightsDtypeOpt = None,
         kv_dtype: KvDtypeOpt = "bf16",
         usd_per_gpu_hour: PriceOpt = None,
         compute_efficiency: ComputeEffOpt = 1.0,
@@ -86,7 +88,7 @@ def register(app: typer.Typer) -> None:
 
         req = SweepRequest.of(style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus,
                               batch=batch, context=context, phase=phase, prompt=prompt, weights_dtype=weights_dtype,
-                              kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
+                              expert_weights_dtype=expert_weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour,
                               compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
                               **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                             weight_stationary), moe_imbalance=moe_imbalance, overlap=overlap,

@@ -96,6 +96,15 @@ def dtype(name: str, value) -> str:
     return value.lower()
 
 
+def expert_dtype(name: str, model, accelerator, value) -> None:
+    """--expert-weights-dtype: only for MoE models, and a format the accelerator can run (dtype_supported)."""
+    if value is None:
+        return
+    if not model.moe:
+        raise InputError(f"{name} applies to mixture-of-experts models; {model.id} has no experts: drop it")
+    dtype_supported(name, accelerator, value)
+
+
 def dtype_supported(name: str, accelerator, value: str) -> None:
     """The accelerator can run matmuls on weights stored as `value`: on its own cores for that format,
     or up-cast to its 16-bit cores (weight-only formats, as hardware.Accelerator.peak_flops does)."""

@@ -18,6 +18,7 @@ from .base import (
     Fraction,
     FractionZero,
     Imbalance,
+    OptDtype,
     OptReal,
     OptText,
     OptWhole,
@@ -72,6 +73,7 @@ class SimulateRequest(LayoutOptions):
     tpot_target_s: Real(gt=0, le=1e6) = 0.1
     seed: Whole(0, 2**63 - 1) = 0
     weights_dtype: Dtype = "bf16"
+    expert_weights_dtype: OptDtype = None  # the routed experts' format when it differs (FP4 MoE checkpoints)
     kv_dtype: Dtype = "bf16"
     usd_per_gpu_hour: Price = None
     compute_efficiency: Fraction = 1.0
@@ -150,6 +152,7 @@ class SimulateRequest(LayoutOptions):
                                f"{f('prompt_tokens')} + {f('output_tokens')} =",
                                f"lower them to fit {self._model.max_context:,} tokens")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
         self._layouts(f)
         if self.realistic and self._layout is None:
             from .step import one_tp_group
@@ -271,11 +274,13 @@ def simulate(req: SimulateRequest, progress=None):
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+    if req.expert_weights_dtype is not None:
+        opts["expert_weights_dtype"] = req.expert_weights_dtype
     if req.overlap:  # the family's factors with communication overlapped, given explicitly (as `step --overlap`)
         from ..efficiency import realistic
 
-        opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True),
-                    realistic=False)
+        opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True,
+                                         expert_weights_dtype=req.expert_weights_dtype), realistic=False)
     ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
     from ..layout import Layout
 

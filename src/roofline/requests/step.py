@@ -79,11 +79,8 @@ class StepRequest(LayoutOptions):
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
                            f"longer context")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
         if self.expert_weights_dtype is not None:
-            if not self._model.moe:
-                raise rules.InputError(f"{f('expert_weights_dtype')} applies to mixture-of-experts models; "
-                                       f"{self._model.id} has no experts: drop it")
-            rules.dtype_supported(f("expert_weights_dtype"), self._system.accelerator, self.expert_weights_dtype)
             if self.kernels == "tables":
                 raise rules.UsageError(f"{f('kernels')} tables takes one weight format; drop "
                                        f"{f('expert_weights_dtype')} or use {f('kernels')} factor")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from . import resolve, rules
-from .base import Choice, Dtype, Field, Fraction, Imbalance, OptText, OptWhole, Price, Whole, describe
+from .base import Choice, Dtype, Field, Fraction, Imbalance, OptDtype, OptText, OptWhole, Price, Whole, describe
 from .layout_opts import LayoutOptions
 
 #: value of the `bound` column -> its name
@@ -76,6 +76,7 @@ class SweepRequest(LayoutOptions):
     phase: Choice("decode", "prefill") = "decode"
     prompt: Whole(1, rules.MAX_TOKENS) = 1
     weights_dtype: Dtype = "bf16"
+    expert_weights_dtype: OptDtype = None  # the routed experts' format when it differs (FP4 MoE checkpoints)
     kv_dtype: Dtype = "bf16"
     usd_per_gpu_hour: Price = None
     compute_efficiency: Fraction = 1.0
@@ -109,6 +110,7 @@ class SweepRequest(LayoutOptions):
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, float(self._contexts.max()) + new, f"{f('context')} + new tokens =")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
+        rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
         if self.overlap and not self.realistic:
             raise rules.UsageError(f"{f('overlap')} overlaps communication with compute in the realistic model (the "
                                    f"pure roofline already takes their max); add {f('realistic')} or drop {f('overlap')}")
@@ -175,12 +177,14 @@ def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times
     sysrec, acc = req._system, req._system.accelerator
     L = np.asarray(float(req.prompt) if req.phase == "prefill" else 1.0)
     eff = efficiency or Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
+    ewd = req.expert_weights_dtype if req.expert_weights_dtype not in (None, req.weights_dtype) else None
+    experts = (dtype_bytes(ewd), acc.peak_flops(ewd), ewd in LOW_PRECISION) if ewd else None
     return core(req._model, sysrec, layout or req._layout or Layout.sharded(req._chips), B, C, L, req.phase,
                 b_w=dtype_bytes(req.weights_dtype), b_kv=dtype_bytes(req.kv_dtype), b_act=dtype_bytes("bf16"),
                 peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
                 low_precision=req.weights_dtype in LOW_PRECISION, imbalance=req._imbalance,
                 price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
-                times_only=times_only, sparse=resolve.sparse_attention(req.sparse_attention))
+                times_only=times_only, sparse=resolve.sparse_attention(req.sparse_attention), experts=experts)
 
 
 def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
@@ -201,7 +205,8 @@ def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
         from ..layout import Layout
 
         for key, which in zip(REALISTIC_KEYS, ("mid", "fast", "slow")):
-            eff = realistic(req._system.accelerator, req.weights_dtype, which, overlap_comm=req.overlap)
+            eff = realistic(req._system.accelerator, req.weights_dtype, which, overlap_comm=req.overlap,
+                            expert_weights_dtype=req.expert_weights_dtype)
             t = _engine_pass(req, B, C, efficiency=eff, layout=req._layout or Layout(tp=req._chips), times_only=True)
             cols[key] = np.broadcast_to(getattr(t, "step_s", t), shape)
     cols["bound"] = np.broadcast_to(np.asarray(r.bound).astype(np.uint8), shape)
