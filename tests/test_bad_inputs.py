@@ -53,7 +53,7 @@ CASES = [
     (f"{SIM} --usd-per-gpu-hour 0", 1, "--usd-per-gpu-hour must be > 0"),
     # --- misleading messages
     (f"{TRAIN} --global-batch 0", 1, "--global-batch must be a whole number >= 1, got 0"),
-    (f"{SIM} --policy fifo", 1, "continuous, chunked, static, train, disaggregated, got 'fifo'"),
+    (f"{SIM} --policy fifo", 1, "continuous, chunked, separate, static, train, disaggregated, got 'fifo'"),
     ("--catalog {fp8only} step -m llama-3-8b -a fp8only", 1, "--weights-dtype bf16 needs bf16 matmul throughput"),
     ("--catalog {fp8only} step -m llama-3-8b -a fp8only --weights-dtype fp8", 1, "lists no 16-bit (bf16/fp16)"),
     ("--catalog {fp8only} sweep -m llama-3-8b -a fp8only", 1, "needs bf16 matmul throughput"),

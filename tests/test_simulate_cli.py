@@ -153,7 +153,7 @@ def test_errors_are_one_line(run_cli, tmp_path):
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--max-seqs", "0")
     assert code == 1 and "--max-seqs must be a whole number >= 1" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--policy", "fifo")
-    assert code == 1 and "--policy must be one of continuous, chunked, static, train, disaggregated, got 'fifo'" in err
+    assert code == 1 and "--policy must be one of continuous, chunked, separate, static, train, disaggregated, got 'fifo'" in err
     code, _, err = run_cli("simulate", "-m", "llama-3.1-405b", "-a", "h100-sxm", "-g", "1")
     assert code == 1 and "leave no KV memory" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--rate", "0")

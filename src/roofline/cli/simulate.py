@@ -35,7 +35,8 @@ from .common import (
 )
 from .render import print_json, seconds, table
 
-POLICY_HELP = "continuous, chunked, static, train (departures every --interval-s) or disaggregated."
+POLICY_HELP = ("continuous, chunked, separate (prefill-only passes: vLLM V0, SGLang default), static, train "
+               "(departures every --interval-s) or disaggregated.")
 JSON_KEYS = ("requests", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "throughput_tokens_per_s",
              "goodput_requests_per_s", "usd_per_million_tokens")
 

@@ -30,7 +30,7 @@ from .base import (
 )
 from .layout_opts import LayoutOptions
 
-POLICIES = ("continuous", "chunked", "static", "train", "disaggregated")
+POLICIES = ("continuous", "chunked", "separate", "static", "train", "disaggregated")
 
 
 class SimulateRequest(LayoutOptions):

@@ -166,7 +166,7 @@ def _trace(req) -> str:
     from .trace import trace_dict
 
     if req.policy == "disaggregated":
-        raise Refused("the timeline is drawn for one pool: use policy continuous, chunked, static or train "
+        raise Refused("the timeline is drawn for one pool: use policy continuous, chunked, separate, static or train "
                       "(disaggregated serving runs two)", "policy")
     return dumps(trace_dict(req))
 

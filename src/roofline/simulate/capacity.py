@@ -20,7 +20,9 @@ passes of that batch and the time its prompt adds to the passes it rides in:
 with t from the deployment's own step model (MixedPass for the engine: each chunk at its own context; the
 table's mean pass otherwise), D the mean decode passes per request (output − 1, divided by the mean tokens
 per pass under speculation, g = tokens per pass), and chunks of at most max_batched_tokens − B·r tokens
-(chunked) or the whole prompt (continuous); with prefix caching the chunks start after the run's mean hit
+(chunked) or the whole prompt (continuous); under 'separate' (prefill-only passes) Δ_prefill = t(k prompts
+alone)/k with k = max(1, ⌊max_batched_tokens / P⌋) prompts a pass (chunks of the budget for longer prompts); with
+prefix caching the chunks start after the run's mean hit
 tokens h, and h leaves each sequence's private KV (its blocks are stored once). A prefill-only pool (disaggregated: every output is its first
 token) serves k = max(1, ⌊max_batched_tokens / P⌋) prompts a pass: λ_max = k / t(k prompts). A decode pool
 whose requests arrive prefilled has Δ_prefill = 0. Static batching and train departures are not covered
@@ -78,7 +80,7 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
     """λ_max of `deployment` under `policy` for requests of the workload's mean lengths (module docstring).
     `hit_tokens`: mean prompt tokens a request finds in the prefix cache (a run's own hit rate): its prompt's
     chunks start on them and cover only the rest, and the shared blocks, stored once, leave its private KV."""
-    if policy.kind not in ("continuous", "chunked"):
+    if policy.kind not in ("continuous", "chunked", "separate"):
         return None
     step = deployment.step
     spec = policy.speculation
@@ -112,7 +114,12 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
     if spec:
         t_dec += spec.gamma * spec.draft_fraction * (mixed(B, 1, B * c, []) if mixed else t(B, B, c))
     delta = 0.0
-    if not prefilled:
+    if not prefilled and policy.kind == "separate":  # prefill-only passes of k prompts (chunks of the budget)
+        k = max(1, math.floor(budget / max(P - h, 1.0)))
+        ch = min(budget, P - h)
+        tk = mixed(0, 1, 0.0, [(ch, h)] * k) if mixed else t(k, k * ch, h)
+        delta = tk / k * math.ceil((P - h) / ch)
+    elif not prefilled:
         room = budget - B * r if policy.kind == "chunked" else max(budget, P)
         room = max(room, 1.0)
         x = h

@@ -218,7 +218,8 @@ class Simulation:
         w, pol, dep, tab = self.workload, self.policy, self.deployment, self.table
         n = w.n
         kind = pol.kind
-        chunked, static, train = kind == "chunked", kind == "static", kind == "train"
+        static, train, separate = kind == "static", kind == "train", kind == "separate"
+        chunked = kind == "chunked" or separate  # prompts split to the token budget
         interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
         r, g = self.ratio, self.growth
         draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
@@ -249,6 +250,9 @@ class Simulation:
         pf: deque = deque()  # [rid, tokens left to prefill]
         stack: list = []
         nd = nseq = pad = done = it = 0
+        # passes in which the decoding sequences did not advance (policy 'separate': prefill-only passes); the
+        # decode clock it − lag keys the finish buckets and pf_it, so a stall delays every decoder by one pass
+        lag = 0
         ctx_sum = reserved = now = 0.0
         # segments: preallocated NumPy columns (it0, start, k, t0, slope, batch, tokens) written through
         # memoryviews at index ns; `grow` doubles them when full (a run of n requests makes ~1.5 n; pages
@@ -302,7 +306,7 @@ class Simulation:
                             del stack[i]
                         i -= 1
                     v = stack.pop(i)
-                    d = it - 1 - pf_it[v]
+                    d = it - lag - 1 - pf_it[v]
                     if d == 0:  # no token decoded since its prefill: no progress if this repeats without finishes
                         if done != stall_done:
                             stall, stall_done = 0, done
@@ -331,7 +335,7 @@ class Simulation:
                             lru[q] = None
                             lru.move_to_end(q)
             # ---- chunks of prompts already being prefilled --------------------------------------------------
-            budget = max_tok - nd * r
+            budget = max_tok if separate else max_tok - nd * r  # a prefill-only pass carries no decode tokens
             chunks = []  # (pf entry, tokens of it in this pass)
             chunk_tok = []  # the same tokens, for sum()
             for e in pf:
@@ -392,10 +396,10 @@ class Simulation:
                     nseq += 1
                     push_stack(rid)
                     if prefilled:
-                        state[rid], pf_it[rid] = 2, it - 1
+                        state[rid], pf_it[rid] = 2, it - lag - 1
                         ctx_sum += need
                         nd += 1
-                        fin = it - 1 + rem[rid]
+                        fin = it - lag - 1 + rem[rid]
                         if fin in buckets:
                             buckets[fin].append(rid)
                         else:
@@ -454,7 +458,7 @@ class Simulation:
                 s = slope * g
                 while heap and not bucket_get(heap[0]):
                     buckets.pop(heappop(heap), None)
-                k = heap[0] - it + 1 if heap else 1
+                k = heap[0] - (it - lag) + 1 if heap else 1
                 if end != inf:
                     ke = int((end - c_mean) / g) + 1
                     if ke < k:
@@ -501,17 +505,25 @@ class Simulation:
                     free_tok -= k_ev * blk
                     evicted += k_ev
             else:
-                n_tok = (nd + pad) * r + pf_tokens
-                if mixed is None:
-                    t = t_pass(b_pass, n_tok, c_mean)
-                    c_dec = c_mean
-                else:  # each part at its own context: chunk j on x_j cached tokens, decodes on the rest
+                grow = (nd + pad) * g  # context the decoding sequences gain in this pass
+                if separate:  # a prefill-only pass: the decoding sequences wait for it (vLLM V0, SGLang's default)
                     parts = [(c, pre_len[e[0]] - e[1]) for e, c in chunks]
-                    dec_sum = ctx_pass - sum(x for _, x in parts) if parts else ctx_pass
-                    t = mixed(nd + pad, r, dec_sum, parts)
-                    c_dec = dec_sum / (nd + pad) if nd + pad else 0.0
-                if draft and nd + pad:
-                    t += draft * t_pass(nd + pad, nd + pad, c_dec)
+                    b_pass, n_tok, grow = len(chunks), pf_tokens, 0.0
+                    t = mixed(0, r, 0.0, parts) if mixed is not None else t_pass(
+                        b_pass, n_tok, sum(x for _, x in parts) / b_pass)
+                    lag += 1  # not a decode pass: the decode clock it − lag stays where it was
+                else:
+                    n_tok = (nd + pad) * r + pf_tokens
+                    if mixed is None:
+                        t = t_pass(b_pass, n_tok, c_mean)
+                        c_dec = c_mean
+                    else:  # each part at its own context: chunk j on x_j cached tokens, decodes on the rest
+                        parts = [(c, pre_len[e[0]] - e[1]) for e, c in chunks]
+                        dec_sum = ctx_pass - sum(x for _, x in parts) if parts else ctx_pass
+                        t = mixed(nd + pad, r, dec_sum, parts)
+                        c_dec = dec_sum / (nd + pad) if nd + pad else 0.0
+                    if draft and nd + pad:
+                        t += draft * t_pass(nd + pad, nd + pad, c_dec)
                 if ns == seg_cap:
                     mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.grow(ns)
                     seg_cap = seg.capacity
@@ -524,7 +536,7 @@ class Simulation:
                 mv_tok[ns] = n_tok
                 ns += 1
                 now += t
-                ctx_sum += (nd + pad) * g + pf_tokens
+                ctx_sum += grow + pf_tokens
                 for e, c in chunks:
                     e[1] -= c
                     if pc and pfx[e[0]] >= 0 and cached[pfx[e[0]]] < fb[e[0]]:
@@ -548,11 +560,11 @@ class Simulation:
                     if e[1] <= 0:
                         rid = e[0]
                         pf.remove(e)
-                        state[rid], pf_it[rid] = 2, it
+                        state[rid], pf_it[rid] = 2, it - lag
                         if first_it[rid] < 0:
                             first_it[rid] = it
                         nd += 1
-                        fin = it + rem[rid]
+                        fin = it - lag + rem[rid]
                         fin_it[rid] = fin
                         if fin in buckets:
                             buckets[fin].append(rid)
@@ -568,12 +580,13 @@ class Simulation:
                         free_tok -= k_ev * blk
                         evicted += k_ev
             # ---- finishes ---------------------------------------------------------------------------
-            while heap and heap[0] < it:
+            while heap and heap[0] < it - lag:
                 key = heappop(heap)
                 for rid in buckets.pop(key, ()):
                     if state[rid] != 2 or fin_it[rid] != key:
                         continue
                     state[rid] = 3
+                    fin_it[rid] = key + lag  # the pass it finished in (keys count decode passes)
                     done += 1
                     nd -= 1
                     reserved -= reserve[rid]

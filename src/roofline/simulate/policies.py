@@ -6,6 +6,10 @@
   prefill runs in the same pass as the decodes.
 - 'chunked': chunked prefill (Sarathi-Serve, Agrawal et al. OSDI 2024 §4): decodes first, prompts
   split into chunks that fill the rest of the token budget.
+- 'separate': prefill-only passes (vLLM's V0 scheduler without chunked prefill, SGLang's default without
+  --enable-mixed-chunk): whenever waiting prompts can be admitted, a pass carries only them (split into chunks of
+  at most `max_batched_tokens`, as SGLang's --chunked-prefill-size does) and the decoding sequences wait for it;
+  otherwise a pass decodes every running sequence. Each prefill pass adds its time to the running sequences' TPOT.
 - 'static': a batch of up to `max_seqs` forms only when the previous batch is done; finished
   sequences keep their slot as padding until the whole batch ends (HF generate-style).
 - 'train': the lecture's train departures [S 00:22:13–00:23:25]: a pass departs every `interval_s`
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from ..errors import InputError, require_positive
 from ..speculative import Speculation
 
-POLICIES = ("continuous", "chunked", "static", "train")
+POLICIES = ("continuous", "chunked", "separate", "static", "train")
 
 
 @dataclass(frozen=True)

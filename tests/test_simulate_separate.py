@@ -1,0 +1,58 @@
+"""Policy 'separate': prefill-only passes (vLLM V0 without chunked prefill, SGLang's default without
+--enable-mixed-chunk) — the decoding sequences wait while a prompt is prefilled (simulate/policies.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
+from roofline.simulate.capacity import capacity
+
+
+def _run(kind, wl, step=0.010, **kw):
+    return Simulation(wl, Deployment(ConstantStep(step)), Policy(kind, max_seqs=8, max_batched_tokens=1000, **kw)).run()
+
+
+def test_a_prompt_stalls_the_decoders_by_hand():
+    """Every pass 10 ms. r0 (100 + 4 tokens) at 0, r1 (50 + 2) at 25 ms. Separate: r0's prefill [0, 10], decodes
+    [10, 30] (cut at r1's arrival), r1's prefill alone [30, 40] while r0 waits, one pass for both [40, 50]: r0 ends
+    at 50 ms (TPOT 40/3 ms), r1's first token at 40 ms. Continuous: r1's prompt rides in r0's last decode pass
+    [30, 40], so r0 ends at 40 ms (TPOT 10 ms)."""
+    wl = make_workload([0.0, 0.025], [100, 50], [4, 2])
+    sep, cont = _run("separate", wl), _run("continuous", wl)
+    np.testing.assert_allclose(sep.first_token_s, [0.010, 0.040], atol=1e-12)
+    np.testing.assert_allclose(sep.finish_s, [0.050, 0.050], atol=1e-12)
+    np.testing.assert_allclose(cont.first_token_s, [0.010, 0.040], atol=1e-12)
+    np.testing.assert_allclose(cont.finish_s, [0.040, 0.050], atol=1e-12)
+    # the passes: prefill-only ones carry only their prompt (batch 1, its tokens)
+    k, b, tok = (np.asarray(x) for x in (sep.seg_iters, sep.seg_batch, sep.seg_tokens))
+    assert list(np.repeat(b, k)) == [1, 1, 1, 1, 2] and list(np.repeat(tok, k)) == [100, 1, 1, 50, 2]
+
+
+def test_long_prompts_are_chunked_and_every_chunk_stalls_the_decoders():
+    """A 2,500-token prompt on a 1,000-token budget: three prefill-only passes (1,000 + 1,000 + 500), and a decoder
+    already running gets no token in any of them."""
+    wl = make_workload([0.0, 0.015], [10, 2500], [5, 2])
+    tr = _run("separate", wl)
+    k, tok = np.asarray(tr.seg_iters), np.asarray(tr.seg_tokens)
+    assert list(np.repeat(tok, k))[:6] == [10, 1, 1000, 1000, 500, 2]
+    # r0 (4 decode passes): first token 10 ms, a decode [10, 20] (cut at r1's arrival), r1's three chunks [20, 50]
+    # while r0 waits, then decodes ending at 60, 70, 80 ms; r1's first token at 50 ms, its last at 60 ms
+    np.testing.assert_allclose(tr.finish_s, [0.080, 0.060], atol=1e-12)
+    assert tr.first_token_s[1] == pytest.approx(0.050)
+
+
+def test_without_overlap_every_policy_agrees_and_capacity_counts_prefill_passes():
+    """Requests that never overlap see the same times under separate and continuous; the analytic capacity of
+    separate charges each prompt its share of a prefill-only pass of k = ⌊budget/P⌋ prompts."""
+    wl = make_workload(np.arange(20) * 1.0, 100, 10)
+    a, b = _run("separate", wl), _run("continuous", wl)
+    np.testing.assert_allclose(a.finish_s, b.finish_s)
+    dep = Deployment(ConstantStep(0.010))
+    cap = capacity(wl, dep, Policy("separate", max_seqs=8, max_batched_tokens=1000))
+    # B = 8 decodes a pass at 10 ms; D = 9 passes; prefill: 10 prompts of 100 tokens a 10 ms pass -> 1 ms each
+    assert cap.prefill_s_per_request == pytest.approx(0.001)
+    assert cap.requests_per_s == pytest.approx(1.0 / (9 * 0.010 / 8 + 0.001))
+    with pytest.raises(Exception, match="unknown policy"):
+        Policy("sepparate")
