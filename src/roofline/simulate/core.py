@@ -299,7 +299,9 @@ class Simulation:
             # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
             if on_demand:
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
-                while ctx_sum + pending + nd * g + nseq * ovh > room + 1e-9 and nd > 0:
+                # decode growth of this pass: none when it will be prefill-only (separate, prompts still in prefill)
+                gq = 0.0 if separate and pf else g
+                while ctx_sum + pending + nd * gq + nseq * ovh > room + 1e-9 and nd > 0:
                     i = len(stack) - 1
                     while state[stack[i]] != 2:
                         if state[stack[i]] == 3:
@@ -375,7 +377,9 @@ class Simulation:
                             blocked = True
                             break
                     if on_demand:
-                        if ctx_sum + pending + mem + nd * g + (nseq + 1) * ovh > room + 1e-9:
+                        # separate: the prompts in prefill (and this one) decode next, after their prefill passes
+                        grow = (nd + len(pf) + 1) * g if separate else nd * g
+                        if ctx_sum + pending + mem + grow + (nseq + 1) * ovh > room + 1e-9:
                             blocked = True
                             break
                     else:
