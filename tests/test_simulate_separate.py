@@ -56,3 +56,15 @@ def test_without_overlap_every_policy_agrees_and_capacity_counts_prefill_passes(
     assert cap.requests_per_s == pytest.approx(1.0 / (9 * 0.010 / 8 + 0.001))
     with pytest.raises(Exception, match="unknown policy"):
         Policy("sepparate")
+
+
+def test_a_tight_kv_pool_makes_progress_under_separate():
+    """200 Poisson requests (5/s) of 100 + 400 tokens on a 1,000-token KV pool with on-demand KV and preemption:
+    each admission reserves the growth of the prompts still in prefill, and no decode growth is reserved before a
+    prefill-only pass, so a just-prefilled request is never preempted before its first decode and the run ends
+    (it stalled, preempting the same prompts forever, before those two rules)."""
+    rng = np.random.default_rng(1)
+    wl = make_workload(np.cumsum(rng.exponential(1 / 5, 200)), 100, 400)
+    dep = Deployment(ConstantStep(0.010), kv_capacity_tokens=1000.0)
+    tr = Simulation(wl, dep, Policy("separate", max_seqs=64, max_batched_tokens=4096)).run()
+    assert np.all(np.isfinite(tr.finish_s)) and np.all(tr.finish_s > tr.first_token_s)
