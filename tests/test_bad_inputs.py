@@ -148,6 +148,8 @@ CASES = [
      "--expert-weights-dtype applies to mixture-of-experts models"),
     ("sweep -m deepseek-v3 -s hgx-b200 --expert-weights-dtype fp3", 1, "--expert-weights-dtype must be one of"),
     ("simulate -m deepseek-v3 -s hgx-b200 --grid rate=1,2 --expert-weights-dtype fp4", 1, "--expert-weights-dtype"),
+    (f"{PLAN} --expert-weights-dtype fp4", 1, "--expert-weights-dtype applies to mixture-of-experts models"),
+    ("plan -m deepseek-v3 -s gb200-nvl72 --expert-weights-dtype fp4 --simulate 2", 2, "keeps one weight format"),
     ("step -m deepseek-v3 -s hgx-b200 --expert-weights-dtype fp3", 1, "--expert-weights-dtype must be one of"),
     ("step -m deepseek-v3 -s hgx-b200 --realistic --kernels tables --expert-weights-dtype fp4", 2,
      "--kernels tables takes one weight format"),

@@ -151,3 +151,25 @@ def test_plan_with_speculation_matches_the_engine_step():
         d = step(DSV3, NVL72, r["batch"], 1024 + 512, layout=lay, weights_dtype=r["weights_dtype"],
                  kv_dtype=r["kv_dtype"], speculation=sp, details=False, check=False)
         assert r["tpot_s"] == pytest.approx(float(d.step_s) / sp.tokens_per_step, rel=1e-12)
+
+
+def test_plan_with_experts_in_their_own_format_matches_the_engine_step():
+    """--expert-weights-dtype fp4 in plan: each frontier row (every searched weight format, the experts fp4) has
+    the TPOT and weights per GPU of engine.step with the row's layout and that split; rows report the format."""
+    from roofline.engine import step
+    from roofline.layout import Layout
+
+    p = plan(DSV3, NVL72, [1], Workload(1024, 1024), realistic=True, expert_weights_dtype="fp4")
+    rows = p.rows(pareto_only=False)
+    assert {r["expert_weights_dtype"] for r in rows} == {"fp4"} and "bf16" in {r["weights_dtype"] for r in rows}
+    picked = [r for r in rows if r["weights_dtype"] == "bf16"][::200][:4] + p.rows()[:2]
+    for r in picked:
+        lay = Layout(tp=r["tp"], ep=r["ep"], pp=r["pp"], dp=r["dp"], expert_tp=r["moe_tp"],
+                     redundant_experts=r["redundant_experts"], attention=r["attention"],
+                     weight_stationary=r["weight_stationary"])
+        d = step(DSV3, NVL72, r["batch"], 1024 + 512, layout=lay, weights_dtype=r["weights_dtype"],
+                 expert_weights_dtype="fp4", kv_dtype=r["kv_dtype"], realistic=True, check=False,
+                 check_context=False)
+        assert r["tpot_s"] == pytest.approx(float(d.step_s), rel=1e-9)
+    plain = plan(DSV3, NVL72, [1], Workload(1024, 1024), realistic=True).rows(pareto_only=False)
+    assert all(r["expert_weights_dtype"] == r["weights_dtype"] for r in plain)  # without the flag: one format

@@ -75,7 +75,7 @@ class Targets:
 
 
 COLUMNS = ("tp", "ep", "pp", "dp", "moe_tp", "cp", "redundant_experts", "attention", "weight_stationary", "overlap",
-           "batch", "weights_dtype", "kv_dtype", "domains", "replicas", "gpus",
+           "batch", "weights_dtype", "kv_dtype", "expert_weights_dtype", "domains", "replicas", "gpus",
            "tokens_per_s_per_gpu", "tokens_per_s_per_user", "usd_per_million_tokens", "ttft_s", "tpot_s",
            "memory_per_gpu_bytes", "bound")
 
@@ -225,7 +225,7 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
          scale_out_efficiency: float = 1.0, moe_imbalance: float | str = 1.0, usd_per_gpu_hour: float | None = None,
          usable_memory: float = DEFAULT_USABLE_MEMORY, activation_dtype: str = "bf16",
          realistic: bool = False, which: str = "mid", speculation=None, disaggregated: bool = False,
-         pope_layouts: bool = True, overlap_search: bool = False) -> Plan:
+         pope_layouts: bool = True, overlap_search: bool = False, expert_weights_dtype: str | None = None) -> Plan:
     """Evaluate every candidate layout in one vectorised pass; see the module docstring.
 
     realistic: step times from the efficiency model of the accelerator's family (the engine with the
@@ -238,7 +238,8 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     `Plan.extra["disaggregated"]`. `pope_layouts` searches Pope et al. 2022's attention by batch and 2D
     weight-stationary layouts (STYLES, where `_style_ok`); `overlap_search` (realistic only) each layout with its
     collectives overlapped with its kernels (`step --overlap`) where it has collectives and a batch of two
-    micro-batches, each filling its sequence slots.
+    micro-batches, each filling its sequence slots. `expert_weights_dtype` (MoE models): the routed experts stored,
+    streamed and multiplied in that format with every candidate weight format (`step --expert-weights-dtype`).
     """
     doms = np.unique(np.asarray(domains, dtype=int))
     if doms.size == 0 or doms.min() < 1:
@@ -252,6 +253,9 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     for w, k in dtypes:
         dtype_bytes(w), dtype_bytes(k)
     chips, acc = system.chips, system.accelerator
+    ex = expert_weights_dtype if expert_weights_dtype is not None and model.moe else None
+    experts = (dtype_bytes(ex), acc.peak_flops(ex), ex.lower() in LOW_PRECISION) if ex else None
+    b_we = dtype_bytes(ex) if ex else None
     styles = tuple(range(len(STYLES))) if pope_layouts else (0,)
     base, vb, vc = _grid(model, chips, int(doms.max()), pp_choices, moe_tp_choices, cp_choices, styles)
     nd = len(dtypes)
@@ -287,12 +291,12 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
 
     def kw(di, ov=0.0):
         w_names = w_of[di]
-        eff = (family_efficiency(family_for(acc), w_names, which, overlap_comm=bool(ov)) if realistic
-               else replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency))
+        eff = (family_efficiency(family_for(acc), w_names, which, overlap_comm=bool(ov), expert_weights_dtype=ex)
+               if realistic else replace(efficiency, scale_up=scale_up_efficiency, scale_out=scale_out_efficiency))
         return dict(b_w=b_w_of[di], b_kv=b_kv_of[di], b_act=dtype_bytes(activation_dtype), peak_w=peak_of[di],
                     peak_act=acc.peak_flops(activation_dtype), eff=eff,
                     low_precision=_by_format(w_names, lambda n: n.lower() in LOW_PRECISION), imbalance=moe_imbalance,
-                    price=price, usable_memory=usable_memory)
+                    price=price, usable_memory=usable_memory, experts=experts)
 
     def layout(rows, cp=1.0, st=0):
         tp_, ep_, pp_, dp_, red_, mt_ = (base[rows, j] for j in range(6))
@@ -309,7 +313,8 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
         in_st = base[bi, 6] == st
         # memory: weights, KV (attention by batch shards it tp ways) and activations; overlap changes no byte
         m_ = memory_per_gpu(model, layout(bi[in_st], 1.0, st), bb[in_st], workload.prompt + workload.output,
-                            bytes_per_weight=b_w_of[bd[in_st]], bytes_per_kv=b_kv_of[bd[in_st]])
+                            bytes_per_weight=b_w_of[bd[in_st]], bytes_per_kv=b_kv_of[bd[in_st]],
+                            bytes_per_expert_weight=b_we)
         mem_w[in_st], mem_kv[in_st], mem_act[in_st], mem_total_d[in_st] = (
             m_.weights_bytes, m_.kv_bytes, m_.activations_bytes, m_.total_bytes)
         for ov in ovs:
@@ -386,7 +391,8 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
     names_k = np.array([k for _, k in dtypes])[di]
     cols_all = {"tp": tp.astype(int), "ep": ep.astype(int), "pp": pp.astype(int), "dp": dp.astype(int),
                 "moe_tp": mt.astype(int), "cp": cp.astype(int), "redundant_experts": red.astype(int),
-                "batch": batch.astype(int), "weights_dtype": names_w, "kv_dtype": names_k, "domains": best_n,
+                "batch": batch.astype(int), "weights_dtype": names_w, "kv_dtype": names_k,
+                "expert_weights_dtype": names_w if ex is None else np.full(names_w.shape, ex), "domains": best_n,
                 "replicas": best_rep.astype(int), "gpus": (tp * dp * pp).astype(int),
                 "tokens_per_s_per_gpu": best_per_gpu, "tokens_per_s_per_user": user,
                 "usd_per_million_tokens": usd, "ttft_s": ttft, "tpot_s": tpot, "memory_per_gpu_bytes": mem_total,
@@ -409,13 +415,13 @@ def plan(model: M.Model, system, domains=(1,), workload: Workload = Workload(), 
         dec = dict(tpot=np.asarray(tpot_dec), batch=bb, fmt=bd, base=base[bi], mem=mem.total_bytes,
                    bound=np.broadcast_to(bound_dec, bb.shape), overlap=bo > 0)
         extra["disaggregated"] = _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, usable,
-                                                activation_dtype, b_w_of, b_kv_of)
+                                                activation_dtype, b_w_of, b_kv_of, b_we, ex)
     return Plan(columns=cols, pareto=front, rejected=why, counts=counts, model=model.id, system=system.id,
                 hbm_usable_bytes=usable, extra=extra)
 
 
 def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, usable, activation_dtype, b_w_of,
-                   b_kv_of) -> list[dict]:
+                   b_kv_of, b_we=None, ex=None) -> list[dict]:
     """Disaggregated prefill and decode (DistServe, Zhong et al. OSDI 2024; Splitwise, Patel et al. ISCA 2024), each
     pool with its own layout, as fluid pools:
 
@@ -444,7 +450,7 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
         lay = P.Layout(tp=bs[:, 0], ep=bs[:, 1], pp=bs[:, 2], dp=bs[:, 3] / c, cp=int(c), redundant_experts=bs[:, 4],
                        expert_tp=bs[:, 5], attention=att, weight_stationary=ws)
         mem_p[sel] = memory_per_gpu(model, lay, pre["b"][sel], prompt, bytes_per_weight=b_w_of[pre["fmt"][sel]],
-                                    bytes_per_kv=b_kv_of[pre["fmt"][sel]]).total_bytes
+                                    bytes_per_kv=b_kv_of[pre["fmt"][sel]], bytes_per_expert_weight=b_we).total_bytes
     mem_p += activation_bytes(model, prompt, activation_dtype) / (pre["base"][:, 0] * pre["cp"])
     ok_p = mem_p <= usable
     if targets.ttft_s is not None:
@@ -487,6 +493,7 @@ def _disaggregated(model, system, workload, targets, dtypes, pre, dec, price, us
                             cp=int(c), redundant_experts=int(pb[4]), attention=STYLES[int(pb[6])][0],
                             weight_stationary=STYLES[int(pb[6])][1], overlap=bool(pre["overlap"][j[i]])),
             "batch": int(dec["batch"][i]), "prefill_prompts": int(pre["b"][j[i]]), "weights_dtype": w, "kv_dtype": k,
+            "expert_weights_dtype": ex or w,
             "decode_gpus": int(g_d[i]), "prefill_gpus": int(pre["gpus"][j[i]]),
             "prefill_gpu_share": float(s_p[i] / (s_p[i] + s_d[i])),
             "tokens_per_s_per_gpu": float(per_gpu[i]), "tokens_per_s_per_user": float(1.0 / dec["tpot"][i]),

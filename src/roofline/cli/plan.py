@@ -7,10 +7,16 @@ from typing import Annotated, Optional
 import typer
 
 from ._layout import MoeImbalanceOpt
-from .common import ComputeEffOpt, JsonOpt, MemoryEffOpt, ModelOpt, PriceOpt
+from .common import ComputeEffOpt, ExpertWeightsDtypeOpt, JsonOpt, MemoryEffOpt, ModelOpt, PriceOpt
 from .render import fmt, print_json, seconds, si_bytes, table
 
 DomainsOpt = Annotated[str, typer.Option("--domains", "-d", help="Scale-up domains (racks) to consider: N or A-B, e.g. 1-16.")]
+
+
+def _formats(r: dict) -> str:
+    """'fp8/fp8', or 'bf16+fp4 experts/fp8' where the routed experts have their own format."""
+    e = r.get("expert_weights_dtype", r["weights_dtype"])
+    return f"{r['weights_dtype']}{'' if e == r['weights_dtype'] else f'+{e} experts'}/{r['kv_dtype']}"
 
 
 def parse_domains(text: str) -> list[int]:
@@ -57,6 +63,7 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option("--seed", help="With --simulate: seed of the run.")] = 0,
         workers: Annotated[Optional[int], typer.Option("--workers", help="With --simulate: processes on a local Dask cluster.")] = None,
         scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="With --simulate: tcp://HOST:PORT of a Dask scheduler.")] = None,
+        expert_weights_dtype: ExpertWeightsDtypeOpt = None,
         json: JsonOpt = False,
     ) -> None:
         """Best layouts of MODEL on 1+ domains of SYSTEM: Pareto frontier of tokens/s per GPU vs per user."""
@@ -69,7 +76,12 @@ def register(app: typer.Typer) -> None:
                              memory_efficiency=memory_efficiency, usd_per_gpu_hour=usd_per_gpu_hour,
                              all=all_layouts, realistic=realistic, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
                              draft_fraction=draft_fraction, disaggregated=disaggregated,
-                             pope_layouts=pope_layouts, overlap=overlap)
+                             pope_layouts=pope_layouts, overlap=overlap, expert_weights_dtype=expert_weights_dtype)
+        if simulate is not None and expert_weights_dtype is not None:
+            from ..requests.rules import UsageError
+
+            raise UsageError("--simulate re-ranks layouts on the scenario grid, which keeps one weight format; drop "
+                             "--expert-weights-dtype or --simulate (run the printed simulate command instead)")
         d = run_plan(req)
         if simulate is not None:
             from ._plan_simulate import simulated
@@ -89,7 +101,7 @@ def register(app: typer.Typer) -> None:
         best = max(frontier, key=lambda r: r["tokens_per_s_per_gpu"]) if frontier else None
         from ..planner import layout_label
 
-        body = [[layout_label(r, None), r["batch"], f"{r['weights_dtype']}/{r['kv_dtype']}",
+        body = [[layout_label(r, None), r["batch"], _formats(r),
                  r["domains"], r["replicas"], fmt(r["tokens_per_s_per_gpu"]), fmt(r["tokens_per_s_per_user"]),
                  fmt(r["usd_per_million_tokens"]), seconds(r["ttft_s"]), seconds(r["tpot_s"]),
                  si_bytes(r["memory_per_gpu_bytes"]), r["bound"] + (" *" if r == best else "")] for r in rows]
@@ -123,7 +135,7 @@ def _disaggregated_table(rows: list, m, sysrec) -> None:
           ["decode layout", "batch", "prefill layout", "w/kv", "prefill GPUs", "tok/s/GPU", "tok/s/user", "$/Mtok",
            "TTFT", "TPOT"],
           [[layout_label(r["decode"], None), r["batch"], f"{layout_label(r['prefill'], None)} x{r['prefill_prompts']}",
-            f"{r['weights_dtype']}/{r['kv_dtype']}", f"{r['prefill_gpu_share']:.0%}", fmt(r["tokens_per_s_per_gpu"]),
+            _formats(r), f"{r['prefill_gpu_share']:.0%}", fmt(r["tokens_per_s_per_gpu"]),
             fmt(r["tokens_per_s_per_user"]), fmt(r["usd_per_million_tokens"]), seconds(r["ttft_s"]),
             seconds(r["tpot_s"])] for r in rows],
           caption="prefill GPUs: the prefill pool's share of all GPUs; TTFT includes the KV transfer")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import resolve, rules
-from .base import Field, Fraction, Imbalance, OptReal, OptWhole, Price, Request, Whole
+from .base import Field, Fraction, Imbalance, OptDtype, OptReal, OptWhole, Price, Request, Whole
 
 
 def parse_domains(text, name: str = "--domains") -> list[int]:
@@ -63,6 +63,7 @@ class PlanRequest(Request):
     disaggregated: bool = False
     pope_layouts: bool = True  # search attention by batch and 2D weight-stationary
     overlap: bool = False  # also search collectives overlapped with compute (realistic plans; opt-in, as step's)
+    expert_weights_dtype: OptDtype = None  # the routed experts' format with every searched weight format
 
     def check(self) -> None:
         f = self.flag
@@ -78,6 +79,7 @@ class PlanRequest(Request):
         if self.overlap and not self.realistic:
             raise rules.UsageError(f"{f('overlap')} needs {f('realistic')}: the pure roofline already overlaps "
                                    "collectives with compute; add it or drop the overlap search")
+        rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
         # --realistic with explicit efficiencies: refused by planner.plan itself (one rule, one place)
 
 
@@ -101,7 +103,7 @@ def run_plan(req: PlanRequest) -> dict:
              scale_up_efficiency=req.scale_up_efficiency, scale_out_efficiency=req.scale_out_efficiency,
              usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic, speculation=speculation(req),
              disaggregated=req.disaggregated, pope_layouts=req.pope_layouts,
-             overlap_search=req.overlap)
+             overlap_search=req.overlap, expert_weights_dtype=req.expert_weights_dtype)
     rows = p.rows(pareto_only=not req.all_layouts)
     best = p.best()
     d = {"model": req._model.id, "system": req._system.id, "domains": req._domains, "realistic": req.realistic,
@@ -140,7 +142,10 @@ def simulate_command(req: PlanRequest, row: dict) -> dict:
     rate = float(f"{SIMULATE_LOAD * per_replica:.4g}")
     n = max(1000, 4 * int(row["batch"]))
     argv = ["roofline", "simulate", "-m", req._model.id, "-s", req._system.id, *flags(lay),
-            "--weights-dtype", row["weights_dtype"], "--kv-dtype", row["kv_dtype"], "--max-seqs", str(row["batch"]),
+            "--weights-dtype", row["weights_dtype"], *(["--expert-weights-dtype", row["expert_weights_dtype"]]
+                                                       if row.get("expert_weights_dtype", row["weights_dtype"])
+                                                       != row["weights_dtype"] else []),
+            "--kv-dtype", row["kv_dtype"], "--max-seqs", str(row["batch"]),
             "--max-batched-tokens", str(max(8192, int(row["batch"]) + dp * pp * req.prompt)),
             "--lengths", "fixed", "--prompt-tokens", str(req.prompt), "--output-tokens", str(req.output),
             "--rate", f"{rate:g}", "-n", str(n)]
