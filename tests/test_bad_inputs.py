@@ -161,7 +161,8 @@ CASES = [
      "shard attention by batch"),
     (f"{SIM} --grid 'layout=TP8 OVERLAP'", 1, "OVERLAP overlaps a layout's collectives with its kernels in the "
                                               "realistic model; add --realistic"),
-    (f"{SIM} --grid 'layout=TP8 WS2D WS2D'", 1, "ATTNBATCH, WS2D, OVERLAP at most once"),
+    (f"{SIM} --grid 'layout=TP8 WS2D WS2D'", 1, "ATTNBATCH, WS2D or WSGATHERED, OVERLAP at most once"),
+    (f"{SIM} --grid 'layout=TP8 WS2D WSGATHERED'", 1, "ATTNBATCH, WS2D or WSGATHERED, OVERLAP at most once"),
     (f"{PLAN} --moe-imbalance sampling", 1, "llama-3-70b is dense (no experts): drop --moe-imbalance"),
     (f"{SIM} --prefill-layout tp=4", 2, "--prefill-layout lays out the prefill pool of --policy disaggregated"),
     (f"{SIM} --policy disaggregated --prefill-layout tp=4 --prefill-gpus 4", 2, "drop --prefill-gpus"),

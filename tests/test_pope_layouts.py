@@ -231,3 +231,16 @@ def test_plan_searches_overlap_only_when_asked(run_cli):
     assert rows and not any(r["overlap"] for r in rows)
     code, out, err = run_cli("plan", "-m", "palm-540b", "-s", "gb200-nvl72", "--overlap")
     assert code == 2 and out == "" and err.strip().count("\n") == 0 and "--overlap needs --realistic" in err
+
+
+def test_grid_layout_names_read_back_the_weight_gathered_layout():
+    """`simulate --grid 'layout=TP8 WSGATHERED'` is the weight-gathered replica (Pope et al. 2022 §3.2.3), and its
+    grid name reads back to the same Layout; WS2D and WSGATHERED together are refused (one weight layout)."""
+    from roofline.errors import InputError
+    from roofline.simulate.grid import layout_label, parse_layout
+
+    lay = parse_layout("TP8 WSGATHERED")
+    assert (lay.tp, lay.weight_stationary) == (8, "gathered")
+    assert layout_label(lay) == "TP8 EP1 PP1 DP1 WSGATHERED" and parse_layout(layout_label(lay)) == lay
+    with pytest.raises(InputError, match="WS2D or WSGATHERED"):
+        parse_layout("TP8 WS2D WSGATHERED")

@@ -94,13 +94,14 @@ class GridContext:
 
 # ---- parsing ----------------------------------------------------------------------------------------
 _DEGREE = r"(moe[-_]?tp|tp|ep|pp|dp|r)\s*=?\s*(\d+)"
-_WORD = r"\b(attnbatch|ws2d|overlap)\b"  # Pope et al. 2022: attention by batch, 2D weight-stationary; overlap
+_WORD = r"\b(attnbatch|ws2d|wsgathered|overlap)\b"  # Pope et al. 2022: attention by batch, 2D / gathered; overlap
 
 
 def parse_layout(text: str):
     """'pool' -> None; 'TP4 DP2', 'tp4xdp2', 'TP8-EP8', 'TP4 EP72 DP18 MOETP4 R32' -> the Layout of one replica
-    (MOETP: GPUs per routed expert, layout.Layout.expert_tp; R: redundant expert copies; the words ATTNBATCH and
-    WS2D: attention by batch and 2D weight-stationary, Pope et al. 2022; OVERLAP is read by `layout_overlap`).
+    (MOETP: GPUs per routed expert, layout.Layout.expert_tp; R: redundant expert copies; the words ATTNBATCH,
+    WS2D and WSGATHERED: attention by batch, 2D weight-stationary and weight-gathered, Pope et al. 2022; OVERLAP is
+    read by `layout_overlap`).
     One-line InputError otherwise."""
     from ..layout import Layout
 
@@ -112,17 +113,17 @@ def parse_layout(text: str):
     parts = [(k.replace("-", "").replace("_", ""), v) for k, v in re.findall(_DEGREE, t)]
     rest = re.sub(_DEGREE, "", t)
     if not parts or re.sub(r"[\s,x×*_/-]", "", rest) or len({k for k, _ in parts}) != len(parts) \
-            or len(set(words)) != len(words):
+            or len(set(words)) != len(words) or {"ws2d", "wsgathered"} <= set(words):
         raise InputError(f"layout {text!r} is not understood; expected 'pool' or degrees like 'TP4 DP2', 'TP8 EP8' "
                          f"or 'TP4 EP72 DP18 MOETP4 R32' (each of TP, EP, PP, DP, MOETP, R at most once; then "
-                         f"ATTNBATCH, WS2D, OVERLAP at most once)")
+                         f"ATTNBATCH, WS2D or WSGATHERED, OVERLAP at most once)")
     d = {k: int(v) for k, v in parts}
     if min(v for k, v in d.items() if k != "r") < 1:
         raise InputError(f"layout {text!r}: every degree must be >= 1")
     return Layout(tp=d.get("tp", 1), ep=d.get("ep", 1), pp=d.get("pp", 1), dp=d.get("dp", 1),
                   expert_tp=d.get("moetp"), redundant_experts=d.get("r", 0),
                   attention="batch" if "attnbatch" in words else "heads",
-                  weight_stationary="2d" if "ws2d" in words else "1d")
+                  weight_stationary="2d" if "ws2d" in words else "gathered" if "wsgathered" in words else "1d")
 
 
 def layout_overlap(text: str) -> bool:
@@ -133,12 +134,12 @@ def layout_overlap(text: str) -> bool:
 
 def layout_label(lay, overlap: bool = False) -> str:
     """The grid's name of a Layout (parse_layout reads it back): TP EP PP DP, then MOETP and R when set, then
-    ATTNBATCH, WS2D and OVERLAP (`overlap`) when set."""
+    ATTNBATCH, WS2D / WSGATHERED and OVERLAP (`overlap`) when set."""
     out = f"TP{lay.tp} EP{lay.ep} PP{lay.pp} DP{lay.dp}"
     out += f" MOETP{lay.expert_tp}" if lay.expert_tp is not None else ""
     out += f" R{lay.redundant_experts}" if lay.redundant_experts else ""
     out += " ATTNBATCH" if lay.attention == "batch" else ""
-    out += " WS2D" if lay.weight_stationary == "2d" else ""
+    out += " WS2D" if lay.weight_stationary == "2d" else " WSGATHERED" if lay.weight_stationary == "gathered" else ""
     return out + (" OVERLAP" if overlap else "")
 
 
