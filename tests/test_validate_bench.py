@@ -102,3 +102,63 @@ def test_trtllm_bench_rows_are_predicted_with_the_simulated_scenario():
     assert len(bench) == 78 and all("requests" in r.row for r in bench)
     ev = S.evaluate(next(r for r in bench if r.id == "trtllm-po-b200-dsr1-dep4-fp4-i1024-o1024"), extra)
     assert ev.low <= ev.predicted <= ev.high and math.isfinite(ev.predicted)
+
+
+# ---- serving benchmarks at a fixed concurrency (scenario serving_benchmark) ---------------------------------
+def test_engine_scheduler_defaults_by_hand():
+    from roofline.validate.bench import engine_scheduler
+
+    h100, a100_40, b200 = 80e9, 40e9, 180e9
+    assert engine_scheduler("vllm", h100)["max_num_batched_tokens"] == 8192  # >= 70 GiB: API-server defaults
+    assert engine_scheduler("vllm", h100)["max_num_seqs"] == 1024
+    assert (engine_scheduler("vllm", a100_40)["max_num_batched_tokens"], engine_scheduler("vllm", a100_40)["max_num_seqs"]) \
+        == (2048, 256)
+    assert engine_scheduler("vllm", h100)["policy"] == "chunked"
+    sg = [engine_scheduler("sglang", x)["max_num_batched_tokens"] for x in (24e9, h100, 141e9, b200)]
+    assert sg == [2048, 8192, 8192, 16384] and engine_scheduler("sglang", h100)["policy"] == "separate"
+    t = engine_scheduler("trtllm", b200)
+    assert (t["policy"], t["max_num_seqs"], t["max_num_batched_tokens"], t["kv_memory_of"], t["preemption"]) == \
+        ("continuous", 2048, 8192, "free", False)
+    with pytest.raises(InputError, match="no scheduler defaults"):
+        engine_scheduler("atom", h100)
+
+
+def test_benchmark_lengths_are_bench_servings_random_range():
+    from roofline.validate.bench import benchmark_lengths
+
+    row = {"id": "x", "input_tokens": 1024, "output_tokens": 8192, "random_range_ratio": 0.8}
+    p, o = benchmark_lengths(row, 20000)
+    assert p.min() >= 819 and p.max() <= 1024 and o.min() >= 6553 and o.max() <= 8192
+    assert p.mean() == pytest.approx((819 + 1024) / 2, rel=0.01)
+    p2, _ = benchmark_lengths(row, 20000)
+    assert (p == p2).all()  # seeded by the row id
+    assert (benchmark_lengths({**row, "random_range_ratio": 1.0}, 5)[0] == 1024).all()
+
+
+def test_serving_benchmark_at_concurrency_one_is_prefill_then_decodes_by_hand():
+    """Concurrency 1, fixed lengths, no engine overheads: each request runs alone — its TTFT is the engine's
+    prefill pass of its prompt, its TPOT the mean of its decode steps over contexts P .. P + O − 2 (linear in the
+    context: the step at the middle one), and the output throughput n·O over n such runs."""
+    extra, rows = S.load_dataset()
+    base = next(r for r in rows if r.id == "trtllm10-h200-fp8-llama3-70b-tp1-i1000-o1000")
+    row = {k: v for k, v in base.row.items() if k not in ("requests", "kv_cache_fraction")}
+    row.update(scenario="serving_benchmark", concurrency=1, requests=3, input_tokens=2000, output_tokens=101,
+               engine="none", policy="continuous", max_num_batched_tokens=8192, kv_cache_fraction=0.9,
+               kv_memory_of="total", preemption=True)
+    m = S._model(base.model, extra)
+
+    def value(q):
+        meas = replace(base, scenario="serving_benchmark", row={**row, "quantity": q})
+        return S._serving_benchmark(meas, m, "mid", extra)
+
+    pre = float(S._pass(base, m, "prefill", 1, 0, prompt=2000, extra=extra).step_s)
+    dec = float(S._pass(base, m, "decode", 1, 2000 + 49.5, extra=extra).step_s)
+    assert value("median_ttft_s") == pytest.approx(pre, rel=0.01)
+    assert value("median_tpot_s") == pytest.approx(dec, rel=0.01)
+    assert value("median_tokens_per_s_per_user") == pytest.approx(1 / dec, rel=0.01)
+    assert value("output_throughput_per_gpu") == pytest.approx(101 / (pre + 100 * dec), rel=0.01)
+    with pytest.raises(InputError, match="needs `quantity`"):
+        S._serving_benchmark(replace(base, row={**row, "quantity": "p99"}), m, "mid", extra)
+    with pytest.raises(InputError, match="give policy"):
+        S._serving_benchmark(replace(base, row={**{k: v for k, v in row.items() if k != "policy"},
+                                                "quantity": "median_tpot_s", "engine": "atom"}), m, "mid", extra)

@@ -123,15 +123,31 @@ def bench_settings(m: M.Model, hbm_bytes: float, row: dict) -> tuple[int, int]:
     return bs, tok
 
 
-def simulated_run(meas, m, which: str, extra: dict, efficiency, system, layout, kv_tokens: float):
-    """The Trace of the row's run: N requests at t = 0, fixed lengths, in-flight batching (policy
-    'continuous', no preemption: KV reserved at admission) under bench_settings × dp, the row's efficiency
-    corner `which` and TensorRT-LLM's engine overheads at the same corner (catalog engines.yaml `trtllm`)."""
+def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, policy: str, max_seqs: int,
+        budget: int, preemption: bool, kv_tokens: float, engine: str):
+    """The Trace of a benchmark's requests all queued at t = 0 (a closed-loop client at `max_seqs` concurrency,
+    or an offline run) through the serving simulator: the row's layout and formats, its efficiency corner,
+    the engine's overheads at the same corner, `policy` with `max_seqs` sequences and `budget` tokens a pass,
+    KV reserved at admission or grown on demand (`preemption`)."""
     from ..simulate import Policy, Simulation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..simulate.steptable import deployment
     from ..simulate.workload import make_workload
 
+    dep = deployment(m, system, layout, efficiency=efficiency, weights_dtype=str(row.get("weights_dtype", "bf16")),
+                     kv_dtype=str(row.get("kv_dtype", "bf16")), expert_weights_dtype=row.get("expert_weights_dtype"))
+    dep = replace(dep, kv_capacity_tokens=float(kv_tokens))
+    ovh = EngineOverheads.load(engine, which=which)
+    dep = with_engine(dep, ovh)
+    pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption)
+    wl = make_workload(np.zeros(len(prompts)), prompts, outputs)
+    return run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=0).run()), ovh
+
+
+def simulated_run(meas, m, which: str, extra: dict, efficiency, system, layout, kv_tokens: float):
+    """The Trace of the row's trtllm-bench run: N requests at t = 0, fixed lengths, in-flight batching (policy
+    'continuous', no preemption: KV reserved at admission) under bench_settings × dp, the row's efficiency
+    corner `which` and TensorRT-LLM's engine overheads at the same corner (catalog engines.yaml `trtllm`)."""
     r = meas.row
     if "requests" not in r:
         raise InputError(f"{meas.id}: scenario trtllm_bench_throughput needs `requests` (the dataset's "
@@ -139,17 +155,94 @@ def simulated_run(meas, m, which: str, extra: dict, efficiency, system, layout, 
     n, isl, osl = int(r["requests"]), int(r["input_tokens"]), int(r["output_tokens"])
     bs, tok = bench_settings(m, system.accelerator.hbm_bytes, r)
     ranks = int(layout.dp)
-    dep = deployment(m, system, layout, efficiency=efficiency, weights_dtype=str(r.get("weights_dtype", "bf16")),
-                     kv_dtype=str(r.get("kv_dtype", "bf16")), expert_weights_dtype=r.get("expert_weights_dtype"))
-    dep = replace(dep, kv_capacity_tokens=float(kv_tokens))
-    ovh = EngineOverheads.load(str(r.get("engine", "trtllm")), which=which)
-    dep = with_engine(dep, ovh)
-    pol = Policy("continuous", max_seqs=bs * ranks, max_batched_tokens=tok * ranks, preemption=False)
-    wl = make_workload(np.zeros(n), isl, osl)
-    return run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=0).run()), (bs, tok)
+    tr, _ = run(m, system, layout, efficiency, r, which, np.full(n, float(isl)), np.full(n, float(osl)),
+                "continuous", bs * ranks, tok * ranks, False, kv_tokens, str(r.get("engine", "trtllm")))
+    return tr, (bs, tok)
 
 
 def throughput_per_gpu(trace, gpus: int) -> float:
     """trtllm-bench's 'Per GPU Output Throughput': output tokens over first arrival to last completion."""
     span = float(np.max(trace.finish_s) - np.min(trace.arrival_s))
     return float(np.sum(trace.output_tokens)) / span / gpus
+
+
+# ---- serving benchmarks at a fixed concurrency (vLLM/SGLang bench_serving --max-concurrency C) -----------------
+#: what a serving_benchmark row measures -> the metric family it is scored under
+QUANTITIES = {"output_throughput_per_gpu": "throughput", "median_tpot_s": "decode",
+              "median_tokens_per_s_per_user": "decode", "median_ttft_s": "prefill", "median_e2e_s": "decode"}
+
+
+def engine_scheduler(engine: str, hbm_bytes: float) -> dict:
+    """The serving engine's scheduler where a run's launch script leaves it at its default (per scheduler, i.e.
+    per attention-DP rank; sources in docs/validation.md "Serving benchmarks"):
+
+    - vllm (V1): chunked prefill always on (mixed passes, policy 'chunked'); EngineArgs.get_batch_defaults for the
+      OpenAI server: max_num_batched_tokens 8,192 and max_num_seqs 1,024 on GPUs with >= 70 GiB (not A100), else
+      2,048 and 256; KV = gpu_memory_utilization 0.90 of the total memory, grown on demand with preemption.
+    - sglang: chunked prefill without --enable-mixed-chunk: prompts run in prefill-only passes (policy 'separate')
+      of --chunked-prefill-size tokens, 2,048 below 35 GiB, 8,192 below 160 GiB (H100, H200), 16,384 above (B200,
+      MI300X, MI355X) (server_args); max running requests set by the KV pool; mem_fraction_static 0.88 of the total.
+    - trtllm (trtllm-serve, PyTorch backend): max_batch_size 2,048 and max_num_tokens 8,192 (BuildConfig defaults),
+      no chunked prefill (whole prompts in mixed passes, policy 'continuous'), KV = 0.90 of the free memory, reserved
+      at admission (GUARANTEED_NO_EVICT)."""
+    mib = hbm_bytes / float(1 << 20)
+    if engine == "vllm":
+        big = mib >= 70 * 1024
+        return dict(policy="chunked", max_num_seqs=1024 if big else 256, max_num_batched_tokens=8192 if big else 2048,
+                    kv_cache_fraction=0.90, kv_memory_of="total", preemption=True)
+    if engine == "sglang":
+        chunk = 2048 if mib < 35 * 1024 else 8192 if mib < 160 * 1024 else 16384
+        return dict(policy="separate", max_num_seqs=None, max_num_batched_tokens=chunk, kv_cache_fraction=0.88,
+                    kv_memory_of="total", preemption=True)
+    if engine == "trtllm":
+        return dict(policy="continuous", max_num_seqs=DEFAULT_MAX_BATCH_SIZE, max_num_batched_tokens=DEFAULT_MAX_NUM_TOKENS,
+                    kv_cache_fraction=0.90, kv_memory_of="free", preemption=False)
+    raise InputError(f"engine {engine!r} has no scheduler defaults; expected vllm, sglang or trtllm (or give the "
+                     f"row's policy, max_num_seqs, max_num_batched_tokens, kv_cache_fraction and kv_memory_of)")
+
+
+def benchmark_lengths(row: dict, n: int):
+    """Prompt and output lengths of bench_serving's random dataset: integers uniform in [⌊ratio·L⌋, L] for each
+    (ratio = `random_range_ratio`, 1 = fixed), seeded by the row id (the run's own draws are not published)."""
+    import zlib
+
+    rng = np.random.default_rng([zlib.crc32(str(row["id"]).encode()), 2025])
+    ratio = float(row.get("random_range_ratio", 1.0))
+    if not 0.0 < ratio <= 1.0:
+        raise InputError(f"{row['id']}: random_range_ratio must be in (0, 1], got {ratio:g}")
+    out = []
+    for key in ("input_tokens", "output_tokens"):
+        hi = int(row[key])
+        lo = max(1, int(math.floor(ratio * hi)))
+        out.append(rng.integers(lo, hi + 1, size=n).astype(float))
+    return out[0], out[1]
+
+
+SCHEDULER_KEYS = ("policy", "max_num_seqs", "max_num_batched_tokens", "kv_cache_fraction", "kv_memory_of", "preemption")
+
+
+def serving_settings(row: dict, hbm_bytes: float) -> dict:
+    """The engine's scheduler for the row: its engine's defaults (engine_scheduler; engine vllm, sglang or trtllm)
+    overridden by the row's own keys (SCHEDULER_KEYS); another engine must give them all (max_num_seqs may be
+    left out: no cap but the concurrency's)."""
+    eng = str(row.get("engine", "none"))
+    base = engine_scheduler(eng, hbm_bytes) if eng in ("vllm", "sglang", "trtllm") else {"max_num_seqs": None}
+    out = {**base, **{k: row[k] for k in SCHEDULER_KEYS if k in row}}
+    missing = [k for k in SCHEDULER_KEYS if k not in out]
+    if missing:
+        raise InputError(f"{row['id']}: engine {eng!r} has no scheduler defaults; give {', '.join(missing)}")
+    return out
+
+
+def benchmark_metrics(trace, overheads, gpus: int) -> dict:
+    """bench_serving's figures of a closed-loop run: output tokens/s per GPU over the run, and the medians of TTFT
+    (from the client's send, i.e. the request's admission, plus its request-in and tokenising delay), TPOT
+    ((last − first token)/(output − 1)), end-to-end latency and 1/TPOT."""
+    first, fin = np.asarray(trace.first_token_s), np.asarray(trace.finish_s)
+    out = np.asarray(trace.output_tokens, dtype=float)
+    ttft = first - np.asarray(trace.admit_s) + overheads.arrival_delay_s(np.asarray(trace.prompt_tokens))
+    tpot = np.where(out > 1, (fin - first) / np.maximum(out - 1, 1), np.nan)
+    tpot = tpot[np.isfinite(tpot)]
+    return {"output_throughput_per_gpu": throughput_per_gpu(trace, gpus), "median_ttft_s": float(np.median(ttft)),
+            "median_tpot_s": float(np.median(tpot)), "median_tokens_per_s_per_user": 1.0 / float(np.median(tpot)),
+            "median_e2e_s": float(np.median(ttft + fin - first))}

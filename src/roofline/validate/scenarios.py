@@ -21,6 +21,13 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   batching without chunked prefill under the benchmark's own max_batch_size / max_num_tokens per
   attention-DP rank (stated in the row, else trtllm-bench's heuristic), KV reserved at admission,
   TensorRT-LLM's engine overheads — value = output tokens / (first arrival to last completion) / n.
+- serving_benchmark (vLLM/SGLang bench_serving at --max-concurrency C, SemiAnalysis InferenceMAX; validate/bench.py):
+  the row's `requests` (default 10·C) with bench_serving's random lengths (uniform in [ratio·L, L]) queued at
+  once, at most C in the engine, replayed through the serving simulator under the engine's scheduler (vllm:
+  chunked prefill, 8,192 tokens and 1,024 sequences a pass on >= 70 GiB GPUs; sglang: prefill-only passes of
+  8,192/16,384 tokens; trtllm: whole prompts, 2,048 x 8,192; the row's own settings where its launch gave them)
+  and the engine's overheads; value = the row's `quantity`: output tokens/s per GPU over the run, or the median
+  TTFT (from the request's admission: a closed-loop client sends it when a slot frees), TPOT, 1/TPOT or e2e.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
 - ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
@@ -350,6 +357,40 @@ def _bench_throughput(meas, m, which, extra):
     return throughput_per_gpu(tr, meas.chips)
 
 
+def _serving_benchmark(meas, m, which, extra):
+    """A serving benchmark at a fixed client concurrency (bench_serving --max-concurrency C, validate/bench.py):
+    the row's `requests` (default 10·C, InferenceMAX's) of bench_serving's random lengths queued at once, at most C
+    in the engine, through the serving simulator under the engine's scheduler (its defaults where the launch left
+    them, bench.engine_scheduler) and overheads; value = the row's `quantity` (bench.QUANTITIES). Measured kernel
+    tables are not applied (they time passes, not schedules): table mode predicts these rows with the factors."""
+    from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, run, serving_settings
+
+    r = meas.row
+    q = str(r.get("quantity", ""))
+    if q not in QUANTITIES:
+        raise InputError(f"{meas.id}: serving_benchmark needs `quantity`, one of {', '.join(QUANTITIES)}; got {q!r}")
+    key = (id(extra), meas.id, repr(sorted(meas.row.items())), which)
+    runs = get_catalog().parsed.setdefault("validate_bench_runs", {})
+    if key not in runs:
+        system, lay = _system(meas, extra), _layout(meas)
+        c = int(r["concurrency"])
+        n = int(r.get("requests", 10 * c))
+        prompts, outputs = benchmark_lengths(r, n)
+        st = serving_settings(r, system.accelerator.hbm_bytes)
+        ranks = int(lay.dp)
+        cap = c if st["max_num_seqs"] is None else min(c, int(st["max_num_seqs"]) * ranks)
+        frac = float(st["kv_cache_fraction"])
+        kv = float(kv_capacity_tokens(m, system, lay, weights_dtype=str(r.get("weights_dtype", "bf16")),
+                                      expert_weights_dtype=r.get("expert_weights_dtype"),
+                                      kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=frac,
+                                      of=str(st["kv_memory_of"])))
+        engine = str(r.get("overheads", r.get("engine", "none")))
+        tr, ovh = run(m, system, lay, _efficiency(meas, m, which, extra), r, which, prompts, outputs, str(st["policy"]),
+                      cap, int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine)
+        runs[key] = benchmark_metrics(tr, ovh, meas.chips)
+    return float(runs[key][q])
+
+
 def _e2e_latency(meas, m, which, extra):
     return _batch_run_s(meas, m, which, extra)
 
@@ -434,6 +475,7 @@ SCENARIOS = {
     "static_batch_throughput": _static_batch_throughput,
     "max_throughput_kv_capacity": _max_throughput,
     "trtllm_bench_throughput": _bench_throughput,
+    "serving_benchmark": _serving_benchmark,
     "e2e_latency_s": _e2e_latency,
     "ttft_s": _ttft,
     "decode_step_s": _decode_step,
