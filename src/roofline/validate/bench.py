@@ -174,7 +174,7 @@ QUANTITIES = {"output_throughput_per_gpu": "throughput", "median_tpot_s": "decod
 
 def engine_scheduler(engine: str, hbm_bytes: float) -> dict:
     """The serving engine's scheduler where a run's launch script leaves it at its default (per scheduler, i.e.
-    per attention-DP rank; sources in docs/validation.md "Serving benchmarks"):
+    per attention-DP rank; docs/validation.md "Benchmarks replayed through the simulator"):
 
     - vllm (V1): chunked prefill always on (mixed passes, policy 'chunked'); EngineArgs.get_batch_defaults for the
       OpenAI server: max_num_batched_tokens 8,192 and max_num_seqs 1,024 on GPUs with >= 70 GiB (not A100), else

@@ -268,6 +268,28 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         lines += [f"**Held-out check** — {what}. Error by metric on those rows only:", "",
                   _table(SUMMARY_COLUMNS, summary_rows(by_metric(rows))), ""]
     lines += [
+        "## Benchmarks replayed through the simulator",
+        "",
+        "Two scenarios run a published benchmark the way its tool runs it, through the serving simulator "
+        "(validate/bench.py), instead of a static batch: `trtllm_bench_throughput` (TensorRT-LLM's `trtllm-bench "
+        "throughput`: the page's $num_requests queued at once, no chunked prefill, max_batch_size and "
+        "max_num_tokens per attention-DP rank from trtllm-bench's own heuristic — tensorrt_llm/bench/build/"
+        "tuning.py calc_engine_setting and finetune_setting, benchmark/utils/general.py get_settings — KV reserved "
+        "at admission, TensorRT-LLM's engine overheads) and `serving_benchmark` (vLLM/SGLang `bench_serving "
+        "--max-concurrency C`, as SemiAnalysis InferenceMAX runs it: 10·C requests of random lengths uniform in "
+        "[ratio·L, L], at most C in the engine). The engines' scheduler defaults where a launch leaves them: vLLM "
+        "V1 — chunked prefill always on, `EngineArgs.get_batch_defaults` for the OpenAI server: 8,192 batched tokens "
+        "and 1,024 sequences on GPUs with >= 70 GiB (not A100), else 2,048 and 256, `gpu_memory_utilization` 0.90; "
+        "SGLang — `server_args`: `chunked_prefill_size` 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384 above, "
+        "no `--enable-mixed-chunk` (prefill-only passes: simulate's policy `separate`), `mem_fraction_static` 0.88; "
+        "TensorRT-LLM — `BuildConfig` max_batch_size 2,048 and max_num_tokens 8,192, chunked prefill off, "
+        "`kv_cache_free_gpu_mem_fraction` 0.90, GUARANTEED_NO_EVICT. A row's own settings override them. TTFT is "
+        "taken from the request's admission (a closed-loop client sends a request when a slot frees) plus the "
+        "engine's request-in and tokenising delay; TPOT = (last − first token)/(output − 1); medians. Ignores: the "
+        "client's round trip between a finish and the next send, the run's own random lengths (seeded draws of the "
+        "same distribution), warm-up requests, CUDA-graph padding. Measured kernel tables are not applied to "
+        "serving_benchmark rows (they time passes, not schedules).",
+        "",
         "## Error by layout",
         "",
         "The layout each row is evaluated under (the engine: TP all-reduces, EP all-to-all, attention "
