@@ -594,3 +594,26 @@ def test_expert_weights_format_in_sweep_and_simulate_is_steps():
     assert dep.kv_capacity_tokens == pytest.approx(float(kv_capacity_tokens(
         m, s, lay, weights_dtype="fp8", expert_weights_dtype="fp4")), rel=1e-12)
     assert dep.kv_capacity_tokens > float(kv_capacity_tokens(m, s, lay, weights_dtype="fp8"))
+
+
+def test_sweep_with_speculation_is_steps_speculative_step():
+    """`sweep --spec-gamma γ --spec-alpha α` evaluates every point as engine.step's speculative step (a verify pass of
+    γ + 1 tokens plus γ drafts, E tokens per sequence): step time, tokens/s per sequence and the realistic column."""
+    from roofline.layout import Layout
+    from roofline.requests.sweep import SweepRequest, evaluate_chunk
+    from roofline.speculative import Speculation
+
+    CAT = get_catalog()
+    m, s = CAT.model("deepseek-v3"), CAT.system("gb200-nvl72")
+    lay = Layout(ep=72, dp=72, redundant_experts=32)
+    req = SweepRequest.of(model="deepseek-v3", system="gb200-nvl72", ep=72, dp=72, redundant_experts=32,
+                          weights_dtype="fp8", batch="72,720", context="4096", spec_gamma=1, spec_alpha=0.8,
+                          realistic=True)
+    cols = evaluate_chunk(req, 0, 2)
+    sp = Speculation(1, 0.8, 0.05)
+    for i, b in enumerate((72, 720)):
+        pure = step(m, s, b, 4096, layout=lay, weights_dtype="fp8", speculation=sp, check=False)
+        real = step(m, s, b, 4096, layout=lay, weights_dtype="fp8", speculation=sp, realistic=True, check=False)
+        assert cols["step_s"][i] == pytest.approx(float(pure.step_s), rel=1e-12)
+        assert cols["tokens_per_s_per_sequence"][i] == pytest.approx(float(pure.tokens_per_s_per_sequence), rel=1e-12)
+        assert cols["realistic_step_s"][i] == pytest.approx(float(real.step_s), rel=1e-12)

@@ -583,7 +583,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
         if phase != "decode":
             raise InputError("speculative decoding (--spec-gamma) verifies drafted tokens in decode; drop it or use "
                              "--phase decode")
-        r, spec = _speculative(model, system, layout, batch, ctx, r, speculation, kw)
+        r, spec = speculative_pass(model, system, layout, batch, ctx, r, speculation, kw)
     if not details:
         return replace(r, params_total=M.params_total(model), params_active=M.params_active(model),
                        kv_bytes_per_token=M.kv_bytes_per_token(model, kv_dtype), layout=str(layout),
@@ -604,7 +604,7 @@ def step(model: M.Model, system: System, batch, context, *, layout: Layout | Non
                  latency_floor_s=float(floor), layout=str(layout), efficiency=eff.family, speculation=spec)
 
 
-def _speculative(model, system, layout, batch, ctx, decode: PassResult, sp, kw):
+def speculative_pass(model, system, layout, batch, ctx, decode: PassResult, sp, kw):
     """A speculative decode step (speculative.py's closed form on this engine): the verify pass of γ + 1
     tokens per sequence on the cached context plus γ draft steps of f decode steps each, emitting
     E tokens per sequence. Returns the verify pass with the step time and the rates of the whole step."""

@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
         realistic: Annotated[bool, typer.Option("--realistic", help="Add the cited efficiency model's step time and its interval (the layout's replica, else the GPUs as one TP group).")] = False,
         sparse_attention: Annotated[Optional[str], typer.Option("--sparse-attention", help="Each query attends at most c·sqrt(context) (sqrt:C) or k tokens (topk:K).")] = None,
+        spec_gamma: Annotated[int, typer.Option("--spec-gamma", help="Speculative / MTP draft tokens per decode step (0 = off): every point is engine.step's speculative step.")] = 0,
+        spec_alpha: Annotated[float, typer.Option("--spec-alpha", help="Acceptance rate per draft token, [0, 1].")] = 0.7,
+        draft_fraction: Annotated[float, typer.Option("--draft-fraction", help="Cost of one draft token, fraction of a decode step.")] = 0.05,
         csv: Annotated[Optional[str], typer.Option("--csv", help="Stream every point to this CSV file as it is computed.")] = None,
         parquet: Annotated[Optional[str], typer.Option("--parquet", help="Stream every point to this Parquet file (zstd; bound as a dictionary column).")] = None,
         chunk_points: Annotated[Optional[int], typer.Option("--chunk-points", help="Points per vectorised chunk (default 200,000: bounded memory for any sweep size).")] = None,
@@ -92,7 +95,9 @@ def register(app: typer.Typer) -> None:
                               compute_efficiency=compute_efficiency, memory_efficiency=memory_efficiency,
                               **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                             weight_stationary), moe_imbalance=moe_imbalance, overlap=overlap,
-                              realistic=realistic, sparse_attention=sparse_attention, csv=csv, parquet=parquet, plot=plot, chunk_points=chunk_points,
+                              realistic=realistic, sparse_attention=sparse_attention, spec_gamma=spec_gamma,
+                              spec_alpha=spec_alpha, draft_fraction=draft_fraction, csv=csv, parquet=parquet, plot=plot,
+                              chunk_points=chunk_points,
                               json=json)
         m, sysrec, chips = req._model, req._system, req._chips
         if csv or parquet:

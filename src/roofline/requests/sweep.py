@@ -85,6 +85,9 @@ class SweepRequest(LayoutOptions):
     overlap: bool = False
     realistic: bool = False
     sparse_attention: Optional[str] = None
+    spec_gamma: Whole(0, 64) = 0
+    spec_alpha: float = 0.7
+    draft_fraction: float = 0.05
     csv: OptText = None
     parquet: OptText = None
     plot: OptText = None
@@ -107,7 +110,10 @@ class SweepRequest(LayoutOptions):
         if self.phase == "decode" and self.prompt != 1:
             raise rules.UsageError(f"{f('prompt')} applies to {f('phase')} prefill only; drop it or add "
                                    f"{f('phase')} prefill")
-        new = self.prompt if self.phase == "prefill" else 1
+        rules.speculation(f("spec_alpha"), self.spec_alpha, f("draft_fraction"), self.draft_fraction)
+        if self.spec_gamma and self.phase != "decode":
+            raise rules.UsageError(f"{f('spec_gamma')} drafts tokens for decode; drop it or use {f('phase')} decode")
+        new = self.prompt if self.phase == "prefill" else 1 + self.spec_gamma
         rules.context_fits(self._model, float(self._contexts.max()) + new, f"{f('context')} + new tokens =")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
         rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
@@ -164,11 +170,12 @@ def check_disk(req: SweepRequest, n: int) -> None:
 def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times_only=False):
     """The engine's array core on the chunk's points, with the inputs `engine.step` derives from the
     request: `step` itself also solves the critical batch by bisection (64 core evaluations per point),
-    which a sweep's columns do not include, so the sweep calls the core once per chunk."""
+    which a sweep's columns do not include, so the sweep calls the core once per chunk. With --spec-gamma the
+    speculative step of `engine.step` (engine.speculative_pass: a verify pass of γ + 1 tokens plus γ drafts)."""
     import numpy as np
 
     from ..efficiency import LOW_PRECISION, Efficiency
-    from ..engine import core
+    from ..engine import core, speculative_pass
     from ..hardware import usd_per_gpu_hour
     from ..layout import Layout
     from ..memory import DEFAULT_USABLE_MEMORY
@@ -179,12 +186,19 @@ def _engine_pass(req: SweepRequest, B, C, *, efficiency=None, layout=None, times
     eff = efficiency or Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     ewd = req.expert_weights_dtype if req.expert_weights_dtype not in (None, req.weights_dtype) else None
     experts = (dtype_bytes(ewd), acc.peak_flops(ewd), ewd in LOW_PRECISION) if ewd else None
-    return core(req._model, sysrec, layout or req._layout or Layout.sharded(req._chips), B, C, L, req.phase,
-                b_w=dtype_bytes(req.weights_dtype), b_kv=dtype_bytes(req.kv_dtype), b_act=dtype_bytes("bf16"),
-                peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
-                low_precision=req.weights_dtype in LOW_PRECISION, imbalance=req._imbalance,
-                price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
-                times_only=times_only, sparse=resolve.sparse_attention(req.sparse_attention), experts=experts)
+    lay = layout or req._layout or Layout.sharded(req._chips)
+    kw = dict(b_w=dtype_bytes(req.weights_dtype), b_kv=dtype_bytes(req.kv_dtype), b_act=dtype_bytes("bf16"),
+              peak_w=acc.peak_flops(req.weights_dtype), peak_act=acc.peak_flops("bf16"), eff=eff,
+              low_precision=req.weights_dtype in LOW_PRECISION, imbalance=req._imbalance,
+              price=usd_per_gpu_hour(sysrec, req.usd_per_gpu_hour), usable_memory=DEFAULT_USABLE_MEMORY,
+              sparse=resolve.sparse_attention(req.sparse_attention), experts=experts)
+    if req.spec_gamma:
+        from ..speculative import Speculation
+
+        dec = core(req._model, sysrec, lay, B, C, L, req.phase, **kw)
+        sp = Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction)
+        return speculative_pass(req._model, sysrec, lay, B, C, dec, sp, kw)[0]
+    return core(req._model, sysrec, lay, B, C, L, req.phase, times_only=times_only, **kw)
 
 
 def evaluate_chunk(req: SweepRequest, start: int, stop: int) -> dict:
