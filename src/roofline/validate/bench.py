@@ -75,24 +75,20 @@ def checkpoint_elements(m: M.Model, weights_dtype: str, expert_weights_dtype: st
     return M.dense_params(m) * per(weights_dtype) + routed * per(expert_weights_dtype or weights_dtype)
 
 
+def _round_up(x: float, floor: int, tiers) -> int:
+    """x rounded up to the step of its tier ((below, step) pairs, the last with below = inf), at least `floor`."""
+    step = next(st for below, st in tiers if x < below)
+    return int(max(floor, step * math.ceil(x / step)))
+
+
 def finetune(requests: float, isl: int, osl: int, pp: int = 1) -> tuple[int, int]:
     """tuning.finetune_setting (optimistic tuning): (max_batch_size, max_num_tokens) from the requests the
-    KV cache is estimated to hold."""
+    KV cache is estimated to hold: the batch to steps of 32 below 256, 128 below 1,024, else 256 (at least 64);
+    the tokens to steps of 256 below 4,096, 512 below 8,192, else 1,024 (at least 2,048)."""
     raw_bs = min(requests, 4096) / pp
     raw_tok = min(raw_bs * (1 + isl / osl), 32768)
-    if raw_bs < 256:
-        bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tok < 4096:
-        tok = max(2048, 256 * math.ceil(raw_tok / 256))
-    elif raw_tok < 8192:
-        tok = 512 * math.ceil(raw_tok / 512)
-    else:
-        tok = 1024 * math.ceil(raw_tok / 1024)
-    return int(bs), int(tok)
+    return (_round_up(raw_bs, 64, ((256, 32), (1024, 128), (math.inf, 256))),
+            _round_up(raw_tok, 2048, ((4096, 256), (8192, 512), (math.inf, 1024))))
 
 
 def bench_settings(m: M.Model, hbm_bytes: float, row: dict) -> tuple[int, int]:
