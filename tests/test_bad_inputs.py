@@ -144,6 +144,8 @@ CASES = [
     (f"{STEP} --moe-imbalance 1.3", 1, "llama-3-70b is dense (no experts): drop --moe-imbalance"),
     (f"{STEP} --expert-weights-dtype fp4", 1, "--expert-weights-dtype applies to mixture-of-experts models"),
     (f"{SWEEP} --expert-weights-dtype fp4", 1, "--expert-weights-dtype applies to mixture-of-experts models"),
+    (f"{SIM} --recv-interval 0", 1, "--recv-interval must be a whole number between 1 and 10000"),
+    (f"{SIM} --grid rate=1,2 --recv-interval 4", 1, "--recv-interval"),
     (f"{SWEEP} --phase prefill --prompt 128 --spec-gamma 2", 2, "--spec-gamma drafts tokens for decode"),
     (f"{SWEEP} --spec-gamma 2 --spec-alpha 1.5", 1, "--spec-alpha"),
     ("simulate -m llama-3-8b -a h100-sxm -n 10 --expert-weights-dtype fp4", 1,

@@ -68,3 +68,19 @@ def test_a_tight_kv_pool_makes_progress_under_separate():
     dep = Deployment(ConstantStep(0.010), kv_capacity_tokens=1000.0)
     tr = Simulation(wl, dep, Policy("separate", max_seqs=64, max_batched_tokens=4096)).run()
     assert np.all(np.isfinite(tr.finish_s)) and np.all(tr.finish_s > tr.first_token_s)
+
+
+def test_sglang_recv_interval_delays_admission_by_hand():
+    """--scheduler-recv-interval 4 (Policy.recv_interval): every pass 10 ms; r0 (100 + 20 tokens) at 0, r1 (50 + 2)
+    at 25 ms. After r0's prefill pass [0, 10] the scheduler receives at once, then only every 4 decode passes: at 50
+    ms it takes r1 in, whose prompt rides in the pass [50, 60] (first token 60 ms: TTFT 35 ms). With every pass
+    receiving (1), r1 is admitted at 30 ms and has its first token at 40 ms (TTFT 15 ms)."""
+    wl = make_workload([0.0, 0.025], [100, 50], [20, 2])
+    every = Simulation(wl, Deployment(ConstantStep(0.010)), Policy("continuous", 8, 1000)).run()
+    four = Simulation(wl, Deployment(ConstantStep(0.010)), Policy("continuous", 8, 1000, recv_interval=4)).run()
+    assert every.first_token_s[1] == pytest.approx(0.040) and four.first_token_s[1] == pytest.approx(0.060)
+    assert every.first_token_s[0] == four.first_token_s[0] == pytest.approx(0.010)
+    # r0's own tokens are not delayed (the stretches are only cut, not stalled)
+    assert four.finish_s[0] == pytest.approx(every.finish_s[0])
+    with pytest.raises(Exception, match="recv_interval"):
+        Policy("continuous", recv_interval=0)

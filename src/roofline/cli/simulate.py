@@ -53,6 +53,7 @@ def register(app: typer.Typer) -> None:
         max_batched_tokens: Annotated[int, typer.Option(help="Most new tokens in one pass (chunk budget).")] = 8192,
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
+        recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",
         cv: Annotated[float, typer.Option(help="Coefficient of variation of gamma inter-arrival gaps.")] = 2.0,
@@ -120,6 +121,7 @@ def register(app: typer.Typer) -> None:
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
                                              block_size=block_size != 16, overlap=overlap,
                                              expert_weights_dtype=expert_weights_dtype is not None,
+                                             recv_interval=recv_interval != 1,
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -133,7 +135,7 @@ def register(app: typer.Typer) -> None:
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
-            no_preemption=no_preemption, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            no_preemption=no_preemption, recv_interval=recv_interval, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -279,7 +281,8 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, the layout flags or --moe-imbalance (lay out a "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, the layout flags or "
+                         "--moe-imbalance (lay out a "
                          "scenario with the grid's "
                          "layout axis); drop those options (a --trace's prefix columns are cached "
                          "with the defaults)")

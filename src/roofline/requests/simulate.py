@@ -45,6 +45,7 @@ class SimulateRequest(LayoutOptions):
     max_batched_tokens: Whole(1, fix="zero capacity serves nobody") = 8192
     interval_s: Real(gt=0, le=3600, fix="train departure interval in seconds, e.g. 0.02") = 0.020
     no_preemption: bool = False
+    recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -268,7 +269,7 @@ def simulate(req: SimulateRequest, progress=None):
     spec = Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
     disagg = req.policy == "disaggregated"
     pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
-                 not req.no_preemption, spec)
+                 not req.no_preemption, spec, req.recv_interval)
     rng = np.random.default_rng(req.seed)
     wl = workload(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)

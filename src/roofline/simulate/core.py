@@ -221,6 +221,10 @@ class Simulation:
         static, train, separate = kind == "static", kind == "train", kind == "separate"
         chunked = kind == "chunked" or separate  # prompts split to the token budget
         interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
+        # SGLang's --scheduler-recv-interval N: while only decode passes run, the scheduler takes in new requests
+        # every N of them (after any other pass, or when idle, at once); `heard` = arrivals up to the last receive
+        recv_every = int(pol.recv_interval)
+        since_recv, heard, last_decode = 0, 0.0, False
         r, g = self.ratio, self.growth
         draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
         cap, ovh = dep.kv_capacity_tokens, dep.kv_overhead_tokens
@@ -349,15 +353,17 @@ class Simulation:
                 budget -= c
             # ---- admission --------------------------------------------------------------------------------
             blocked = static and (nd > 0 or pad > 0)
+            if recv_every <= 1 or nd == 0 or not last_decode or since_recv >= recv_every:
+                heard, since_recv = now, 0  # the scheduler receives every request that has arrived
             if not blocked:
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
                 while nseq < max_seqs:
                     # head of the queues: re-queued (preempted) first, then class 0, then class 1
                     if requeue:
                         rid, c = requeue[0], -1
-                    elif a0[p0] <= now:
+                    elif a0[p0] <= heard:
                         rid, c = q0[p0], 0
-                    elif a1[p1] <= now:
+                    elif a1[p1] <= heard:
                         rid, c = q1[p1], 1
                     else:
                         break
@@ -473,7 +479,11 @@ class Simulation:
                         kc = 1
                     if kc < k:
                         k = kc
-                if not blocked:
+                if recv_every > 1 and not blocked and (a0[p0] < inf or a1[p1] < inf):
+                    kr = recv_every - since_recv  # passes until the scheduler next takes in requests
+                    if kr < k:
+                        k = kr if kr > 0 else 1
+                elif not blocked:
                     dt = (a0[p0] if a0[p0] < a1[p1] else a1[p1]) - now  # until the next arrival
                     if dt <= 0:
                         k = 1
@@ -503,6 +513,8 @@ class Simulation:
                 now += k * t0 + s * k * (k - 1) / 2.0
                 ctx_sum += (nd + pad) * g * k
                 it += k
+                since_recv += k
+                last_decode = True
                 if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
                     # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
                     k_ev = _evict(lru, cached, pinned, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
@@ -576,6 +588,7 @@ class Simulation:
                             buckets[fin] = [rid]
                             heappush(heap, fin)
                 it += 1
+                last_decode = False  # a pass with prompts: SGLang's skipper receives right after it
                 if free_tok and on_demand:
                     pending = sum(e[1] for e in pf) if pf else 0
                     if ctx_sum + free_tok + pending + nseq * ovh > room + 1e-9:

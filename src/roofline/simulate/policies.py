@@ -16,6 +16,10 @@
   (or when the previous one ends, if it overruns), carrying everything aboard (at most `max_seqs`);
   a request boards the next departure, so its first token waits at most interval + step (T05).
 
+`recv_interval` N (SGLang's --scheduler-recv-interval, its SchedulerRecvSkipper): while only decode passes run, the
+scheduler takes in newly arrived requests every N of them (after a pass with prompts, or when idle, at once), so a
+request arriving during a long decode stretch waits up to N − 1 passes before it can be admitted; 1 = every pass.
+
 KV memory (vLLM, Kwon et al. SOSP 2023 §4.5): `preemption=True` allocates KV as sequences grow and,
 when the pool is full, preempts the most recently admitted sequence (recompute: it re-queues at the
 front and re-prefills prompt + generated tokens); `preemption=False` reserves prompt + output at
@@ -40,11 +44,12 @@ class Policy:
     interval_s: float = 0.020
     preemption: bool = True
     speculation: Speculation | None = None
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval: new requests taken in every N decode-only passes
 
     def __post_init__(self):
         if self.kind not in POLICIES:
             raise InputError(f"unknown policy {self.kind!r}; expected one of {', '.join(POLICIES)}")
-        for name in ("max_seqs", "max_batched_tokens"):
+        for name in ("max_seqs", "max_batched_tokens", "recv_interval"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise InputError(f"{name} must be a whole number >= 1, got {v}; zero capacity serves nobody")

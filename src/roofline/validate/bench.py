@@ -120,11 +120,12 @@ def bench_settings(m: M.Model, hbm_bytes: float, row: dict) -> tuple[int, int]:
 
 
 def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, policy: str, max_seqs: int,
-        budget: int, preemption: bool, kv_tokens: float, engine: str):
+        budget: int, preemption: bool, kv_tokens: float, engine: str, recv_interval: int = 1):
     """The Trace of a benchmark's requests all queued at t = 0 (a closed-loop client at `max_seqs` concurrency,
     or an offline run) through the serving simulator: the row's layout and formats, its efficiency corner,
     the engine's overheads at the same corner, `policy` with `max_seqs` sequences and `budget` tokens a pass,
-    KV reserved at admission or grown on demand (`preemption`)."""
+    KV reserved at admission or grown on demand (`preemption`), new requests taken in every `recv_interval` decode
+    passes (SGLang's --scheduler-recv-interval)."""
     from ..simulate import Policy, Simulation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..simulate.steptable import deployment
@@ -135,7 +136,8 @@ def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, 
     dep = replace(dep, kv_capacity_tokens=float(kv_tokens))
     ovh = EngineOverheads.load(engine, which=which)
     dep = with_engine(dep, ovh)
-    pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption)
+    pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption,
+                 recv_interval=int(recv_interval))
     wl = make_workload(np.zeros(len(prompts)), prompts, outputs)
     return run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=0).run()), ovh
 

@@ -26,7 +26,8 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   once, at most C in the engine, replayed through the serving simulator under the engine's scheduler (vllm:
   chunked prefill, 8,192 tokens and 1,024 sequences a pass on >= 70 GiB GPUs; sglang: prefill-only passes of
   8,192/16,384 tokens; trtllm: whole prompts, 2,048 x 8,192; the row's own settings where its launch gave them)
-  and the engine's overheads; value = the row's `quantity`: output tokens/s per GPU over the run, or the median
+  and the engine's overheads (and SGLang's --scheduler-recv-interval, row key `recv_interval`, where the launch
+  sets it); value = the row's `quantity`: output tokens/s per GPU over the run, or the median
   TTFT (from the request's admission: a closed-loop client sends it when a slot frees), TPOT, 1/TPOT or e2e.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
@@ -386,7 +387,8 @@ def _serving_benchmark(meas, m, which, extra):
                                       of=str(st["kv_memory_of"])))
         engine = str(r.get("overheads", r.get("engine", "none")))
         tr, ovh = run(m, system, lay, _efficiency(meas, m, which, extra), r, which, prompts, outputs, str(st["policy"]),
-                      cap, int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine)
+                      cap, int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine,
+                      int(r.get("recv_interval", 1)))
         runs[key] = benchmark_metrics(tr, ovh, meas.chips)
     return float(runs[key][q])
 
