@@ -257,7 +257,11 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "longest first on the least-loaded rank), while the routed experts serve every rank's tokens (MoE set "
         "2 60.9% → 59.3%). All three together: throughput MAPE 26.3% → 21.1%, coverage 77.7% → 83.8%, all "
         "rows 9.7% → 9.2% (MAPE 23.9% → 20.7%, coverage 76.7% → 80.5%); MoE set 2 80.1% → 59.3%, coverage "
-        "5% → 45%.",
+        "5% → 45%. Later the same day: (11) the `serving_benchmark` scenario (below), built after MoE set 3 was "
+        "seen and used only by MoE sets 4 and 5, each predicted with it before its measured values were added; (12) "
+        "SGLang's `--scheduler-recv-interval` (simulate's recv_interval), added after set 4's B200 TTFT rows were "
+        "seen and used by five of set 5's runs, predicted with it blind (it could not show: the replay queues every "
+        "request at t = 0).",
         "",
     ]
     held: dict[str, list] = {}
