@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from roofline import model as M
@@ -186,3 +187,41 @@ def test_moe_sets_4_and_5_predictions_reproduce_and_came_before_their_measured_v
     if old.returncode != 0:
         pytest.skip("no git history")
     assert all(p["id"] not in old.stdout for p in pred["predictions"])
+
+
+def test_closed_loop_client_by_hand():
+    """bench_serving --max-concurrency C: request C + j is sent when the (j + 1)-th response completes. On a toy
+    engine where every request takes 1 s from its send, C = 2 and 4 requests: sends 0, 0, 1, 1 and completions
+    1, 1, 2, 2 — the fixed point, reached from all sends at 0 by one resend (whose completions send the same)."""
+    from types import SimpleNamespace
+
+    from roofline.validate.bench import closed_loop_run, closed_loop_sends
+
+    assert list(closed_loop_sends([3.0, 1.0, 2.0, 5.0], 2)) == [0.0, 0.0, 1.0, 2.0]
+    assert list(closed_loop_sends([3.0, 1.0], 5)) == [0.0, 0.0]
+    calls = []
+
+    def engine(sends):
+        calls.append(list(sends))
+        return SimpleNamespace(finish_s=np.asarray(sends) + 1.0)
+
+    tr = closed_loop_run(engine, 4, 2)
+    assert list(tr.finish_s) == [1.0, 1.0, 2.0, 2.0] and calls == [[0, 0, 0, 0], [0, 0, 1, 1]]
+
+
+def test_closed_loop_serving_benchmark_matches_all_at_once_at_concurrency_one():
+    """With one request in flight the engine never sees a queue: the closed-loop client's TTFT, TPOT and throughput
+    equal the all-at-once replay's (admission = send); an unknown client is one clear error."""
+    extra, rows = S.load_dataset()
+    base = next(r for r in rows if r.id == "trtllm10-h200-fp8-llama3-70b-tp1-i1000-o1000")
+    row = {k: v for k, v in base.row.items() if k not in ("requests", "kv_cache_fraction")}
+    row.update(scenario="serving_benchmark", concurrency=1, requests=3, input_tokens=2000, output_tokens=101,
+               engine="trtllm")
+    m = S._model(base.model, extra)
+    for q in ("median_ttft_s", "median_tpot_s", "output_throughput_per_gpu"):
+        a = S._serving_benchmark(replace(base, row={**row, "quantity": q}), m, "mid", extra)
+        b = S._serving_benchmark(replace(base, row={**row, "quantity": q, "client": "closed_loop"}), m, "mid", extra)
+        assert b == pytest.approx(a, rel=0.02), q
+    with pytest.raises(InputError, match="client must be"):
+        S._serving_benchmark(replace(base, row={**row, "quantity": "median_ttft_s", "client": "poisson"}), m, "mid",
+                             extra)

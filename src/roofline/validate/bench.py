@@ -120,12 +120,12 @@ def bench_settings(m: M.Model, hbm_bytes: float, row: dict) -> tuple[int, int]:
 
 
 def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, policy: str, max_seqs: int,
-        budget: int, preemption: bool, kv_tokens: float, engine: str, recv_interval: int = 1):
+        budget: int, preemption: bool, kv_tokens: float, engine: str, recv_interval: int = 1, arrivals=None):
     """The Trace of a benchmark's requests all queued at t = 0 (a closed-loop client at `max_seqs` concurrency,
     or an offline run) through the serving simulator: the row's layout and formats, its efficiency corner,
     the engine's overheads at the same corner, `policy` with `max_seqs` sequences and `budget` tokens a pass,
     KV reserved at admission or grown on demand (`preemption`), new requests taken in every `recv_interval` decode
-    passes (SGLang's --scheduler-recv-interval)."""
+    passes (SGLang's --scheduler-recv-interval); `arrivals` (seconds, the client's sends) instead of all at t = 0."""
     from ..simulate import Policy, Simulation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..simulate.steptable import deployment
@@ -138,7 +138,7 @@ def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, 
     dep = with_engine(dep, ovh)
     pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption,
                  recv_interval=int(recv_interval))
-    wl = make_workload(np.zeros(len(prompts)), prompts, outputs)
+    wl = make_workload(np.zeros(len(prompts)) if arrivals is None else arrivals, prompts, outputs)
     return run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=0).run()), ovh
 
 
@@ -232,13 +232,46 @@ def serving_settings(row: dict, hbm_bytes: float) -> dict:
     return out
 
 
-def benchmark_metrics(trace, overheads, gpus: int) -> dict:
-    """bench_serving's figures of a closed-loop run: output tokens/s per GPU over the run, and the medians of TTFT
-    (from the client's send, i.e. the request's admission, plus its request-in and tokenising delay), TPOT
-    ((last − first token)/(output − 1)), end-to-end latency and 1/TPOT."""
+#: iterations of the closed-loop client's fixed point, and the change in sends (s) at which it stops
+CLOSED_LOOP_ITERATIONS, CLOSED_LOOP_TOLERANCE_S = 12, 1e-4
+
+
+def closed_loop_sends(finish_s, concurrency: int) -> np.ndarray:
+    """bench_serving's --max-concurrency C client: the first C requests are sent at t = 0 and request C + j when the
+    (j + 1)-th response completes (its semaphore), with no think time."""
+    n = len(finish_s)
+    sends = np.zeros(n)
+    c = min(int(concurrency), n)
+    sends[c:] = np.sort(np.asarray(finish_s, dtype=float))[: n - c]
+    return sends
+
+
+def closed_loop_run(simulate, n: int, concurrency: int):
+    """The fixed point of a closed-loop client (closed_loop_sends) over `simulate(sends) -> Trace`: start from every
+    request sent at t = 0 (which the engine's slots then gate), resend from the completions, until the sends move by
+    less than CLOSED_LOOP_TOLERANCE_S (at most CLOSED_LOOP_ITERATIONS runs). Returns the last Trace."""
+    sends = np.zeros(n)
+    for _ in range(CLOSED_LOOP_ITERATIONS):
+        tr = simulate(sends)
+        new = closed_loop_sends(tr.finish_s, concurrency)
+        done = float(np.max(np.abs(new - sends))) < CLOSED_LOOP_TOLERANCE_S
+        sends = new
+        if done:
+            break
+    return tr
+
+
+def benchmark_metrics(trace, overheads, gpus: int, closed_loop: bool = False) -> dict:
+    """bench_serving's figures of a run: output tokens/s per GPU over the run, and the medians of TTFT, TPOT
+    ((last − first token)/(output − 1)), end-to-end latency and 1/TPOT. TTFT is from the client's send: the
+    request's arrival under a closed-loop client (its request-in and tokenising delay inside), else (every request
+    queued at t = 0) from its admission plus that delay."""
     first, fin = np.asarray(trace.first_token_s), np.asarray(trace.finish_s)
     out = np.asarray(trace.output_tokens, dtype=float)
-    ttft = first - np.asarray(trace.admit_s) + overheads.arrival_delay_s(np.asarray(trace.prompt_tokens))
+    if closed_loop:
+        ttft = first - np.asarray(trace.arrival_s)
+    else:
+        ttft = first - np.asarray(trace.admit_s) + overheads.arrival_delay_s(np.asarray(trace.prompt_tokens))
     tpot = np.where(out > 1, (fin - first) / np.maximum(out - 1, 1), np.nan)
     tpot = tpot[np.isfinite(tpot)]
     return {"output_throughput_per_gpu": throughput_per_gpu(trace, gpus), "median_ttft_s": float(np.median(ttft)),

@@ -27,7 +27,9 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   chunked prefill, 8,192 tokens and 1,024 sequences a pass on >= 70 GiB GPUs; sglang: prefill-only passes of
   8,192/16,384 tokens; trtllm: whole prompts, 2,048 x 8,192; the row's own settings where its launch gave them)
   and the engine's overheads (and SGLang's --scheduler-recv-interval, row key `recv_interval`, where the launch
-  sets it); value = the row's `quantity`: output tokens/s per GPU over the run, or the median
+  sets it; row key `client`: all_at_once, the default, queues every request at t = 0, closed_loop sends request
+  C + j when the (j + 1)-th response completes, solved as a fixed point of the simulation); value = the row's
+  `quantity`: output tokens/s per GPU over the run, or the median
   TTFT (from the request's admission: a closed-loop client sends it when a slot frees), TPOT, 1/TPOT or e2e.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
@@ -364,7 +366,7 @@ def _serving_benchmark(meas, m, which, extra):
     in the engine, through the serving simulator under the engine's scheduler (its defaults where the launch left
     them, bench.engine_scheduler) and overheads; value = the row's `quantity` (bench.QUANTITIES). Measured kernel
     tables are not applied (they time passes, not schedules): table mode predicts these rows with the factors."""
-    from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, run, serving_settings
+    from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, closed_loop_run, run, serving_settings
 
     r = meas.row
     q = str(r.get("quantity", ""))
@@ -386,10 +388,22 @@ def _serving_benchmark(meas, m, which, extra):
                                       kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=frac,
                                       of=str(st["kv_memory_of"])))
         engine = str(r.get("overheads", r.get("engine", "none")))
-        tr, ovh = run(m, system, lay, _efficiency(meas, m, which, extra), r, which, prompts, outputs, str(st["policy"]),
-                      cap, int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine,
-                      int(r.get("recv_interval", 1)))
-        runs[key] = benchmark_metrics(tr, ovh, meas.chips)
+        client = str(r.get("client", "all_at_once"))
+        if client not in ("all_at_once", "closed_loop"):
+            raise InputError(f"{meas.id}: client must be all_at_once or closed_loop, got {client!r}")
+        eff = _efficiency(meas, m, which, extra)
+
+        def simulate(sends=None):
+            return run(m, system, lay, eff, r, which, prompts, outputs, str(st["policy"]), cap,
+                       int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine,
+                       int(r.get("recv_interval", 1)), sends)
+
+        if client == "closed_loop":
+            ovh = simulate()[1]
+            tr = closed_loop_run(lambda sends: simulate(sends)[0], n, c)
+        else:
+            tr, ovh = simulate()
+        runs[key] = benchmark_metrics(tr, ovh, meas.chips, closed_loop=client == "closed_loop")
     return float(runs[key][q])
 
 
