@@ -170,7 +170,7 @@ class Simulation:
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
-                 table: StepTable | None = None, first_token_s=None, mixed: bool = True,
+                 table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         if int(block_tokens) != block_tokens or not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
@@ -200,8 +200,9 @@ class Simulation:
         self.table = table or StepTable(deployment.step, policy.max_seqs, max_ratio, max_ctx)
         # mixed and prefill passes from the engine's terms, each part's attention at its own context (None:
         # a step model that is not the engine's keeps the table's pass of mean length at the mean context)
-        self.mixed = mixed_pass(deployment.step, policy.max_batched_tokens + policy.max_seqs * self.ratio
-                                + float(workload.prompt_tokens.max()), max_ctx) if mixed else None
+        self.mixed = mixed if callable(mixed) else (  # a caller's own (reused across runs of one deployment)
+            mixed_pass(deployment.step, policy.max_batched_tokens + policy.max_seqs * self.ratio
+                       + float(workload.prompt_tokens.max()), max_ctx) if mixed else None)
         if self.prefix_cache:
             self.prefix_index, self.prefix_blocks, self.prefixes = prefix_blocks(workload, self.block_tokens)
 

@@ -365,14 +365,11 @@ def _floor_index(grid: list[float], limit: int = 1 << 16) -> list[int]:
     clamped to 0 .. len(grid) − 2), or −1 where a grid point lies strictly inside (k, k + 1), so the
     cell depends on the fraction and the caller must bisect. Covers [0, min(grid[-1] + 1, limit))."""
     hi = len(grid) - 2
-    out = []
-    for k in range(int(min(grid[-1] + 1, limit))):
-        j = bisect_right(grid, k)  # first grid point > k
-        if j < len(grid) and grid[j] < k + 1:
-            out.append(-1)
-        else:
-            out.append(min(max(j - 1, 0), hi))
-    return out
+    g = np.asarray(grid, dtype=float)
+    k = np.arange(int(min(grid[-1] + 1, limit)), dtype=float)
+    j = np.searchsorted(g, k, side="right")  # first grid point > k (bisect_right)
+    inside = (j < len(g)) & (g[np.minimum(j, len(g) - 1)] < k + 1)
+    return np.where(inside, -1, np.clip(j - 1, 0, hi)).tolist()
 
 
 # Points per call of the StepModel while tabulating: a full roofline.step result holds ~40 arrays of

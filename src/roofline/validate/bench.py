@@ -120,12 +120,15 @@ def bench_settings(m: M.Model, hbm_bytes: float, row: dict) -> tuple[int, int]:
 
 
 def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, policy: str, max_seqs: int,
-        budget: int, preemption: bool, kv_tokens: float, engine: str, recv_interval: int = 1, arrivals=None):
+        budget: int, preemption: bool, kv_tokens: float, engine: str, recv_interval: int = 1, arrivals=None,
+        reuse: dict | None = None):
     """The Trace of a benchmark's requests all queued at t = 0 (a closed-loop client at `max_seqs` concurrency,
     or an offline run) through the serving simulator: the row's layout and formats, its efficiency corner,
     the engine's overheads at the same corner, `policy` with `max_seqs` sequences and `budget` tokens a pass,
     KV reserved at admission or grown on demand (`preemption`), new requests taken in every `recv_interval` decode
-    passes (SGLang's --scheduler-recv-interval); `arrivals` (seconds, the client's sends) instead of all at t = 0."""
+    passes (SGLang's --scheduler-recv-interval); `arrivals` (seconds, the client's sends) instead of all at t = 0.
+    `reuse`: a dict that keeps the first run's step table and mixed-pass model for the next runs of the same
+    deployment, policy and lengths (the closed-loop client's iterations differ only in their sends)."""
     from ..simulate import Policy, Simulation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
     from ..simulate.steptable import deployment
@@ -139,7 +142,15 @@ def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, 
     pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption,
                  recv_interval=int(recv_interval))
     wl = make_workload(np.zeros(len(prompts)) if arrivals is None else arrivals, prompts, outputs)
-    return run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=0).run()), ovh
+    reuse = {} if reuse is None else reuse
+
+    def one(w):
+        sim = Simulation(w, dep, pol, seed=0, table=reuse.get("table"), mixed=reuse.get("mixed", True))
+        reuse.setdefault("table", sim.table)
+        reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
+        return sim.run()
+
+    return run_with_engine(wl, ovh, one), ovh
 
 
 def simulated_run(meas, m, which: str, extra: dict, efficiency, system, layout, kv_tokens: float):

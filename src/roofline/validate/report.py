@@ -261,7 +261,10 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "seen and used only by MoE sets 4 and 5, each predicted with it before its measured values were added; (12) "
         "SGLang's `--scheduler-recv-interval` (simulate's recv_interval), added after set 4's B200 TTFT rows were "
         "seen and used by five of set 5's runs, predicted with it blind (it could not show: the replay queues every "
-        "request at t = 0).",
+        "request at t = 0); (13) the closed-loop client of `serving_benchmark` (row key client: closed_loop, "
+        "bench_serving's --max-concurrency semaphore solved as a fixed point of the simulation), added after set 5's "
+        "TTFT rows were seen and used by MoE set 6 only, predicted with it blind (set 6's TTFT: 35%, against 51–55% "
+        "on sets 4–5; sets 4 and 5 keep the all-at-once replay they were predicted with).",
         "",
     ]
     held: dict[str, list] = {}
@@ -287,10 +290,12 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "SGLang — `server_args`: `chunked_prefill_size` 2,048 below 35 GiB, 8,192 below 160 GiB, 16,384 above, "
         "no `--enable-mixed-chunk` (prefill-only passes: simulate's policy `separate`), `mem_fraction_static` 0.88; "
         "TensorRT-LLM — `BuildConfig` max_batch_size 2,048 and max_num_tokens 8,192, chunked prefill off, "
-        "`kv_cache_free_gpu_mem_fraction` 0.90, GUARANTEED_NO_EVICT. A row's own settings override them. TTFT is "
-        "taken from the request's admission (a closed-loop client sends a request when a slot frees) plus the "
-        "engine's request-in and tokenising delay; TPOT = (last − first token)/(output − 1); medians. Ignores: the "
-        "client's round trip between a finish and the next send, the run's own random lengths (seeded draws of the "
+        "`kv_cache_free_gpu_mem_fraction` 0.90, GUARANTEED_NO_EVICT. A row's own settings override them. By default "
+        "every request is queued at t = 0 and TTFT is taken from its admission (the slot freeing) plus the engine's "
+        "request-in and tokenising delay; with the closed-loop client (client: closed_loop), "
+        "each request is sent when an earlier one completes (request C + j at the (j + 1)-th completion, a fixed "
+        "point of the simulation) and TTFT runs from that send; TPOT = (last − first token)/(output − 1); medians. "
+        "Ignores: the client's own round trip between a finish and the next send, the run's own random lengths (seeded draws of the "
         "same distribution), warm-up requests, CUDA-graph padding. Measured kernel tables are not applied to "
         "serving_benchmark rows (they time passes, not schedules).",
         "",

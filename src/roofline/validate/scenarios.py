@@ -360,6 +360,10 @@ def _bench_throughput(meas, m, which, extra):
     return throughput_per_gpu(tr, meas.chips)
 
 
+#: row keys that label or report a measurement rather than set its inputs
+_ROW_LABELS = ("id", "metric", "quantity", "unit", "measured", "heldout_for", "notes", "source", "date", "reliability")
+
+
 def _serving_benchmark(meas, m, which, extra):
     """A serving benchmark at a fixed client concurrency (bench_serving --max-concurrency C, validate/bench.py):
     the row's `requests` (default 10·C, InferenceMAX's) of bench_serving's random lengths queued at once, at most C
@@ -372,7 +376,9 @@ def _serving_benchmark(meas, m, which, extra):
     q = str(r.get("quantity", ""))
     if q not in QUANTITIES:
         raise InputError(f"{meas.id}: serving_benchmark needs `quantity`, one of {', '.join(QUANTITIES)}; got {q!r}")
-    key = (id(extra), meas.id, repr(sorted(meas.row.items())), which)
+    # one run serves every quantity of a benchmark (its rows differ only in what they report)
+    inputs = {k: v for k, v in r.items() if k not in _ROW_LABELS}
+    key = (id(extra), "serving_benchmark", repr(sorted(inputs.items())), which)
     runs = get_catalog().parsed.setdefault("validate_bench_runs", {})
     if key not in runs:
         system, lay = _system(meas, extra), _layout(meas)
@@ -392,11 +398,12 @@ def _serving_benchmark(meas, m, which, extra):
         if client not in ("all_at_once", "closed_loop"):
             raise InputError(f"{meas.id}: client must be all_at_once or closed_loop, got {client!r}")
         eff = _efficiency(meas, m, which, extra)
+        reuse: dict = {}  # the closed loop's runs share one step table and mixed-pass model
 
         def simulate(sends=None):
             return run(m, system, lay, eff, r, which, prompts, outputs, str(st["policy"]), cap,
                        int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine,
-                       int(r.get("recv_interval", 1)), sends)
+                       int(r.get("recv_interval", 1)), sends, reuse)
 
         if client == "closed_loop":
             ovh = simulate()[1]
