@@ -178,7 +178,7 @@ def test_moe_sets_4_to_6_predictions_reproduce_and_came_before_their_measured_va
     pred = yaml.safe_load((root / "docs" / "preregistered" / f"{name}_predictions.yaml").read_text())
     extra, rows = S.load_dataset()
     by = {r.id: r for r in rows}
-    for p in pred["predictions"][::9]:
+    for p in pred["predictions"][:3] + pred["predictions"][3::9]:  # one benchmark's three rows, then a sample
         ev = S.evaluate(by[p["id"]], extra)
         assert [ev.predicted, ev.low, ev.high] == pytest.approx([p["predicted"], p["low"], p["high"]], rel=1e-9)
         assert "heldout_for" in by[p["id"]].row

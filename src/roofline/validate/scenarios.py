@@ -29,8 +29,8 @@ Scenarios (formulas; B batch, I input, O output tokens, n GPUs):
   and the engine's overheads (and SGLang's --scheduler-recv-interval, row key `recv_interval`, where the launch
   sets it; row key `client`: all_at_once, the default, queues every request at t = 0, closed_loop sends request
   C + j when the (j + 1)-th response completes, solved as a fixed point of the simulation); value = the row's
-  `quantity`: output tokens/s per GPU over the run, or the median
-  TTFT (from the request's admission: a closed-loop client sends it when a slot frees), TPOT, 1/TPOT or e2e.
+  `quantity`: output tokens/s per GPU over the run, or the median TTFT (from the send: the request's admission
+  when all are queued at t = 0, its closed-loop send otherwise), TPOT, 1/TPOT or e2e.
 - e2e_latency_s: the same t_run, with O decode steps after the prefill when the row sets
   `first_token_from_prefill: false` (the source counts O generated tokens after the context phase).
 - ttft_s: one prefill pass t_prefill(B, I) (TensorRT-LLM 'first token latency' = the context phase).
@@ -292,17 +292,18 @@ def _static_batch_throughput(meas, m, which, extra):
     return _throughput_at(meas, m, which, extra, meas.row["batch"])
 
 
-def _kv_cache_tokens(meas, m, extra=None) -> float:
-    """Tokens the row's KV cache holds: kv_cache_fraction (default 0.90) of the memory the weights leave
-    (TensorRT-LLM's kv_cache_free_gpu_mem_fraction; memory.kv_capacity_tokens of="free")."""
+def _kv_cache_tokens(meas, m, extra=None, fraction=None, of: str = "free") -> float:
+    """Tokens the row's KV cache holds: kv_cache_fraction (default 0.90; or `fraction`) of the memory the weights
+    leave (TensorRT-LLM's kv_cache_free_gpu_mem_fraction; memory.kv_capacity_tokens of="free"), or with of="total"
+    of the whole memory less the weights (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static)."""
     r = meas.row
-    fraction = float(r.get("kv_cache_fraction", 0.90))
+    fraction = float(r.get("kv_cache_fraction", 0.90) if fraction is None else fraction)
     if not 0.0 < fraction <= 1.0:
         raise InputError(f"{meas.id}: kv_cache_fraction must be in (0, 1] (a share of free memory), got {fraction:g}")
     return float(kv_capacity_tokens(m, _system(meas, extra or {}), _layout(meas),
                                     weights_dtype=str(r.get("weights_dtype", "bf16")),
                                     expert_weights_dtype=r.get("expert_weights_dtype"),
-                                    kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of="free"))
+                                    kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=fraction, of=of))
 
 
 def kv_capacity_batch(meas, m, extra=None) -> int:
@@ -370,15 +371,17 @@ def _serving_benchmark(meas, m, which, extra):
     in the engine, through the serving simulator under the engine's scheduler (its defaults where the launch left
     them, bench.engine_scheduler) and overheads; value = the row's `quantity` (bench.QUANTITIES). Measured kernel
     tables are not applied (they time passes, not schedules): table mode predicts these rows with the factors."""
+    from ..simulate.overheads import EngineOverheads
     from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, closed_loop_run, run, serving_settings
 
     r = meas.row
     q = str(r.get("quantity", ""))
     if q not in QUANTITIES:
         raise InputError(f"{meas.id}: serving_benchmark needs `quantity`, one of {', '.join(QUANTITIES)}; got {q!r}")
-    # one run serves every quantity of a benchmark (its rows differ only in what they report)
+    # one run per row: a row's lengths are drawn with its own id as the seed (bench.benchmark_lengths), so the three
+    # rows of a benchmark are three draws, as they were predicted
     inputs = {k: v for k, v in r.items() if k not in _ROW_LABELS}
-    key = (id(extra), "serving_benchmark", repr(sorted(inputs.items())), which)
+    key = (id(extra), meas.id, repr(sorted(inputs.items())), which)
     runs = get_catalog().parsed.setdefault("validate_bench_runs", {})
     if key not in runs:
         system, lay = _system(meas, extra), _layout(meas)
@@ -388,11 +391,7 @@ def _serving_benchmark(meas, m, which, extra):
         st = serving_settings(r, system.accelerator.hbm_bytes)
         ranks = int(lay.dp)
         cap = c if st["max_num_seqs"] is None else min(c, int(st["max_num_seqs"]) * ranks)
-        frac = float(st["kv_cache_fraction"])
-        kv = float(kv_capacity_tokens(m, system, lay, weights_dtype=str(r.get("weights_dtype", "bf16")),
-                                      expert_weights_dtype=r.get("expert_weights_dtype"),
-                                      kv_dtype=str(r.get("kv_dtype", "bf16")), usable_memory=frac,
-                                      of=str(st["kv_memory_of"])))
+        kv = _kv_cache_tokens(meas, m, extra, float(st["kv_cache_fraction"]), str(st["kv_memory_of"]))
         engine = str(r.get("overheads", r.get("engine", "none")))
         client = str(r.get("client", "all_at_once"))
         if client not in ("all_at_once", "closed_loop"):
@@ -406,7 +405,7 @@ def _serving_benchmark(meas, m, which, extra):
                        int(r.get("recv_interval", 1)), sends, reuse)
 
         if client == "closed_loop":
-            ovh = simulate()[1]
+            ovh = EngineOverheads.load(engine, which=which)  # the runs' own (run() loads the same row)
             tr = closed_loop_run(lambda sends: simulate(sends)[0], n, c)
         else:
             tr, ovh = simulate()
