@@ -38,6 +38,22 @@ def test_constant_step_capacity_by_hand():
     assert sat["queue_growth_s_per_s"] == pytest.approx(fluid, abs=0.05) and sat["queue_growth_s_per_s"] > GROWTH_LIMIT
 
 
+def test_a_burst_is_a_finite_batch_not_a_saturated_queue():
+    """Every request at t = 0 (`--request-rate inf`): no offered rate, no load; its latencies are drain times, so
+    the run is marked a burst and not past saturation — while the same requests spread at 1.3x capacity are."""
+    dep, pol = Deployment(ConstantStep(0.02)), Policy("continuous", max_seqs=10)
+    wl = make_workload(np.zeros(40), 50, 101)
+    cap = capacity(wl, dep, pol)
+    tr = Simulation(wl, dep, pol).run()
+    sat = saturation(tr.arrival_s, tr.admit_s, cap)
+    assert sat["burst"] and not sat["saturated"] and sat["load"] is None and sat["offered_requests_per_s"] is None
+    assert sat["latency_sensitivity"] is None
+    # four waves of 10: the last wave is admitted after three waves of 101 tokens (100 decode passes + 1 prefill)
+    assert float(np.max(tr.admit_s)) == pytest.approx(3 * 101 * 0.02, rel=0.02)
+    tr, _ = _run(dep, pol, 6.5, 3000, 50, 101)
+    assert not saturation(tr.arrival_s, tr.admit_s, cap)["burst"]
+
+
 def test_kv_limits_the_batch_by_hand():
     """KV for 5,000 tokens, prompts 400 + 201 outputs: a sequence holds 400 + 100 on average, B = 10 < max_seqs."""
     dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=5000)

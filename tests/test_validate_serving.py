@@ -259,3 +259,12 @@ def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions():
     for p in pred3["predictions"][::5]:  # the committed predictions are what the model still gives
         ev = scenarios.evaluate(by[p["id"]], extra)
         assert [ev.predicted, ev.low, ev.high] == pytest.approx([p["predicted"], p["low"], p["high"]], rel=1e-9)
+
+
+def test_rate_inf_sends_every_request_at_once():
+    """`rate: .inf` (vLLM bench `--request-rate inf`, benchmark_latency's one batched call): n arrivals at t = 0."""
+    ds = {"kind": "uniform", "prompt_range": [32, 32], "output_range": [128, 128]}
+    run = {"rate": float("inf"), "replicas": 1, "requests": 8}
+    wl = S.workload_for(run, ds, seed=0)
+    assert wl.arrival_s.tolist() == [0.0] * 8
+    assert wl.prompt_tokens.tolist() == [32] * 8 and wl.output_tokens.tolist() == [128] * 8

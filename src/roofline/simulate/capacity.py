@@ -35,7 +35,9 @@ Saturation of a run (`saturation`): the offered rate λ = (n − 1)/(last arriva
 capacity is the load ρ; and the queue's growth, the least-squares slope of the waiting time (admission −
 arrival) against the arrival time over the later half of the arrivals — about ρ − 1 for a fluid queue past
 capacity (each second of arrivals adds (λ − μ)/μ seconds of backlog), about 0 for a stable one. A run is
-past saturation when ρ ≥ 1 or the queue grows by more than GROWTH_LIMIT seconds per second.
+past saturation when ρ ≥ 1 or the queue grows by more than GROWTH_LIMIT seconds per second. A burst (every
+request arriving at one instant, as `--request-rate inf` sends them) has no offered rate and no steady state: it
+is a finite batch whose latencies are its drain times, so it is marked `burst` with load None, not saturated.
 
 How much a latency below saturation can be trusted (`latency_sensitivity` = ρ/(1 − ρ)): under continuous
 batching a pass's time is a fixed part a plus a part per token b·n, and the tokens a pass carries grow with
@@ -143,11 +145,12 @@ def saturation(arrival_s, admit_s, cap: Capacity | None) -> dict:
     if a.size >= 8 and float(a[-1] - a[half]) > 0:
         x, y = a[half:], wait[half:]
         growth = float(np.polyfit(x - x.mean(), y, 1)[0])
-    load = offered / cap.requests_per_s if cap is not None else None
+    burst = a.size > 1 and span == 0.0
+    load = offered / cap.requests_per_s if cap is not None and not burst else None
     saturated = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
     out = {"offered_requests_per_s": offered if math.isfinite(offered) else None,
            "load": load if load is not None and math.isfinite(load) else None,
-           "queue_growth_s_per_s": growth, "saturated": saturated,
+           "queue_growth_s_per_s": growth, "saturated": saturated, "burst": burst,
            "latency_sensitivity": load / (1.0 - load) if load is not None and 0 <= load < 1 else None}
     if cap is not None:
         out.update(cap.to_dict())

@@ -186,7 +186,9 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
         ds = {**ds, "output_scale": float(run["output_scale"])}
     rng = np.random.default_rng([int(seed), 2020])
     n = requests_per_replica(run)
-    t = poisson_arrivals(rng, float(run["rate"]) / int(run["replicas"]), n)
+    rate = float(run["rate"])
+    # rate .inf: every request at t = 0 (`--request-rate inf`; benchmark_latency's one batched call)
+    t = np.zeros(n) if math.isinf(rate) else poisson_arrivals(rng, rate / int(run["replicas"]), n)
     p, o = draw_lengths(rng, n, ds, sigma)
     return make_workload(t, p, o)
 
@@ -252,7 +254,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     sat = run_saturation(wl, tr, dep, None, pol)
     return {**trace_metrics(tr), "saturation": {k: sat.get(k) for k in (
         "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
-        "latency_sensitivity")},
+        "latency_sensitivity", "burst")},
         "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
 
 
@@ -279,7 +281,7 @@ def predict_run(run: dict, datasets: dict) -> dict:
         vals = [r[m] for _, r in results]
         pred[m] = {"value": central[m], "low": min(vals), "high": max(vals)}
     sat = central["saturation"]
-    return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k == "saturated" else float(v)))
+    return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k in ("saturated", "burst") else float(v)))
                                             for k, v in sat.items()},
             "requests_per_replica": requests_per_replica(run), "kv_capacity_tokens": central["kv_capacity_tokens"],
             "variants": [v or {"central": True} for v, _ in results]}
@@ -423,7 +425,8 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         out.append("")
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
-            "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s). Latency "
+            "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s; a burst — every "
+            "request at t = 0 — is a finite batch whose latencies are drain times, with no load). Latency "
             "sensitivity ρ/(1 − ρ): the elasticity of TPOT and TTFT to an error in the per-token cost "
             "(docs/simulator.md).", "",
             "| run | offered req/s per replica | capacity req/s | load | latency sensitivity | queue growth s/s "
@@ -433,9 +436,10 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         s = pred["runs"][r["id"]]["saturation"]
         cap, load = s.get("capacity_requests_per_s"), s.get("load")
         sens = f"{load / (1 - load):.2g}" if load is not None and 0 <= load < 1 else "–"
-        out.append(f"| {r['id']} | {s['offered_requests_per_s']:.2f} | {'–' if cap is None else f'{cap:.2f}'} | "
-                   f"{_load_cell(s)} | {sens} | "
-                   f"{s['queue_growth_s_per_s']:+.3f} | {'YES' if s['saturated'] else 'no'} |")
+        offered = s.get("offered_requests_per_s")
+        out.append(f"| {r['id']} | {'all at once' if s.get('burst') else f'{offered:.2f}'} | "
+                   f"{'–' if cap is None else f'{cap:.2f}'} | {_load_cell(s)} | {sens} | "
+                   f"{s['queue_growth_s_per_s']:+.3f} | {'burst' if s.get('burst') else 'YES' if s['saturated'] else 'no'} |")
     out += ["", "## Known gaps (written before the errors were seen)", ""]
     if set_name != "a":
         out += [f"- {g}" for g in doc.get("known_gaps", [])]
