@@ -52,8 +52,9 @@ PREDICTIONS = _REPO / "docs" / "preregistered" / "serving_predictions.yaml"
 MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # Validation sets, each pre-registered on its own: "a" = the first set (the files above), "b" = the second,
 # blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too),
-# "c" = the third, gathered after set b was scored (suffix _c).
-SETS = ("a", "b", "c")
+# "c" = the third, gathered after set b was scored (suffix _c), "d" = the fourth, vLLM's performance-benchmark
+# pages, gathered after set c was scored (suffix _d).
+SETS = ("a", "b", "c", "d")
 
 
 #: per set, every change to the simulator made after its predictions were committed (the scores use the committed
@@ -68,10 +69,10 @@ DISCLOSURES = {
 
 
 def set_paths(name: str = "a") -> dict[str, Path]:
-    """The runs file, predictions file, measured file and docs page of validation set `name` ("a", "b" or "c")."""
+    """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml, b = data/serving_runs_b.yaml, c = data/serving_runs_c.yaml)")
+                         f"(a = data/serving_runs.yaml, b, c, d = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
