@@ -268,3 +268,49 @@ def test_rate_inf_sends_every_request_at_once():
     wl = S.workload_for(run, ds, seed=0)
     assert wl.arrival_s.tolist() == [0.0] * 8
     assert wl.prompt_tokens.tolist() == [32] * 8 and wl.output_tokens.tolist() == [128] * 8
+
+
+# ---- set d (the fourth blind set, 2026-11-26: vLLM's performance-benchmark pages; docs/validation_serving_d.md) --
+def test_set_d_inputs_load_and_are_new():
+    from roofline.catalog import model, system
+
+    d = S.load_runs(set_name="d")
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=s)["runs"]} for s in ("a", "b", "c")))
+    assert not ({r["id"] for r in d["runs"]} & earlier) and len(d["runs"]) == 14
+    for r in d["runs"]:
+        model(r["model"]), system(r["system"])
+        assert r["engine"] in ("vllm-v0", "vllm") and r["known_gaps"] and r["metrics"]
+    bursts = [r for r in d["runs"] if r["rate"] == float("inf")]
+    assert len(bursts) == 12 and all(r["requests"] == 8 and r["dataset"] == "fixed_32_128" for r in bursts)
+    assert any("Disclosure (blindness)" in g for g in d["known_gaps"])
+
+
+def test_set_d_committed_predictions_reproduce():
+    """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
+    floating-point noise, as long as S.DISCLOSURES has no entry for set d."""
+    sp = S.set_paths("d")
+    doc = S.load_runs(sp["runs"])
+    committed = _yaml(sp["predictions"])["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]}
+    if S.DISCLOSURES.get("d"):
+        pytest.skip("a disclosed change since the set-d predictions: see S.DISCLOSURES['d']")
+    for r in doc["runs"]:
+        now = S.predict_run(r, doc["datasets"])
+        for m, v in committed[r["id"]]["metrics"].items():
+            assert [now["metrics"][m][k] for k in ("value", "low", "high")] == pytest.approx(
+                [v["value"], v["low"], v["high"]], rel=1e-9), (r["id"], m)
+        assert now["saturation"]["burst"] == (r["rate"] == float("inf"))
+
+
+def test_set_d_measured_values_came_after_their_predictions():
+    import subprocess
+
+    sp = S.set_paths("d")
+    root = sp["predictions"].parents[2]
+    commit = _yaml(sp["predictions"])["at_commit"]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], capture_output=True, text=True, cwd=root)
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "docs/preregistered/serving_measured_d.yaml" not in files
+    assert "src/roofline/validate/data/serving_runs_d.yaml" in files
