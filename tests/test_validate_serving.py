@@ -314,3 +314,28 @@ def test_set_d_measured_values_came_after_their_predictions():
     files = tree.stdout.split()
     assert "docs/preregistered/serving_measured_d.yaml" not in files
     assert "src/roofline/validate/data/serving_runs_d.yaml" in files
+
+
+def test_max_concurrency_is_a_closed_loop_at_its_fixed_point():
+    """`max_concurrency: 1`: each request is sent when the one before it completes (the fixed point is exact after
+    ⌈n/C⌉ + 1 runs), so every request of fixed lengths sees an empty engine — the same TTFT and TPOT as the first;
+    under a release schedule (a rate under the cap) a request is sent at the later of its release and its slot."""
+    from roofline.validate.bench import closed_loop_sends
+
+    ds = {"kind": "uniform", "prompt_range": [500, 500], "output_range": [50, 50]}
+    run = {"id": "x", "engine": "vllm", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 30, "dataset": "u", "policy": "chunked", "max_seqs": 1024,
+           "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16", "max_concurrency": 1}
+    out = S.simulate_run(run, ds)
+    assert out["ttft_p99"] == pytest.approx(out["ttft_p50"], rel=1e-6)
+    assert out["tpot_p99"] == pytest.approx(out["tpot_p50"], rel=1e-6)
+    assert out["e2e_p50"] == pytest.approx(out["ttft_p50"] + 49 * out["tpot_p50"], rel=1e-6)
+    sat = out["saturation"]
+    assert sat["closed_loop"] and not sat["saturated"] and not sat["burst"]
+    # the closed loop's offered rate is what one-at-a-time service gives: 1 / (e2e + the client's round trip ~ 0)
+    assert sat["offered_requests_per_s"] == pytest.approx(1.0 / out["e2e_p50"], rel=0.02)
+    # all in flight at once (C >= n) is the burst
+    burst = S.simulate_run({**run, "max_concurrency": 64}, ds)
+    assert burst["saturation"]["burst"] and burst["ttft_p50"] == pytest.approx(S.simulate_run(
+        {k: v for k, v in run.items() if k != "max_concurrency"}, ds)["ttft_p50"])
+    assert list(closed_loop_sends([3.0, 1.0, 2.0, 5.0], 2, release_s=[0.0, 0.5, 0.6, 2.5])) == [0.0, 0.5, 1.0, 2.5]

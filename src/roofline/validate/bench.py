@@ -247,24 +247,28 @@ def serving_settings(row: dict, hbm_bytes: float) -> dict:
 CLOSED_LOOP_ITERATIONS, CLOSED_LOOP_TOLERANCE_S = 12, 1e-4
 
 
-def closed_loop_sends(finish_s, concurrency: int) -> np.ndarray:
+def closed_loop_sends(finish_s, concurrency: int, release_s=None) -> np.ndarray:
     """bench_serving's --max-concurrency C client: the first C requests are sent at t = 0 and request C + j when the
-    (j + 1)-th response completes (its semaphore), with no think time."""
+    (j + 1)-th response completes (its semaphore), with no think time. `release_s` (sorted): when the client's own
+    schedule releases each request (a --request-rate under the cap; default all at t = 0) — a request is sent at the
+    later of its release and its slot."""
     n = len(finish_s)
     sends = np.zeros(n)
     c = min(int(concurrency), n)
     sends[c:] = np.sort(np.asarray(finish_s, dtype=float))[: n - c]
-    return sends
+    return sends if release_s is None else np.maximum(sends, np.asarray(release_s, dtype=float))
 
 
-def closed_loop_run(simulate, n: int, concurrency: int):
+def closed_loop_run(simulate, n: int, concurrency: int, release_s=None, iterations: int = CLOSED_LOOP_ITERATIONS):
     """The fixed point of a closed-loop client (closed_loop_sends) over `simulate(sends) -> Trace`: start from every
-    request sent at t = 0 (which the engine's slots then gate), resend from the completions, until the sends move by
-    less than CLOSED_LOOP_TOLERANCE_S (at most CLOSED_LOOP_ITERATIONS runs). Returns the last Trace."""
-    sends = np.zeros(n)
-    for _ in range(CLOSED_LOOP_ITERATIONS):
+    request sent at its release (t = 0 by default; the engine's slots then gate them), resend from the completions,
+    until the sends move by less than CLOSED_LOOP_TOLERANCE_S (at most `iterations` runs). Returns the last Trace.
+    A run is causal (a request sent later changes nothing before its send), so each iteration makes at least one
+    more wave of C sends exact: ⌈n/C⌉ + 1 iterations always reach the fixed point."""
+    sends = np.zeros(n) if release_s is None else np.asarray(release_s, dtype=float)
+    for _ in range(iterations):
         tr = simulate(sends)
-        new = closed_loop_sends(tr.finish_s, concurrency)
+        new = closed_loop_sends(tr.finish_s, concurrency, release_s)
         done = float(np.max(np.abs(new - sends))) < CLOSED_LOOP_TOLERANCE_S
         sends = new
         if done:

@@ -30,7 +30,11 @@ Metrics (as the benchmark tools define them, over the requests of one replica):
 Arrivals are Poisson at rate / replicas per replica (a random split of a Poisson stream is Poisson; LoadGen's
 Server scenario and the bench tools' --request-rate are Poisson). Ignores: load-balancer imbalance and
 round-robin smoothing across replicas, warm-up, the clients' own overhead, harness batchers in front of the
-engine (AMD's MLPerf --enable-batcher).
+engine (AMD's MLPerf --enable-batcher). `rate: .inf` releases every request at t = 0 (`--request-rate inf`, or
+benchmark_latency's one batched call: a burst, not a saturated queue). `max_concurrency: C` is the client's
+`--max-concurrency` semaphore: a request is sent at the later of its release and the completion that frees a slot
+(the fixed point of validate/bench.closed_loop_run, exact after ⌈n/C⌉ + 1 simulations); TTFT and end-to-end run from
+that send. A closed loop offers what it is served, so only a growing queue marks it saturated.
 """
 
 from __future__ import annotations
@@ -244,18 +248,40 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     """One replica of `run` simulated (the variant given by the keywords): its metrics and the simulator's
     saturation verdict (offered rate, analytic capacity, load, queue growth, saturated)."""
     from ..simulate import Policy, Simulation
-    from ..simulate.capacity import run_saturation
+    from ..simulate.capacity import GROWTH_LIMIT, run_saturation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
 
     pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
     dep = with_engine(deployment_for(run, efficiency), ovh)
     wl = workload_for(run, ds, seed, sigma)
-    tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=seed).run())
+
+    reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
+
+    def one(x):
+        sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True))
+        reuse.setdefault("table", sim.table)
+        reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
+        return sim.run()
+
+    def simulate(w):
+        return run_with_engine(w, ovh, one)
+
+    if "max_concurrency" in run:  # the client's --max-concurrency: a closed loop over the run's own releases
+        from .bench import closed_loop_run
+
+        n, c = len(wl.arrival_s), int(run["max_concurrency"])
+        tr = closed_loop_run(lambda sends: simulate(replace(wl, arrival_s=sends)), n, c, release_s=wl.arrival_s,
+                             iterations=-(-n // c) + 1)
+        wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+    else:
+        tr = simulate(wl)
     sat = run_saturation(wl, tr, dep, None, pol)
+    if "max_concurrency" in run:  # a closed loop offers what it is served: only a growing queue is saturation
+        sat = {**sat, "saturated": bool(sat["queue_growth_s_per_s"] > GROWTH_LIMIT), "closed_loop": True}
     return {**trace_metrics(tr), "saturation": {k: sat.get(k) for k in (
         "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
-        "latency_sensitivity", "burst")},
+        "latency_sensitivity", "burst", "closed_loop")},
         "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
 
 
@@ -282,7 +308,7 @@ def predict_run(run: dict, datasets: dict) -> dict:
         vals = [r[m] for _, r in results]
         pred[m] = {"value": central[m], "low": min(vals), "high": max(vals)}
     sat = central["saturation"]
-    return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k in ("saturated", "burst") else float(v)))
+    return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k in ("saturated", "burst", "closed_loop") else float(v)))
                                             for k, v in sat.items()},
             "requests_per_replica": requests_per_replica(run), "kv_capacity_tokens": central["kv_capacity_tokens"],
             "variants": [v or {"central": True} for v, _ in results]}
@@ -438,7 +464,8 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         cap, load = s.get("capacity_requests_per_s"), s.get("load")
         sens = f"{load / (1 - load):.2g}" if load is not None and 0 <= load < 1 else "–"
         offered = s.get("offered_requests_per_s")
-        out.append(f"| {r['id']} | {'all at once' if s.get('burst') else f'{offered:.2f}'} | "
+        client = f" (closed loop, at most {r['max_concurrency']} in flight)" if "max_concurrency" in r else ""
+        out.append(f"| {r['id']} | {'all at once' if s.get('burst') else f'{offered:.2f}'}{client} | "
                    f"{'–' if cap is None else f'{cap:.2f}'} | {_load_cell(s)} | {sens} | "
                    f"{s['queue_growth_s_per_s']:+.3f} | {'burst' if s.get('burst') else 'YES' if s['saturated'] else 'no'} |")
     out += ["", "## Known gaps (written before the errors were seen)", ""]
