@@ -76,7 +76,7 @@ CASES = [
     ("validate --dataset {bin}", 1, "is a binary file"),
     ("validate --serving --plot {out_xyz}", 2, "--serving scores the serving runs"),
     ("validate --serving --write-docs {out_txt}", 1, "must end in .md"),
-    ("validate --serving --set d", 1, "unknown serving validation set 'd'; expected one of a, b, c"),
+    ("validate --serving --set e", 1, "unknown serving validation set 'e'; expected one of a, b, c, d"),
     ("validate --set b", 2, "--set picks a serving validation set; use it with --serving"),
     (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
     # --- usage: options that cannot be combined
@@ -99,7 +99,7 @@ CASES = [
     (f"{SIM} --spec-alpha 0.5", 2, "need --spec-gamma >= 1"),
     (f"{SIM} --interval-s 0.05", 2, "--interval-s is the departure interval"),
     (f"{SIM} --realistic --compute-efficiency 0.5", 2, "uses the efficiency model's own factors"),
-    (f"{SIM} --engine tgi", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0, got 'tgi'"),
+    (f"{SIM} --engine tgi", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0, vllm-v0.5, vllm-v1-sync, got 'tgi'"),
     (f"{SIM} --engine VLLM", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0"),
     (f"{SIM} --prefix-groups 3", 2, "--prefix-groups counts the system prompts of --shared-prefix-tokens"),
     (f"simulate {M70} --trace {{good_csv}} --shared-prefix-tokens 8", 2, "--trace gives each request's prefix"),

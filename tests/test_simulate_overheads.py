@@ -163,7 +163,7 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 
 def test_catalog_engines_and_corners():
-    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "vllm", "vllm-v0")
+    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "vllm", "vllm-v0", "vllm-v0.5", "vllm-v1-sync")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
         for n in FIGURES:
@@ -173,8 +173,25 @@ def test_catalog_engines_and_corners():
     with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, sglang-v0.3, trtllm"):
         EngineOverheads.load("tgi")
     # the older schedulers expose more host work per step than their successors (RFC #6854, PR #1738)
-    for old_, new_ in (("vllm-v0", "vllm"), ("sglang-v0.3", "sglang")):
+    for old_, new_ in (("vllm-v0.5", "vllm-v0"), ("vllm-v0", "vllm"), ("vllm-v1-sync", "vllm"), ("sglang-v0.3", "sglang")):
         assert EngineOverheads.load(old_).per_pass_s > EngineOverheads.load(new_).per_pass_s
+
+
+def test_per_worker_overhead_is_paid_per_tensor_parallel_worker_beyond_the_first():
+    """vllm-v1-sync: τ_pass + τ_worker·(tp − 1) per pass (set d: 1.75 ms at TP 1, ~3.8 ms at TP 4); rows without the
+    figure (vllm, sglang, trtllm) pay nothing per worker, and the --json terms carry the same per-pass share."""
+    from roofline.catalog import model, system
+    from roofline.simulate.overheads import workers_of
+
+    ovh = EngineOverheads.load("vllm-v1-sync")
+    assert ovh.per_worker_s == pytest.approx(0.0007) and EngineOverheads.load("vllm").per_worker_s == 0.0
+    for tp in (1, 4):
+        dep = roofline_deployment(model("llama-3.1-8b"), system("dgx-h100"), chips=tp, realistic=True)
+        wrapped = with_engine(dep, ovh)
+        assert workers_of(dep) == workers_of(wrapped) == (tp, 1)
+        assert wrapped.step.per_pass_s == pytest.approx(0.0017 + 0.0007 * (tp - 1))
+        assert ovh.terms([100], 8.0, workers=tp)["tpot_overhead_s"] == pytest.approx(
+            0.0017 + 0.0007 * (tp - 1) + 8 * 1.5e-05)
 
 
 ROW = """engines:

@@ -334,7 +334,9 @@ def simulate(req: SimulateRequest, progress=None):
         if req.window_s is not None:
             d["windows"] = windows(tr, req.window_s, d.get("capacity_requests_per_s"))
     if not ovh.is_none:
-        d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0))
+        from ..simulate.overheads import workers_of
+
+        d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0, workers_of(dep)[0]))
         if req.realistic:  # the family's per-pass estimate the engine's figures replaced
             from ..efficiency import family_for
 

@@ -346,7 +346,9 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
             sat[name] *= r
     row.update(sat)
     if not ovh.is_none:
-        row.update(ovh.terms(wl.prompt_tokens, s["mean_batch"]))
+        from .overheads import workers_of
+
+        row.update(ovh.terms(wl.prompt_tokens, s["mean_batch"], workers=workers_of(dep)[0]))
     return row
 
 

@@ -5,11 +5,15 @@ overheads"):
 
 - Per engine step (`OverheadStep`, a StepModel wrapper): every pass takes
 
-      t_pass = t_inner(B, n, c) + τ_pass + τ_seq·⌈B/dp⌉    (dp attention-DP schedulers; 1 without a layout)
+      t_pass = t_inner(B, n, c) + τ_pass + τ_worker·(tp − 1) + τ_seq·⌈B/dp⌉    (dp attention-DP schedulers; 1
+                                                                            without a layout)
 
   τ_pass = scheduler + sampling + host sync per step, τ_seq = per sequence in the pass (sampling, output
-  processing, detokenisation). Both are the part of that host work exposed on the GPU's critical path (what
-  Nsight shows as GPU idle between steps), so they add to the pass. Linear in B, so the step table's linear
+  processing, detokenisation), τ_worker = per step and per tensor-parallel worker process beyond the first
+  (the engines that run one Python worker per GPU and wait for all of them each step: the driver's input
+  broadcast and the slowest worker's launch; 0 for engines whose host work overlaps the GPU's). All are the
+  part of that host work exposed on the GPU's critical path (what Nsight shows as GPU idle between steps),
+  so they add to the pass. Linear in B, so the step table's linear
   interpolation in batch stays exact; the mixed-pass evaluator (steptable.mixed_pass) adds the same
   `overhead_s(B)` through `.inner`.
 - Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler
@@ -42,7 +46,9 @@ from .steptable import Deployment, EngineStep
 from .workload import Workload
 
 #: The figures every engine row gives (catalog/data/engines.yaml documents each).
-FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s")
+FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s", "per_worker_s")
+#: Figures a row may leave out (then 0 at every corner).
+OPTIONAL = ("per_worker_s",)
 #: The engine name that adds nothing (today's pass times, bit-identical results).
 NO_ENGINE = "none"
 
@@ -71,14 +77,14 @@ def _parse(row: dict, where: str) -> dict:
     if str(row["id"]).lower() == NO_ENGINE:
         raise CatalogError(f"{where}: engine id {NO_ENGINE!r} is reserved for no overheads; pick another id")
     figs = row["figures"]
-    missing = [n for n in FIGURES if n not in figs]
+    missing = [n for n in FIGURES if n not in figs and n not in OPTIONAL]
     extra = [n for n in figs if n not in FIGURES]
     if missing or extra:
         bad = f"missing {missing[0]!r}" if missing else f"unknown figure {extra[0]!r}"
         raise CatalogError(f"{where}: {bad}; figures are {', '.join(FIGURES)}")
     out = {}
     for name in FIGURES:
-        v = figs[name]
+        v = figs.get(name, [0.0, 0.0, 0.0, "not given: 0"])
         if (not isinstance(v, list) or len(v) != 4 or not isinstance(v[3], str)
                 or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v[:3])):
             raise CatalogError(f"{where}: figure {name!r} must be [value, low, high, \"source\"], got {v!r}")
@@ -107,6 +113,7 @@ class EngineOverheads:
     first_token_out_s: float = 0.0
     per_pass_s: float = 0.0
     per_sequence_s: float = 0.0
+    per_worker_s: float = 0.0
     which: str = "mid"
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -145,23 +152,25 @@ class EngineOverheads:
         (the prefill pass's own per-pass overhead is in the pass)."""
         return float(self.arrival_delay_s(prompt_tokens)) + self.first_token_out_s
 
-    def pass_overhead_s(self, batch):
-        """τ_pass + τ_seq·batch: what every pass of `batch` sequences gains."""
-        return self.per_pass_s + self.per_sequence_s * batch
+    def pass_overhead_s(self, batch, workers: int = 1):
+        """τ_pass + τ_worker·(workers − 1) + τ_seq·batch: what every pass of `batch` sequences gains on `workers`
+        tensor-parallel worker processes."""
+        return self.per_pass_s + self.per_worker_s * (workers - 1) + self.per_sequence_s * batch
 
     def to_dict(self) -> dict:
         """The figures used, under `engine_*` keys (the --json record)."""
         return {"engine": self.engine, "engine_which": self.which,
                 **{f"engine_{n}": getattr(self, n) for n in FIGURES}}
 
-    def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0) -> dict:
+    def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0, workers: int = 1) -> dict:
         """The overheads as their own --json terms of a run: `ttft_overhead_s` = request-in + tokenise +
         first-token-out for the median prompt of `prompt_tokens` (the prefill pass's per-pass share is inside
-        the pass); `tpot_overhead_s` = (per_pass_s + per_sequence_s · mean_batch) / tokens per decode pass (1;
+        the pass); `tpot_overhead_s` = (per_pass_s + per_worker_s · (workers − 1) + per_sequence_s · mean_batch) /
+        tokens per decode pass (1;
         the expected tokens per verify step under speculation) — the per-pass share of each output token at
         the run's time-weighted mean batch; and the figures used (`to_dict`)."""
         return {**self.to_dict(), "ttft_overhead_s": self.ttft_overhead_s(float(np.median(prompt_tokens))),
-                "tpot_overhead_s": float(self.pass_overhead_s(mean_batch)) / tokens_per_pass}
+                "tpot_overhead_s": float(self.pass_overhead_s(mean_batch, workers)) / tokens_per_pass}
 
 
 @dataclass(frozen=True)
@@ -221,14 +230,24 @@ def _without_pass_overhead(step):
     return replace(step, efficiency=replace(eff, pass_overhead_s=0.0), realistic=False)
 
 
+def workers_of(dep: Deployment) -> tuple[int, int]:
+    """(tensor-parallel worker processes, attention-DP schedulers) of a deployment's layout (through an engine's
+    OverheadStep); (1, 1) without one."""
+    step = dep.step.inner if isinstance(dep.step, OverheadStep) else dep.step
+    lay = getattr(step, "layout", None)
+    if lay is None or lay.perfect:
+        return 1, 1
+    return int(lay.tp), int(lay.dp)
+
+
 def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
     """`dep` with its steps wrapped in OverheadStep (the family's pass_overhead_s replaced by the engine's
     figures under --realistic); `dep` itself when the engine adds nothing."""
     if overheads.is_none:
         return dep
-    lay = getattr(dep.step, "layout", None)
-    schedulers = int(lay.dp) if lay is not None and not lay.perfect else 1
-    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s, overheads.per_sequence_s, schedulers)
+    workers, schedulers = workers_of(dep)
+    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s + overheads.per_worker_s * (workers - 1),
+                        overheads.per_sequence_s, schedulers)
     return replace(dep, step=step)
 
 
