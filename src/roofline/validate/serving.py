@@ -57,8 +57,9 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # Validation sets, each pre-registered on its own: "a" = the first set (the files above), "b" = the second,
 # blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too),
 # "c" = the third, gathered after set b was scored (suffix _c), "d" = the fourth, vLLM's performance-benchmark
-# pages, gathered after set c was scored (suffix _d).
-SETS = ("a", "b", "c", "d")
+# pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
+# benchmarks), gathered after set d was scored (suffix _e).
+SETS = ("a", "b", "c", "d", "e")
 
 
 #: per set, every change to the simulator made after its predictions were committed (the scores use the committed
@@ -201,7 +202,20 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     # rate .inf: every request at t = 0 (`--request-rate inf`; benchmark_latency's one batched call)
     t = np.zeros(n) if math.isinf(rate) else poisson_arrivals(rng, rate / int(run["replicas"]), n)
     p, o = draw_lengths(rng, n, ds, sigma)
+    if "lengths" in run:  # the run's own requests, in send order (published or reproduced): no draw
+        p, o = exact_lengths(run, n)
     return make_workload(t, p, o)
+
+
+def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A run's `lengths: {prompt: [...], output: [...]}` (send order); an output of 0 (no text streamed) runs as
+    one token."""
+    L = run["lengths"]
+    p, o = np.asarray(L["prompt"], dtype=float), np.asarray(L["output"], dtype=float)
+    if p.size != n or o.size != n or np.any(p < 1) or np.any(o < 0):
+        raise InputError(f"serving run {run['id']!r}: lengths need {n} prompts >= 1 and outputs >= 0 "
+                         f"(got {p.size} and {o.size}); one per request, in send order")
+    return p, np.maximum(o, 1.0)
 
 
 # ---- one simulation -----------------------------------------------------------------------------------
@@ -236,12 +250,15 @@ def itl_stats(trace) -> dict:
     return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
 
 
-def trace_metrics(trace) -> dict:
-    """Every metric of METRICS from a Trace (seconds)."""
+def trace_metrics(trace, ttft_zero=None) -> dict:
+    """Every metric of METRICS from a Trace (seconds). `ttft_zero`: a mask of requests whose TTFT the client
+    records as 0 (vLLM's benchmark_serving before v0.6 for a response that streamed no text: run key
+    `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs)."""
     from ..simulate.metrics import e2e_s, tpot_s, ttft_s
 
     out = {}
-    for name, x in (("ttft", ttft_s(trace)), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
+    ttft = ttft_s(trace) if ttft_zero is None else np.where(ttft_zero, 0.0, ttft_s(trace))
+    for name, x in (("ttft", ttft), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
         x = x[np.isfinite(x)]
         out.update({f"{name}_mean": float(x.mean()), f"{name}_p50": float(np.percentile(x, 50)),
                     f"{name}_p99": float(np.percentile(x, 99))})
@@ -285,7 +302,10 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     sat = run_saturation(wl, tr, dep, None, pol)
     if "max_concurrency" in run:  # a closed loop offers what it is served: only a growing queue is saturation
         sat = {**sat, "saturated": bool(sat["queue_growth_s_per_s"] > GROWTH_LIMIT), "closed_loop": True}
-    return {**trace_metrics(tr), "saturation": {k: sat.get(k) for k in (
+    zero = None
+    if run.get("client_zero_ttft_when_empty") and "lengths" in run:
+        zero = np.asarray(run["lengths"]["output"], dtype=float) == 0
+    return {**trace_metrics(tr, zero), "saturation": {k: sat.get(k) for k in (
         "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
         "latency_sensitivity", "burst", "closed_loop")},
         "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
