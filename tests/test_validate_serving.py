@@ -340,3 +340,64 @@ def test_max_concurrency_is_a_closed_loop_at_its_fixed_point():
     assert burst["saturation"]["burst"] and burst["ttft_p50"] == pytest.approx(S.simulate_run(
         {k: v for k, v in run.items() if k != "max_concurrency"}, ds)["ttft_p50"])
     assert list(closed_loop_sends([3.0, 1.0, 2.0, 5.0], 2, release_s=[0.0, 0.5, 0.6, 2.5])) == [0.0, 0.5, 1.0, 2.5]
+
+
+# ---- set e (the fifth blind set, 2026-11-26: Lambda vLLM v0.5.4 result files, SGLang cookbook; validation_serving_e.md)
+def test_set_e_inputs_load_and_replay_their_own_requests():
+    from roofline.catalog import model, system
+
+    e = S.load_runs(set_name="e")
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=s)["runs"]} for s in ("a", "b", "c", "d")))
+    assert not ({r["id"] for r in e["runs"]} & earlier) and len(e["runs"]) == 45
+    for r in e["runs"]:
+        model(r["model"]), system(r["system"])
+        assert r["engine"] in ("vllm-v0.5", "sglang") and r["metrics"]
+        if "lengths" in r:  # the run's own requests, in send order
+            wl = S.workload_for(r, e["datasets"][r["dataset"]], seed=1)
+            assert wl.prompt_tokens.tolist() == [float(x) for x in r["lengths"]["prompt"]]
+            assert wl.output_tokens.tolist() == [max(float(x), 1.0) for x in r["lengths"]["output"]]
+    assert sum("max_concurrency" in r for r in e["runs"]) == 30
+    assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
+
+
+def test_set_e_committed_predictions_reproduce():
+    """A sample of set e's predictions (pre-registered at 06f03c5; no change since) recomputes exactly."""
+    sp = S.set_paths("e")
+    doc = S.load_runs(sp["runs"])
+    committed = _yaml(sp["predictions"])["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and not S.DISCLOSURES.get("e")
+    for r in doc["runs"][::9]:
+        now = S.predict_run(r, doc["datasets"])
+        for m, v in committed[r["id"]]["metrics"].items():
+            assert [now["metrics"][m][k] for k in ("value", "low", "high")] == pytest.approx(
+                [v["value"], v["low"], v["high"]], rel=1e-9), (r["id"], m)
+
+
+def test_client_zero_ttft_counts_empty_responses_as_zero():
+    """vLLM's pre-0.6 client records TTFT 0 for a response that streamed no text: with the run key, those requests'
+    simulated TTFTs are 0 in the statistics; the others are unchanged."""
+    ds = {"kind": "uniform", "prompt_range": [100, 100], "output_range": [10, 10]}
+    run = {"id": "x", "engine": "vllm-v0.5", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 4, "dataset": "u", "policy": "separate", "max_seqs": 256,
+           "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16",
+           "lengths": {"prompt": [100, 100, 100, 100], "output": [10, 0, 10, 0]}}
+    plain = S.simulate_run(run, ds)
+    zero = S.simulate_run({**run, "client_zero_ttft_when_empty": True}, ds)
+    assert zero["ttft_mean"] == pytest.approx(plain["ttft_mean"] / 2, rel=1e-6)  # equal prompts: equal TTFTs
+    assert zero["tpot_p50"] == plain["tpot_p50"]
+    with pytest.raises(S.InputError, match="lengths need 4 prompts"):
+        S.simulate_run({**run, "lengths": {"prompt": [100], "output": [1]}}, ds)
+
+
+def test_set_e_measured_values_came_after_their_predictions():
+    import subprocess
+
+    sp = S.set_paths("e")
+    root = sp["predictions"].parents[2]
+    commit = _yaml(sp["predictions"])["at_commit"]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], capture_output=True, text=True, cwd=root)
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "docs/preregistered/serving_measured_e.yaml" not in files
+    assert "src/roofline/validate/data/serving_runs_e.yaml" in files
