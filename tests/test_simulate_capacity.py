@@ -159,3 +159,22 @@ def replace_capacity(sat: dict, requests_per_s: float):
 
     return Capacity(requests_per_s, sat["capacity_batch"], sat["capacity_limit"], sat["capacity_decode_step_s"],
                     sat["capacity_prefill_s_per_request"])
+
+
+def test_cli_max_concurrency_is_the_benchmark_clients_closed_loop(run_cli):
+    """`simulate --max-concurrency 1`: one request at a time, each sent as the previous completes — fixed lengths
+    give every request the same TTFT and TPOT, the run is never saturated whatever --rate says, and the makespan is
+    the sum of the end-to-end latencies; a larger cap overlaps requests and shortens the run."""
+    base = ("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "--gpus", "1", "--lengths", "fixed", "--prompt-tokens",
+            "500", "--output-tokens", "50", "-n", "20", "--rate", "1000", "--json")
+    code, out, err = run_cli(*base, "--max-concurrency", "1")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["closed_loop"] and d["max_concurrency"] == 1 and not d["saturated"]
+    assert d["ttft_p99_s"] == pytest.approx(d["ttft_p50_s"], rel=1e-6)
+    assert d["makespan_s"] == pytest.approx(20 * d["e2e_p50_s"], rel=1e-3)
+    code, out4, err = run_cli(*base, "--max-concurrency", "4")
+    assert code == 0, err
+    assert json.loads(out4)["makespan_s"] < 0.5 * d["makespan_s"]
+    code, plain, err = run_cli(*base)  # no cap: all 20 at once, a queue the closed loop never builds
+    assert json.loads(plain)["ttft_p99_s"] > 2 * d["ttft_p99_s"]

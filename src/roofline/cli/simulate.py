@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
         recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
+        max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",
         cv: Annotated[float, typer.Option(help="Coefficient of variation of gamma inter-arrival gaps.")] = 2.0,
@@ -99,7 +100,7 @@ def register(app: typer.Typer) -> None:
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
-        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v0, sglang, sglang-v0.3 or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
+        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v1-sync, vllm-v0, vllm-v0.5, sglang, sglang-v0.3 or trtllm — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
         grid: Annotated[Optional[str], typer.Option("--grid", help="Scenario grid: 'rate=5,10;policy=continuous,chunked;layout=pool,TP4 DP2' or a YAML file (docs/simulator.md); the other options are every scenario's defaults.")] = None,
         workers: Annotated[Optional[int], typer.Option("--workers", help="With --grid: processes on a local Dask cluster (1 = in this process; default: 1 for small grids, else one per core).")] = None,
@@ -122,6 +123,7 @@ def register(app: typer.Typer) -> None:
                                              block_size=block_size != 16, overlap=overlap,
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
+                                             max_concurrency=max_concurrency is not None,
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -135,7 +137,7 @@ def register(app: typer.Typer) -> None:
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
-            no_preemption=no_preemption, recv_interval=recv_interval, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            no_preemption=no_preemption, recv_interval=recv_interval, max_concurrency=max_concurrency, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -181,6 +183,9 @@ def register(app: typer.Typer) -> None:
             if d.get("latency_sensitivity") is not None:
                 rows.append(["latency sensitivity ρ/(1−ρ)", f"{d['latency_sensitivity']:.2g}: a 10% error in the "
                              f"per-token cost moves TPOT by ~{10 * d['latency_sensitivity']:.0f}%"])
+        if d.get("closed_loop"):
+            rows.append(["client", f"closed loop: at most {d['max_concurrency']:,} in flight, the next sent as one "
+                         "completes (--max-concurrency)"])
         if d["saturated"]:
             rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
                             "below measure the run's length"])
@@ -281,7 +286,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, the layout flags or "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --max-concurrency, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "
                          "layout axis); drop those options (a --trace's prefix columns are cached "

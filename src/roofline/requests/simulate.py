@@ -31,6 +31,8 @@ from .base import (
 from .layout_opts import LayoutOptions
 
 POLICIES = ("continuous", "chunked", "separate", "static", "train", "disaggregated")
+#: a closed loop (--max-concurrency) is solved by one simulation per wave of C requests: at most this many
+MAX_CLOSED_LOOP_WAVES = 2000
 
 
 class SimulateRequest(LayoutOptions):
@@ -46,6 +48,7 @@ class SimulateRequest(LayoutOptions):
     interval_s: Real(gt=0, le=3600, fix="train departure interval in seconds, e.g. 0.02") = 0.020
     no_preemption: bool = False
     recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
+    max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -307,7 +310,32 @@ def simulate(req: SimulateRequest, progress=None):
         def run(w):
             sims.append(Simulation(w, dep, pol, seed=req.seed, **cache))
             return sims[-1].run(advance)
-    tr = run_with_engine(wl, ovh, run)
+    if req.max_concurrency is None:
+        tr = run_with_engine(wl, ovh, run)
+    else:  # the client's semaphore: a closed loop over the arrivals as releases (validate/bench.closed_loop_run)
+        from dataclasses import replace
+
+        from ..simulate.workload import Workload
+        from ..validate.bench import closed_loop_run
+
+        n, c = len(wl.arrival_s), int(req.max_concurrency)
+        waves = -(-n // c)
+        if waves > MAX_CLOSED_LOOP_WAVES:
+            f = req.flag
+            raise rules.InputError(f"{f('max_concurrency')} {c} over {n:,} requests is a closed loop of {waves:,} "
+                                   f"waves, solved by one simulation per wave (at most {MAX_CLOSED_LOOP_WAVES:,}); raise "
+                                   f"{f('max_concurrency')} or lower {f('requests')}/{f('duration')}")
+        quiet, run_quiet = advance, run
+        advance = lambda n=1: None  # noqa: E731  (one tick per finished request, after the last wave)
+
+        def once(sends) -> Any:
+            sims.clear()
+            w: Workload = replace(wl, arrival_s=np.asarray(sends, dtype=float))
+            return run_with_engine(w, ovh, run_quiet)
+
+        tr = closed_loop_run(once, n, c, release_s=wl.arrival_s, iterations=waves + 1)
+        wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+        quiet(n)
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
@@ -319,6 +347,11 @@ def simulate(req: SimulateRequest, progress=None):
     from ..simulate.capacity import run_saturation
 
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
+    if req.max_concurrency is not None:  # a closed loop offers what it is served: only a growing queue saturates
+        from ..simulate.capacity import GROWTH_LIMIT
+
+        d.update(max_concurrency=int(req.max_concurrency), closed_loop=True,
+                 saturated=bool(d["queue_growth_s_per_s"] > GROWTH_LIMIT))
     if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
         from ..simulate.metrics import prefix_cache_metrics
 
