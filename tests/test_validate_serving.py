@@ -285,6 +285,15 @@ def test_set_d_inputs_load_and_are_new():
     assert any("Disclosure (blindness)" in g for g in d["known_gaps"])
 
 
+def _reproduces(run: dict, doc: dict, committed: dict) -> dict:
+    """predict_run of `run` equals its committed value and interval, to floating-point noise; the prediction."""
+    now = S.predict_run(run, doc["datasets"])
+    for m, v in committed[run["id"]]["metrics"].items():
+        assert [now["metrics"][m][k] for k in ("value", "low", "high")] == pytest.approx(
+            [v["value"], v["low"], v["high"]], rel=1e-9), (run["id"], m)
+    return now
+
+
 def test_set_d_committed_predictions_reproduce():
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
@@ -295,26 +304,24 @@ def test_set_d_committed_predictions_reproduce():
     assert set(committed) == {r["id"] for r in doc["runs"]}
     assert any("vllm-v0.5" in d for d in S.DISCLOSURES["d"])
     for r in doc["runs"]:
-        r = {**r, "engine": "vllm-v0.5"} if r["engine"] == "vllm-v0" else r
-        now = S.predict_run(r, doc["datasets"])
-        for m, v in committed[r["id"]]["metrics"].items():
-            assert [now["metrics"][m][k] for k in ("value", "low", "high")] == pytest.approx(
-                [v["value"], v["low"], v["high"]], rel=1e-9), (r["id"], m)
+        now = _reproduces({**r, "engine": "vllm-v0.5"} if r["engine"] == "vllm-v0" else r, doc, committed)
         assert now["saturation"]["burst"] == (r["rate"] == float("inf"))
 
 
-def test_set_d_measured_values_came_after_their_predictions():
+@pytest.mark.parametrize("name", ["d", "e"])
+def test_sets_d_and_e_measured_values_came_after_their_predictions(name):
+    """At the commit a set's predictions record, its runs file existed and its measured values did not."""
     import subprocess
 
-    sp = S.set_paths("d")
+    sp = S.set_paths(name)
     root = sp["predictions"].parents[2]
     commit = _yaml(sp["predictions"])["at_commit"]
     tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], capture_output=True, text=True, cwd=root)
     if tree.returncode != 0:
         pytest.skip("no git history")
     files = tree.stdout.split()
-    assert "docs/preregistered/serving_measured_d.yaml" not in files
-    assert "src/roofline/validate/data/serving_runs_d.yaml" in files
+    assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
+    assert f"src/roofline/validate/data/serving_runs_{name}.yaml" in files
 
 
 def test_max_concurrency_is_a_closed_loop_at_its_fixed_point():
@@ -367,10 +374,7 @@ def test_set_e_committed_predictions_reproduce():
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in doc["runs"]} and not S.DISCLOSURES.get("e")
     for r in doc["runs"][::9]:
-        now = S.predict_run(r, doc["datasets"])
-        for m, v in committed[r["id"]]["metrics"].items():
-            assert [now["metrics"][m][k] for k in ("value", "low", "high")] == pytest.approx(
-                [v["value"], v["low"], v["high"]], rel=1e-9), (r["id"], m)
+        _reproduces(r, doc, committed)
 
 
 def test_client_zero_ttft_counts_empty_responses_as_zero():
@@ -387,17 +391,3 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
     assert zero["tpot_p50"] == plain["tpot_p50"]
     with pytest.raises(S.InputError, match="lengths need 4 prompts"):
         S.simulate_run({**run, "lengths": {"prompt": [100], "output": [1]}}, ds)
-
-
-def test_set_e_measured_values_came_after_their_predictions():
-    import subprocess
-
-    sp = S.set_paths("e")
-    root = sp["predictions"].parents[2]
-    commit = _yaml(sp["predictions"])["at_commit"]
-    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", commit], capture_output=True, text=True, cwd=root)
-    if tree.returncode != 0:
-        pytest.skip("no git history")
-    files = tree.stdout.split()
-    assert "docs/preregistered/serving_measured_e.yaml" not in files
-    assert "src/roofline/validate/data/serving_runs_e.yaml" in files
