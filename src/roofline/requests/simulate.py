@@ -325,17 +325,16 @@ def simulate(req: SimulateRequest, progress=None):
             raise rules.InputError(f"{f('max_concurrency')} {c} over {n:,} requests is a closed loop of {waves:,} "
                                    f"waves, solved by one simulation per wave (at most {MAX_CLOSED_LOOP_WAVES:,}); raise "
                                    f"{f('max_concurrency')} or lower {f('requests')}/{f('duration')}")
-        quiet, run_quiet = advance, run
-        advance = lambda n=1: None  # noqa: E731  (one tick per finished request, after the last wave)
+        tick, advance = advance, (lambda n=1: None)  # the rounds run silently (`run` reads `advance`); ticks at the end
 
         def once(sends) -> Any:
             sims.clear()
             w: Workload = replace(wl, arrival_s=np.asarray(sends, dtype=float))
-            return run_with_engine(w, ovh, run_quiet)
+            return run_with_engine(w, ovh, run)
 
         tr = closed_loop_run(once, n, c, release_s=wl.arrival_s, iterations=waves + 1)
         wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
-        quiet(n)
+        tick(n)
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}

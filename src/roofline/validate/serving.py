@@ -83,7 +83,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml, b, c, d = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to e = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
