@@ -149,6 +149,8 @@ CASES = [
     (f"{SIM} --max-concurrency 0", 1, "--max-concurrency must be a whole number >= 1"),
     (f"{SIM} -n 100000 --max-concurrency 2", 1, "closed loop of 50,000 waves"),
     (f"{SIM} --grid rate=1,2 --max-concurrency 4", 1, "--max-concurrency"),
+    (f"{SIM} --kernels tables", 2, "--kernels tables replaces terms of the realistic pass; add --realistic"),
+    (f"{SIM} --kernels table", 1, "--kernels"),
     (f"{SWEEP} --phase prefill --prompt 128 --spec-gamma 2", 2, "--spec-gamma drafts tokens for decode"),
     (f"{SWEEP} --spec-gamma 2 --spec-alpha 1.5", 1, "--spec-alpha"),
     ("simulate -m llama-3-8b -a h100-sxm -n 10 --expert-weights-dtype fp4", 1,

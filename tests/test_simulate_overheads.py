@@ -282,3 +282,25 @@ def test_unknown_engine_is_one_line(run_cli):
                                  *extra)
         assert code == 1 and out == ""
         assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0" in err, err
+
+
+def test_kernel_tables_in_the_simulator_give_steps_decode_pass(run_cli):
+    """EngineStep(kernels="tables"): a decode pass equals `roofline step --realistic --kernels tables --engine E`'s
+    step (the measured kernels' GEMM, attention and all-reduce terms at the central corner); a pass that carries
+    prompt tokens keeps the factor model; an engine row takes its family's tables; the pure roofline is refused."""
+    from roofline.catalog import system
+    from roofline.simulate.steptable import with_kernel_tables
+
+    dep = roofline_deployment(model("llama-3.1-70b"), system("dgx-h100"), chips=4, realistic=True)
+    tab = with_kernel_tables(dep, "vllm-v0")
+    assert tab.step.kernels == "tables" and tab.step.kernel_engine == "vllm"
+    assert with_kernel_tables(dep, "none").step.kernel_engine == "trtllm"
+    code, out, err = run_cli("step", "-m", "llama-3.1-70b", "-s", "dgx-h100", "--tp", "4", "-b", "8", "-c", "100",
+                             "--realistic", "--kernels", "tables", "--engine", "vllm", "--json")
+    assert code == 0, err
+    want = json.loads(out)["realistic"]["step_s"]
+    assert float(tab.step(8, 8, 100)) == pytest.approx(want, rel=1e-9)
+    assert float(tab.step(8, 8, 100)) != pytest.approx(float(dep.step(8, 8, 100)), rel=1e-3)
+    assert float(tab.step(1, 500, 0)) == float(dep.step(1, 500, 0))  # a prefill pass: the factor model
+    with pytest.raises(InputError, match="add --realistic"):
+        with_kernel_tables(roofline_deployment(model("llama-3.1-70b"), system("dgx-h100"), chips=4), "vllm")

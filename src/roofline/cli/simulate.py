@@ -54,6 +54,7 @@ def register(app: typer.Typer) -> None:
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
         recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
+        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: decode passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens keep the factors.")] = "factor",
         max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",
@@ -124,6 +125,7 @@ def register(app: typer.Typer) -> None:
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
                                              max_concurrency=max_concurrency is not None,
+                                             kernels=kernels != "factor",
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -137,7 +139,7 @@ def register(app: typer.Typer) -> None:
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
-            no_preemption=no_preemption, recv_interval=recv_interval, max_concurrency=max_concurrency, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            no_preemption=no_preemption, recv_interval=recv_interval, max_concurrency=max_concurrency, kernels=kernels, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -286,7 +288,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --max-concurrency, the layout flags or "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --max-concurrency, --kernels, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "
                          "layout axis); drop those options (a --trace's prefix columns are cached "

@@ -49,6 +49,7 @@ class SimulateRequest(LayoutOptions):
     no_preemption: bool = False
     recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
+    kernels: Choice("factor", "tables") = "factor"  # with --realistic: decode passes from measured kernel tables
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -96,6 +97,9 @@ class SimulateRequest(LayoutOptions):
         from ..simulate.overheads import engine_names
 
         rules.choice(f("engine"), self.engine, engine_names())
+        if self.kernels == "tables" and not self.realistic:
+            raise rules.UsageError(f"{f('kernels')} tables replaces terms of the realistic pass; add {f('realistic')} "
+                                   f"or drop {f('kernels')}")
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -290,7 +294,12 @@ def simulate(req: SimulateRequest, progress=None):
 
     # without a layout, --realistic runs the GPUs as one TP group (roofline_deployment); --overlap keeps that group
     lay = req._layout if req._layout is not None or not req.overlap else Layout(tp=chips)
-    dep = with_engine(pool(req, lay, chips, opts), ovh)
+    dep = pool(req, lay, chips, opts)
+    if req.kernels == "tables":  # decode passes from the --engine family's measured kernel tables (trtllm for none)
+        from ..simulate.steptable import with_kernel_tables
+
+        dep = with_kernel_tables(dep, req.engine)
+    dep = with_engine(dep, ovh)
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
                                  block_tokens=req.block_size)

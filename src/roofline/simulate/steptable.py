@@ -48,7 +48,13 @@ class EngineStep:
     `efficiency` or the family's factors with `realistic`. With fewer sequences in a pass than the layout's
     sequence slots (dp·pp, times tp with attention sharded by batch: layout.sequence_slots) the busiest group
     still holds one, so the time is that of that many sequences (idle groups are not faster). Ignores uneven
-    micro-batches (b not a multiple of the slots)."""
+    micro-batches (b not a multiple of the slots).
+
+    `kernels="tables"` (realistic only): decode passes (tokens = batch) take their GEMM, attention, TP all-reduce
+    and EP terms from the measured kernel tables of `kernel_engine` (kernel_pass: AIConfigurator's tables,
+    docs/kernels.md), as `roofline step --kernels tables` composes them at the corner `which`; passes that
+    carry prompt tokens keep the factor model (the mixed-pass evaluator, steptable.MixedPass, has no table
+    terms). Points outside every table keep the factor model's terms."""
 
     model: M.Model
     system: System
@@ -59,6 +65,8 @@ class EngineStep:
     weights_dtype: str = "bf16"
     kv_dtype: str = "bf16"
     options: dict = field(default_factory=dict)
+    kernels: str = "factor"
+    kernel_engine: str = "trtllm"
 
     def step_times(self, batch, tokens, context):
         """Step seconds only (nothing else of the pass result is computed)."""
@@ -68,9 +76,36 @@ class EngineStep:
         if lay is not None and not lay.perfect:
             b_eff = np.maximum(b, sequence_slots(lay))
             n, b = n / b * b_eff, b_eff
-        return step_time(self.model, self.system, b, n, context, layout=lay, efficiency=self.efficiency,
-                         realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
-                         kv_dtype=self.kv_dtype, **self.options)
+        t = step_time(self.model, self.system, b, n, context, layout=lay, efficiency=self.efficiency,
+                      realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
+                      kv_dtype=self.kv_dtype, **self.options)
+        if self.kernels != "tables":
+            return t
+        decode = np.broadcast_to(np.isclose(n, b), np.shape(t))
+        if not decode.any():
+            return t
+        return np.where(decode, self._decode_from_tables(b, context, np.shape(t)), t)
+
+    def _decode_from_tables(self, b, context, shape):
+        """Decode step seconds with the measured kernels' terms (requests/step.with_tables at one corner)."""
+        from ..engine import step as engine_step
+        from ..kernel_pass import apply, corner_terms
+
+        lay = self.layout or Layout(tp=self.system.chips)
+        bb = np.broadcast_to(b, shape)
+        cc = np.broadcast_to(np.asarray(context, dtype=float), shape)
+        opts = {k: v for k, v in self.options.items() if k in ("moe_imbalance", "expert_weights_dtype")}
+        res = engine_step(self.model, self.system, bb, cc, layout=lay, phase="decode", efficiency=self.efficiency,
+                          realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
+                          kv_dtype=self.kv_dtype, details=False, check=False, check_context=False, **opts)
+        terms, scale = corner_terms(self.model, self.system, bb, cc, which=self.which, engine=self.kernel_engine,
+                                    phase="decode", tp=lay.tp, ep=lay.ep, pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp,
+                                    weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype)
+        from ..engine import resolve_efficiency
+
+        eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
+        step, _, _ = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
+        return np.asarray(step, dtype=float)
 
     __call__ = step_times
 
@@ -174,6 +209,23 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
         options = {**options, "expert_weights_dtype": expert_weights_dtype}
     steps = EngineStep(model, system, lay, efficiency, realistic, "mid", weights_dtype, kv_dtype, options)
     return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
+
+
+#: the serving engines whose measured kernel tables exist (kernels.py); an engine row maps to its family
+TABLE_ENGINES = ("trtllm", "sglang", "vllm")
+
+
+def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
+    """`dep` with its decode passes from the measured kernel tables of `engine`'s family (an engine row such as
+    `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
+    EngineStep(kernels="tables"). Only the realistic engine step has table terms."""
+    step = dep.step
+    if not (isinstance(step, EngineStep) and (step.realistic or (step.efficiency is not None
+                                                                 and not step.efficiency.is_ideal))):
+        raise InputError("kernel tables replace terms of the realistic pass; add --realistic (the pure roofline "
+                         "has no kernels to measure)")
+    fam = next((e for e in TABLE_ENGINES if str(engine).lower().startswith(e)), "trtllm")
+    return replace(dep, step=replace(step, kernels="tables", kernel_engine=fam))
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,
