@@ -58,8 +58,9 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # blind set gathered after set a was scored (its runs file suffixed _b, its predictions and measured values too),
 # "c" = the third, gathered after set b was scored (suffix _c), "d" = the fourth, vLLM's performance-benchmark
 # pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
-# benchmarks), gathered after set d was scored (suffix _e).
-SETS = ("a", "b", "c", "d", "e")
+# benchmarks), gathered after set d was scored (suffix _e), "f" = the sixth (SGLang cookbook hold-outs and Kimi-K2.5,
+# vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator.
+SETS = ("a", "b", "c", "d", "e", "f")
 
 
 #: per set, every change to the simulator made after its predictions were committed (the scores use the committed
@@ -90,7 +91,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to e = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to f = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
@@ -228,12 +229,14 @@ def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
 # ---- one simulation -----------------------------------------------------------------------------------
 def deployment_for(run: dict, which: str = "mid"):
     """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
-    --realistic`), its dtypes, the efficiency factors at `which`."""
+    --realistic`), its dtypes (`expert_weights_dtype`: the routed experts' own format, where given), the
+    efficiency factors at `which`."""
     from ..catalog import model, system
     from ..simulate.steptable import roofline_deployment
 
+    extra = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
     dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
-                              weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"])
+                              weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
     step: Any = dep.step  # an EngineStep (realistic): the corner is its `which`
     return dep if which == "mid" else replace(dep, step=replace(step, which=which))
 
