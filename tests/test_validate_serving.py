@@ -311,8 +311,8 @@ def test_set_d_committed_predictions_reproduce():
         assert now["saturation"]["burst"] == (r["rate"] == float("inf"))
 
 
-@pytest.mark.parametrize("name", ["d", "e"])
-def test_sets_d_and_e_measured_values_came_after_their_predictions(name):
+@pytest.mark.parametrize("name", ["d", "e", "f"])
+def test_sets_d_to_f_measured_values_came_after_their_predictions(name):
     """At the commit a set's predictions record, its runs file existed and its measured values did not."""
     import subprocess
 
@@ -411,3 +411,25 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
     assert zero["tpot_p50"] == plain["tpot_p50"]
     with pytest.raises(S.InputError, match="lengths need 4 prompts"):
         S.simulate_run({**run, "lengths": {"prompt": [100], "output": [1]}}, ds)
+
+
+# ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction():
+    """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
+    INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
+    from roofline.catalog import model, system
+
+    sp = S.set_paths("f")
+    f = S.load_runs(sp["runs"])
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in "abcde"))
+    assert not ({r["id"] for r in f["runs"]} & earlier) and len(f["runs"]) == 15
+    for r in f["runs"]:
+        model(r["model"]), system(r["system"])
+        tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
+        assert (r.get("kernels") == "tables") == tables, r["id"]
+        if r["model"] == "kimi-k2":
+            assert (r["weights_dtype"], r["expert_weights_dtype"]) == ("bf16", "int4")
+    committed = _yaml(sp["predictions"])["runs"]
+    assert set(committed) == {r["id"] for r in f["runs"]} and not S.DISCLOSURES.get("f")
+    for r in f["runs"][::7]:
+        _reproduces(r, f, committed)
