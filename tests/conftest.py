@@ -29,6 +29,26 @@ def factors_before_kernel_latency():
 
 
 @pytest.fixture
+def engines_before_eager_floor(tmp_path):
+    """The packaged engine rows without `eager_s_per_kernel` (the host floor of passes outside CUDA graphs,
+    2026-11-26), as a catalog overlay: predictions pre-registered before that change are recomputed with the
+    figures that made them. Built from the packaged file itself, so every other figure is today's."""
+    from importlib import resources
+
+    import yaml
+
+    from roofline.catalog import add_catalog_file
+
+    rows = yaml.safe_load(resources.files("roofline.catalog").joinpath("data/engines.yaml").read_text())["engines"]
+    for row in rows:
+        row["figures"].pop("eager_s_per_kernel", None)
+    path = tmp_path / "engines_before_eager_floor.yaml"
+    path.write_text(yaml.safe_dump({"engines": rows}))
+    add_catalog_file(path)
+    yield
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; return (exit code, stdout, stderr)."""
     from roofline.cli import main

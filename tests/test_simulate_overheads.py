@@ -8,9 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from roofline.catalog import add_catalog_file, model
+from roofline.catalog import add_catalog_file, model, system
 from roofline.efficiency import family_for
 from roofline.errors import CatalogError, InputError
+from roofline.model import kernels_per_pass
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment
 from roofline.simulate.overheads import (
     FIGURES,
@@ -271,9 +272,12 @@ def test_engine_runs_with_disaggregation_and_grid(run_cli):
     none, trt = g["scenarios"]
     t = EngineOverheads.load("trtllm")
     assert none["engine"] == "none" and "ttft_overhead_s" not in none
+    # the prefill pass runs outside CUDA graphs: at least τ_eager·K (K = 290 kernels of llama-3-8b in bf16)
+    floor = t.eager_s_per_kernel * sum(np.sum(k) for k in kernels_per_pass(model("llama-3-8b")))
+    assert floor == pytest.approx(290 * 57e-6) and floor > none["ttft_p50_s"]
     assert trt["ttft_p50_s"] - none["ttft_p50_s"] == pytest.approx(
-        t.request_in_s + 500 * t.tokenize_s_per_token + t.first_token_out_s + t.per_pass_s + t.per_sequence_s,
-        abs=1e-9)
+        t.request_in_s + 500 * t.tokenize_s_per_token + t.first_token_out_s + t.per_pass_s + t.per_sequence_s
+        + floor - none["ttft_p50_s"], abs=1e-9)
 
 
 def test_unknown_engine_is_one_line(run_cli):
@@ -304,3 +308,22 @@ def test_kernel_tables_in_the_simulator_give_steps_decode_pass(run_cli):
     assert float(tab.step(1, 500, 0)) == float(dep.step(1, 500, 0))  # a prefill pass: the factor model
     with pytest.raises(InputError, match="add --realistic"):
         with_kernel_tables(roofline_deployment(model("llama-3.1-70b"), system("dgx-h100"), chips=4), "vllm")
+
+
+def test_eager_floor_binds_prompt_passes_only_by_hand():
+    """A pass that carries prompt tokens, in an engine that graphs decode-only batches alone, takes at least
+    τ_eager·K (K = 290 kernels of llama-3-8b in bf16): a short prompt's pass is lifted to the floor, a long one
+    (GPU-bound) and a decode-only pass keep the engine's time; the per-pass overhead adds on top."""
+    dep = roofline_deployment(model("llama-3-8b"), system("dgx-h100"), chips=1)
+    ovh = EngineOverheads("test", per_pass_s=1e-4, eager_s_per_kernel=1e-4)
+    eng = with_engine(dep, ovh)
+    assert eng.step.eager_floor_s == pytest.approx(290e-4)
+    plain, floored = mixed_pass(dep.step, 4096, 4096), mixed_pass(eng.step, 4096, 4096)
+    short, long = plain(0, 1, 0.0, [(16, 0.0)]), plain(0, 1, 0.0, [(4000, 0.0)])
+    assert short < 290e-4 < long
+    assert floored(0, 1, 0.0, [(16, 0.0)]) == pytest.approx(290e-4 + 1e-4)
+    assert floored(0, 1, 0.0, [(4000, 0.0)]) == pytest.approx(long + 1e-4)
+    assert floored(8, 1, 8 * 500.0, []) == pytest.approx(plain(8, 1, 8 * 500.0, []) + 1e-4)
+    # the rows: cited for SGLang, an estimate for the engines that also run prompts eagerly; none for vLLM V1
+    for name, tau in (("sglang", 57e-6), ("trtllm", 57e-6), ("vllm-v0", 57e-6), ("vllm", 0.0), ("vllm-v1-sync", 0.0)):
+        assert EngineOverheads.load(name).eager_s_per_kernel == tau

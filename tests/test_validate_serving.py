@@ -30,9 +30,10 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latency):
-    """With the efficiency factors of the registration commit (the per-launch kernel latencies came after the
-    errors were seen, docs/validation_serving.md), the committed predictions are reproduced exactly."""
+def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latency, engines_before_eager_floor):
+    """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
+    the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
+    are reproduced exactly."""
     committed = _yaml(S.PREDICTIONS)["runs"][rid]
     run = next(r for r in runs["runs"] if r["id"] == rid)
     now = S.predict_run(run, runs["datasets"])
@@ -223,7 +224,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce():
+def test_set_c_committed_predictions_reproduce(engines_before_eager_floor):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -238,7 +239,7 @@ def test_set_c_committed_predictions_reproduce():
     assert S.DISCLOSURES["c"]
 
 
-def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions():
+def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions(engines_before_eager_floor):
     """At the commits the set-c and MoE set-3 predictions record, their measured values did not exist."""
     import subprocess
 
@@ -297,7 +298,7 @@ def _reproduces(run: dict, doc: dict, committed: dict, skip: tuple = ()) -> dict
     return now
 
 
-def test_set_d_committed_predictions_reproduce():
+def test_set_d_committed_predictions_reproduce(engines_before_eager_floor):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -370,7 +371,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce():
+def test_set_e_committed_predictions_reproduce(engines_before_eager_floor):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -414,7 +415,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction():
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
     INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
     from roofline.catalog import model, system
@@ -430,6 +431,6 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction():
         if r["model"] == "kimi-k2":
             assert (r["weights_dtype"], r["expert_weights_dtype"]) == ("bf16", "int4")
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in f["runs"]} and not S.DISCLOSURES.get("f")
+    assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"] == [S._EAGER_FLOOR]
     for r in f["runs"][::7]:
         _reproduces(r, f, committed)

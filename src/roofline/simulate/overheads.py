@@ -16,6 +16,20 @@ overheads"):
   so they add to the pass. Linear in B, so the step table's linear
   interpolation in batch stays exact; the mixed-pass evaluator (steptable.mixed_pass) adds the same
   `overhead_s(B)` through `.inner`.
+- Per pass outside CUDA graphs (`eager_floor_s`): a pass that carries prompt tokens runs eagerly in the
+  engines that graph decode-only batches alone (SGLang without --enable-piecewise-cuda-graph, TensorRT-LLM's
+  PyTorch backend, vLLM V0), so its host must issue every kernel from Python; when that takes longer than the
+  GPU's work the pass is host-bound (the overhead-bound regime of He, "Making Deep Learning Go Brrrr From
+  First Principles", 2022):
+
+      t_pass = max(t_inner, τ_eager·K) + τ_pass + τ_worker·(tp − 1) + τ_seq·⌈B/dp⌉     (passes with prompt tokens)
+
+  K = model.kernels_per_pass (the GEMM, elementwise and attention kernels of one forward on one GPU, with the
+  activation-quantisation kernels of low-precision GEMMs), τ_eager = eager_s_per_kernel, the host time per
+  counted kernel (each stands for several Python-level ops: views, metadata, scales). Applied by the mixed-pass
+  evaluator to every pass with a prompt chunk; decode-only passes (graphed) never. Ignores: host/GPU overlap
+  short of perfect (the max is the overlapped bound; a sync point per layer would add the two), decode batches
+  above the engine's CUDA-graph batch limit (eager too), and the host's CPU model (the figure is one machine's).
 - Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler
   request_in_s + tokenize_s_per_token·prompt after it leaves the user (HTTP, protocol, chat template, IPC,
   tokeniser), and each of its tokens reaches the user first_token_out_s after the pass that made it
@@ -29,8 +43,8 @@ Relation to the realistic families (efficiency.yaml): a family's `pass_overhead_
 per-step host work, so `with_engine` sets it to 0 when an engine is given (the engine's τ_pass + τ_seq·B
 replace it); `layer_overhead_s` (kernel launch gaps inside the forward) is GPU-side and kept.
 Ignores: CPU contention between the API server and the engine under load (the figures are those of the
-engines' split-process designs), multi-step scheduling (one host round per n steps), eager mode
-(CUDA graphs are every engine's default), and network time between the user and the server.
+engines' split-process designs), multi-step scheduling (one host round per n steps), --enforce-eager decode
+(CUDA graphs for decode are every engine's default), and network time between the user and the server.
 """
 
 from __future__ import annotations
@@ -46,9 +60,10 @@ from .steptable import Deployment, EngineStep
 from .workload import Workload
 
 #: The figures every engine row gives (catalog/data/engines.yaml documents each).
-FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s", "per_worker_s")
+FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s", "per_worker_s",
+           "eager_s_per_kernel")
 #: Figures a row may leave out (then 0 at every corner).
-OPTIONAL = ("per_worker_s",)
+OPTIONAL = ("per_worker_s", "eager_s_per_kernel")
 #: The engine name that adds nothing (today's pass times, bit-identical results).
 NO_ENGINE = "none"
 
@@ -114,6 +129,7 @@ class EngineOverheads:
     per_pass_s: float = 0.0
     per_sequence_s: float = 0.0
     per_worker_s: float = 0.0
+    eager_s_per_kernel: float = 0.0
     which: str = "mid"
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -182,15 +198,18 @@ class OverheadStep:
     run one scheduler per rank); 1 otherwise (TP ranks all see the whole batch).
     Same protocol as EngineStep: `step_times(batch, tokens, context)` and `__call__` over broadcasting arrays.
     `.inner` and `overhead_s(batch)` let steptable.mixed_pass evaluate a mixed pass from the inner engine's
-    terms and add the same overhead (batch = decoding sequences + prefill chunks in the pass)."""
+    terms and add the same overhead (batch = decoding sequences + prefill chunks in the pass); `eager_floor_s`
+    is the host floor of a pass that carries prompt tokens (module docstring), which only the mixed-pass
+    evaluator applies (the table's passes of several tokens per sequence may be graphed verify passes)."""
 
     inner: object
     per_pass_s: float = 0.0
     per_sequence_s: float = 0.0
     schedulers: int = 1
+    eager_floor_s: float = 0.0
 
     def __post_init__(self):
-        for name in ("per_pass_s", "per_sequence_s"):
+        for name in ("per_pass_s", "per_sequence_s", "eager_floor_s"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise InputError(f"{name} must be a time >= 0 s, got {v!r}")
@@ -240,6 +259,22 @@ def workers_of(dep: Deployment) -> tuple[int, int]:
     return int(lay.tp), int(lay.dp)
 
 
+def eager_floor_s(step, overheads: EngineOverheads) -> float:
+    """τ_eager·K: the host time of one forward issued kernel by kernel outside CUDA graphs (module docstring), K
+    from model.kernels_per_pass at the step's weight (and expert weight) format; 0 for a step model that is not
+    the pass engine's, or an engine without the figure."""
+    if not overheads.eager_s_per_kernel or not isinstance(step, EngineStep):
+        return 0.0
+    from ..model import kernels_per_pass
+
+    def low(dtype) -> bool:
+        return str(dtype).lower() not in ("bf16", "fp16", "fp32")
+
+    experts = step.options.get("expert_weights_dtype")
+    gemm, ew, attn = kernels_per_pass(step.model, low(step.weights_dtype), None if experts is None else low(experts))
+    return overheads.eager_s_per_kernel * float(gemm + np.asarray(ew) + attn)
+
+
 def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
     """`dep` with its steps wrapped in OverheadStep (the family's pass_overhead_s replaced by the engine's
     figures under --realistic); `dep` itself when the engine adds nothing."""
@@ -247,7 +282,7 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
         return dep
     workers, schedulers = workers_of(dep)
     step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s + overheads.per_worker_s * (workers - 1),
-                        overheads.per_sequence_s, schedulers)
+                        overheads.per_sequence_s, schedulers, eager_floor_s(dep.step, overheads))
     return replace(dep, step=step)
 
 

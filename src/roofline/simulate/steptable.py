@@ -375,11 +375,13 @@ class MixedPass:
 
 def mixed_pass(step, max_tokens: float, max_context: float):
     """The MixedPass of a deployment's step model, with the overhead of a wrapped step model added (a wrapper
-    exposes `.inner` and `overhead_s(batch)`), or None where the step model is not the engine's (ConstantStep,
+    exposes `.inner` and `overhead_s(batch)`, and may give `eager_floor_s`, the least time of a pass that
+    carries prompt tokens: simulate.overheads), or None where the step model is not the engine's (ConstantStep,
     BoardStep, a user's callable) or the layout is context-parallel: those keep the step table's mean pass."""
-    inner, wrappers = step, []
+    inner, wrappers, floor = step, [], 0.0
     while not isinstance(inner, EngineStep) and hasattr(inner, "inner"):
         wrappers.append(inner.overhead_s)
+        floor = max(floor, float(getattr(inner, "eager_floor_s", 0.0)))
         inner = inner.inner
     if not isinstance(inner, EngineStep) or (inner.layout is not None and not inner.layout.perfect
                                              and inner.layout.cp > 1):
@@ -390,7 +392,10 @@ def mixed_pass(step, max_tokens: float, max_context: float):
 
     def with_overhead(decoding, r, decode_context_sum, chunks):
         b = decoding + len(chunks)
-        return mp(decoding, r, decode_context_sum, chunks) + sum(o(b) for o in wrappers)
+        t = mp(decoding, r, decode_context_sum, chunks)
+        if chunks and floor > t:  # a pass with prompt tokens runs outside CUDA graphs: the host's floor
+            t = floor
+        return t + sum(o(b) for o in wrappers)
     return with_overhead
 
 

@@ -24,7 +24,7 @@ import numpy as np
 #: blind rows (their TTFT rows 51%, 55% and 35% off, all too short; throughput 14–18%) with no change to any existing
 #: row's prediction: the prefill median went 23% -> 40.1%, all rows 12.8% -> 17.1%, throughput 8.5% -> 10.6%; each
 #: bound is again set just above today's value.
-BOUNDS = {"all": 0.18, "decode": 0.31, "throughput": 0.11, "prefill": 0.42, "training_mfu": 0.13,
+BOUNDS = {"all": 0.17, "decode": 0.31, "throughput": 0.11, "prefill": 0.32, "training_mfu": 0.13,
           "training_throughput": 0.20}
 
 #: The issue's goals (issue 7): median |error| on decode and throughput <= 15%, training MFU <= 10%.

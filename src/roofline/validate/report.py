@@ -264,7 +264,13 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "request at t = 0); (13) the closed-loop client of `serving_benchmark` (row key client: closed_loop, "
         "bench_serving's --max-concurrency semaphore solved as a fixed point of the simulation), added after set 5's "
         "TTFT rows were seen and used by MoE set 6 only, predicted with it blind (set 6's TTFT: 35%, against 51–55% "
-        "on sets 4–5; sets 4 and 5 keep the all-at-once replay they were predicted with).",
+        "on sets 4–5; sets 4 and 5 keep the all-at-once replay they were predicted with). (14) After serving sets e "
+        "and f were scored (docs/simulator.md, 'Passes outside CUDA graphs'): in the engines that graph decode-only "
+        "batches alone (SGLang, TensorRT-LLM's PyTorch backend, vLLM V0) a pass with prompt tokens takes at least "
+        "57 µs per counted kernel (model.kernels_per_pass; SGLang PR #12160's eager DeepSeek-V3 prefill, not fitted "
+        "to these rows). On the 533 rows: prefill median 40.1% → 29.8%, throughput 10.6% → 10.1%, decode 14.2% → "
+        "14.3%, all rows 17.1% → 15.6%. MoE sets 3–6 were predicted without it; their committed predictions "
+        "reproduce without it (tests).",
         "",
     ]
     held: dict[str, list] = {}
