@@ -434,3 +434,18 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_ea
     assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"] == [S._EAGER_FLOOR]
     for r in f["runs"][::7]:
         _reproduces(r, f, committed)
+
+
+# ---- set g (the seventh blind set, 2026-11-26: DataCrunch H200 SGLang, dstack MI300X, SGLang PR baselines) ------
+def test_set_g_inputs_follow_the_rules_fixed_before_prediction():
+    """Kernel tables on every accelerator that has them unless the experts have their own format; nothing shared
+    with the earlier sets' ids; every model and system in the catalog."""
+    from roofline.catalog import model, system
+
+    g = S.load_runs(set_name="g")
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in "abcdef"))
+    assert not ({r["id"] for r in g["runs"]} & earlier) and len(g["runs"]) == 32
+    for r in g["runs"]:
+        model(r["model"]), system(r["system"])
+        tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
+        assert (r.get("kernels") == "tables") == tables, r["id"]
