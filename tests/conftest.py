@@ -28,11 +28,9 @@ def factors_before_kernel_latency():
     yield
 
 
-@pytest.fixture
-def engines_before_eager_floor(tmp_path):
-    """The packaged engine rows without `eager_s_per_kernel` (the host floor of passes outside CUDA graphs,
-    2026-11-26), as a catalog overlay: predictions pre-registered before that change are recomputed with the
-    figures that made them. Built from the packaged file itself, so every other figure is today's."""
+def _engines_without(tmp_path, figures=(), keys=()):
+    """The packaged engine rows less some figures and row keys, added as a catalog overlay (every other figure
+    is today's): predictions pre-registered before a change are recomputed with the rows that made them."""
     from importlib import resources
 
     import yaml
@@ -41,10 +39,27 @@ def engines_before_eager_floor(tmp_path):
 
     rows = yaml.safe_load(resources.files("roofline.catalog").joinpath("data/engines.yaml").read_text())["engines"]
     for row in rows:
-        row["figures"].pop("eager_s_per_kernel", None)
-    path = tmp_path / "engines_before_eager_floor.yaml"
+        for name in figures:
+            row["figures"].pop(name, None)
+        for name in keys:
+            row.pop(name, None)
+    path = tmp_path / "engines_before.yaml"
     path.write_text(yaml.safe_dump({"engines": rows}))
     add_catalog_file(path)
+
+
+@pytest.fixture
+def engines_before_eager_floor(tmp_path):
+    """The engine rows before the host floor of passes outside CUDA graphs (2026-11-26: `eager_s_per_kernel`,
+    and the `cuda_graph_max_batch` limit that uses it)."""
+    _engines_without(tmp_path, figures=("eager_s_per_kernel",), keys=("cuda_graph_max_batch",))
+    yield
+
+
+@pytest.fixture
+def engines_before_graph_limit(tmp_path):
+    """The engine rows before the CUDA-graph batch limit (2026-11-26, after serving set g was scored)."""
+    _engines_without(tmp_path, keys=("cuda_graph_max_batch",))
     yield
 
 

@@ -327,3 +327,24 @@ def test_eager_floor_binds_prompt_passes_only_by_hand():
     # the rows: cited for SGLang, an estimate for the engines that also run prompts eagerly; none for vLLM V1
     for name, tau in (("sglang", 57e-6), ("trtllm", 57e-6), ("vllm-v0", 57e-6), ("vllm", 0.0), ("vllm-v1-sync", 0.0)):
         assert EngineOverheads.load(name).eager_s_per_kernel == tau
+
+
+def test_decode_batches_above_the_graph_limit_run_eagerly_by_hand():
+    """A decode batch larger than the engine's largest captured CUDA graph takes at least the eager floor; at or
+    below it the engine's time; with attention-DP schedulers the limit is per scheduler. The rows' limits are
+    the engines' defaults (SGLang 160, vLLM V0 256; none given: every batch graphed)."""
+    dep = roofline_deployment(model("llama-3-8b"), system("dgx-h100"), chips=1)
+    ovh = EngineOverheads("test", eager_s_per_kernel=1e-3, cuda_graph_max_batch=8)
+    step = with_engine(dep, ovh).step
+    floor = step.eager_floor_s
+    assert floor == pytest.approx(0.290)
+    t8, t9 = (float(dep.step.step_times(b, b, 100.0)) for b in (8, 9))
+    assert float(step.step_times(8, 8, 100.0)) == pytest.approx(t8)
+    assert float(step.step_times(9, 9, 100.0)) == pytest.approx(floor) and floor > t9
+    two = OverheadStep(dep.step, eager_floor_s=floor, graph_max_batch=8, schedulers=2)
+    assert float(two.step_times(16, 16, 100.0)) == pytest.approx(float(dep.step.step_times(16, 16, 100.0)))
+    mp = mixed_pass(step, 4096, 4096)
+    assert mp(8, 1, 800.0, []) < floor and mp(9, 1, 900.0, []) == pytest.approx(floor)
+    assert [EngineOverheads.load(e).cuda_graph_max_batch for e in ("sglang", "vllm-v0", "vllm")] == [160, 256, np.inf]
+    with pytest.raises(InputError, match="cuda_graph_max_batch must be a batch >= 1"):
+        EngineOverheads("test", cuda_graph_max_batch=0)

@@ -312,8 +312,8 @@ def test_set_d_committed_predictions_reproduce(engines_before_eager_floor):
         assert now["saturation"]["burst"] == (r["rate"] == float("inf"))
 
 
-@pytest.mark.parametrize("name", ["d", "e", "f"])
-def test_sets_d_to_f_measured_values_came_after_their_predictions(name):
+@pytest.mark.parametrize("name", ["d", "e", "f", "g"])
+def test_sets_d_to_g_measured_values_came_after_their_predictions(name):
     """At the commit a set's predictions record, its runs file existed and its measured values did not."""
     import subprocess
 
@@ -449,3 +449,14 @@ def test_set_g_inputs_follow_the_rules_fixed_before_prediction():
         model(r["model"]), system(r["system"])
         tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
         assert (r.get("kernels") == "tables") == tables, r["id"]
+
+
+def test_set_g_committed_predictions_reproduce(engines_before_graph_limit):
+    """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the one disclosed change
+    since (S.DISCLOSURES["g"]: the CUDA-graph batch limit)."""
+    sp = S.set_paths("g")
+    g = S.load_runs(sp["runs"])
+    committed = _yaml(sp["predictions"])["runs"]
+    assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"] == [S._GRAPH_LIMIT]
+    for r in g["runs"][::8]:
+        _reproduces(r, g, committed)

@@ -27,9 +27,10 @@ overheads"):
   K = model.kernels_per_pass (the GEMM, elementwise and attention kernels of one forward on one GPU, with the
   activation-quantisation kernels of low-precision GEMMs), τ_eager = eager_s_per_kernel, the host time per
   counted kernel (each stands for several Python-level ops: views, metadata, scales). Applied by the mixed-pass
-  evaluator to every pass with a prompt chunk; decode-only passes (graphed) never. Ignores: host/GPU overlap
-  short of perfect (the max is the overlapped bound; a sync point per layer would add the two), decode batches
-  above the engine's CUDA-graph batch limit (eager too), and the host's CPU model (the figure is one machine's).
+  evaluator to every pass with a prompt chunk, and to decode passes whose batch (per attention-DP scheduler)
+  exceeds the engine's largest captured CUDA graph (`cuda_graph_max_batch`: such batches run eagerly too);
+  other decode passes never. Ignores: host/GPU overlap short of perfect (the max is the overlapped bound; a
+  sync point per layer would add the two), and the host's CPU model (the figure is one machine's).
 - Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler
   request_in_s + tokenize_s_per_token·prompt after it leaves the user (HTTP, protocol, chat template, IPC,
   tokeniser), and each of its tokens reaches the user first_token_out_s after the pass that made it
@@ -86,9 +87,15 @@ def _parse(row: dict, where: str) -> dict:
     """A catalog `engines:` row → {name, date, figures: {figure: Factor}} (format in engines.yaml)."""
     if not isinstance(row.get("figures"), dict):
         raise CatalogError(f"{where}: an engines row needs `id` and a `figures:` mapping")
-    unknown = set(row) - {"id", "name", "date", "figures", "notes"}
+    unknown = set(row) - {"id", "name", "date", "figures", "notes", "cuda_graph_max_batch"}
     if unknown:
-        raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, name, date, figures, notes")
+        raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, name, date, figures, notes, "
+                           "cuda_graph_max_batch")
+    graph = row.get("cuda_graph_max_batch", [math.inf, "not given: every decode batch is graphed"])
+    if (not isinstance(graph, list) or len(graph) != 2 or not isinstance(graph[1], str)
+            or isinstance(graph[0], bool) or not isinstance(graph[0], (int, float)) or not graph[0] >= 1):
+        raise CatalogError(f"{where}: cuda_graph_max_batch must be [largest graphed decode batch >= 1, \"source\"], "
+                           f"got {graph!r}")
     if str(row["id"]).lower() == NO_ENGINE:
         raise CatalogError(f"{where}: engine id {NO_ENGINE!r} is reserved for no overheads; pick another id")
     figs = row["figures"]
@@ -109,7 +116,8 @@ def _parse(row: dict, where: str) -> dict:
             out[name] = Factor(float(v[0]), float(v[1]), float(v[2]), v[3])
         except InputError as exc:
             raise CatalogError(f"{where}: figure {name!r}: {exc}") from None
-    return {"name": str(row.get("name", row["id"])), "date": str(row.get("date", "")), "figures": out}
+    return {"name": str(row.get("name", row["id"])), "date": str(row.get("date", "")), "figures": out,
+            "cuda_graph_max_batch": float(graph[0]), "cuda_graph_source": graph[1]}
 
 
 def engine_names() -> tuple[str, ...]:
@@ -130,6 +138,7 @@ class EngineOverheads:
     per_sequence_s: float = 0.0
     per_worker_s: float = 0.0
     eager_s_per_kernel: float = 0.0
+    cuda_graph_max_batch: float = math.inf
     which: str = "mid"
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -138,6 +147,9 @@ class EngineOverheads:
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise InputError(f"engine overhead {name} must be a time >= 0 s, got {v!r}")
+        if not self.cuda_graph_max_batch >= 1:
+            raise InputError(f"cuda_graph_max_batch must be a batch >= 1 (inf: every decode batch graphed), got "
+                             f"{self.cuda_graph_max_batch!r}")
 
     @classmethod
     def load(cls, engine: str, which: str = "mid") -> "EngineOverheads":
@@ -153,7 +165,8 @@ class EngineOverheads:
         figs = rows[key]["figures"]
         # every figure is a time: the 'fast' corner is the low one
         vals = {n: figs[n].pick(which, faster_when_high=False) for n in FIGURES}
-        return cls(key, which=which, sources={n: figs[n].source for n in FIGURES}, **vals)
+        return cls(key, which=which, sources={n: figs[n].source for n in FIGURES},
+                   cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"], **vals)
 
     @property
     def is_none(self) -> bool:
@@ -176,7 +189,8 @@ class EngineOverheads:
     def to_dict(self) -> dict:
         """The figures used, under `engine_*` keys (the --json record)."""
         return {"engine": self.engine, "engine_which": self.which,
-                **{f"engine_{n}": getattr(self, n) for n in FIGURES}}
+                **{f"engine_{n}": getattr(self, n) for n in FIGURES},
+                "engine_cuda_graph_max_batch": None if math.isinf(self.cuda_graph_max_batch) else self.cuda_graph_max_batch}
 
     def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0, workers: int = 1) -> dict:
         """The overheads as their own --json terms of a run: `ttft_overhead_s` = request-in + tokenise +
@@ -207,6 +221,7 @@ class OverheadStep:
     per_sequence_s: float = 0.0
     schedulers: int = 1
     eager_floor_s: float = 0.0
+    graph_max_batch: float = math.inf
 
     def __post_init__(self):
         for name in ("per_pass_s", "per_sequence_s", "eager_floor_s"):
@@ -227,9 +242,20 @@ class OverheadStep:
             return self.per_pass_s + self.per_sequence_s * math.ceil(float(batch) / self.schedulers)
         return self.per_pass_s + self.per_sequence_s * np.ceil(np.asarray(batch, dtype=float) / self.schedulers)
 
+    def eager(self, batch, prompt=False):
+        """Whether a pass runs outside CUDA graphs: it carries prompt tokens, or its decode batch (each
+        scheduler's share) exceeds the engine's largest graphed batch. Broadcasts over `batch`."""
+        return np.asarray(prompt) | (np.asarray(batch, dtype=float) / self.schedulers > self.graph_max_batch)
+
     def step_times(self, batch, tokens, context):
+        """Inner step + overhead; a batch above the graph limit takes at least the eager floor (the table's
+        passes with prompt tokens get it through the mixed-pass evaluator, which knows the chunks)."""
         fn = getattr(self.inner, "step_times", self.inner)
-        return np.asarray(fn(batch, tokens, context), dtype=float) + self.overhead_s(np.asarray(batch, dtype=float))
+        b = np.asarray(batch, dtype=float)
+        t = np.asarray(fn(batch, tokens, context), dtype=float)
+        if self.eager_floor_s and np.isfinite(self.graph_max_batch):
+            t = np.where(self.eager(b), np.maximum(t, self.eager_floor_s), t)
+        return t + self.overhead_s(b)
 
     __call__ = step_times
 
@@ -282,7 +308,8 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
         return dep
     workers, schedulers = workers_of(dep)
     step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s + overheads.per_worker_s * (workers - 1),
-                        overheads.per_sequence_s, schedulers, eager_floor_s(dep.step, overheads))
+                        overheads.per_sequence_s, schedulers, eager_floor_s(dep.step, overheads),
+                        overheads.cuda_graph_max_batch)
     return replace(dep, step=step)
 
 

@@ -376,12 +376,13 @@ class MixedPass:
 def mixed_pass(step, max_tokens: float, max_context: float):
     """The MixedPass of a deployment's step model, with the overhead of a wrapped step model added (a wrapper
     exposes `.inner` and `overhead_s(batch)`, and may give `eager_floor_s`, the least time of a pass that
-    carries prompt tokens: simulate.overheads), or None where the step model is not the engine's (ConstantStep,
+    runs outside CUDA graphs, and `graph_max_batch`, `schedulers`: simulate.overheads), or None where the step model is not the engine's (ConstantStep,
     BoardStep, a user's callable) or the layout is context-parallel: those keep the step table's mean pass."""
-    inner, wrappers, floor = step, [], 0.0
+    inner, wrappers, eager = step, [], []
     while not isinstance(inner, EngineStep) and hasattr(inner, "inner"):
         wrappers.append(inner.overhead_s)
-        floor = max(floor, float(getattr(inner, "eager_floor_s", 0.0)))
+        if getattr(inner, "eager_floor_s", 0.0):  # (floor, most decoding sequences still graphed)
+            eager.append((float(inner.eager_floor_s), float(inner.graph_max_batch) * inner.schedulers))
         inner = inner.inner
     if not isinstance(inner, EngineStep) or (inner.layout is not None and not inner.layout.perfect
                                              and inner.layout.cp > 1):
@@ -393,8 +394,9 @@ def mixed_pass(step, max_tokens: float, max_context: float):
     def with_overhead(decoding, r, decode_context_sum, chunks):
         b = decoding + len(chunks)
         t = mp(decoding, r, decode_context_sum, chunks)
-        if chunks and floor > t:  # a pass with prompt tokens runs outside CUDA graphs: the host's floor
-            t = floor
+        for floor, graphed in eager:  # outside CUDA graphs: prompt tokens, or a batch above the graph limit
+            if floor > t and (chunks or decoding > graphed):
+                t = floor
         return t + sum(o(b) for o in wrappers)
     return with_overhead
 

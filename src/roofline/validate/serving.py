@@ -74,8 +74,18 @@ _EAGER_FLOOR = ("2026-11-26, after sets e and f were scored (and motivated by th
                 "that carries prompt tokens takes at least eager_s_per_kernel × model.kernels_per_pass, 57 µs per "
                 "counted kernel (SGLang PR #12160: DeepSeek-V3's eager one-token prefill 82.6 ms; docs/simulator.md). "
                 "Predictions of runs on those rows move, TTFT most. The committed predictions are what is scored; the "
-                "reproduction tests recompute them without the figure (tests/conftest.py, engines_before_eager_floor).")
+                "reproduction tests recompute them without the figure (tests/conftest.py, engines_before_eager_floor). Later "
+                "the same day, after set g was scored: decode batches above the engine's CUDA-graph batch limit take the "
+                "same floor (engine row key cuda_graph_max_batch).")
+#: the CUDA-graph batch limit (2026-11-26, after set g was scored)
+_GRAPH_LIMIT = ("2026-11-26, after set g's measured values were seen (and motivated by its SGLang runs at 4-8 req/s, "
+                "whose real engines slowed far more than the predictions near a decode batch of 160): a decode pass whose "
+                "batch exceeds the engine's largest captured CUDA graph (engine row key cuda_graph_max_batch: SGLang's "
+                "default 160, vLLM V0's 256; serving-run key of the same name) runs eagerly and takes at least the eager "
+                "floor. Set g's predictions barely move (its simulated batches stay below 160 where the real ones grew past "
+                "it); the committed predictions are scored, and recompute without the limit (engines_before_graph_limit).")
 DISCLOSURES = {
+    "g": [_GRAPH_LIMIT],
     "a": [_EAGER_FLOOR],
     "b": [_VLLM_V0_REFIT, _EAGER_FLOOR],
     "d": [_VLLM_V0_REFIT + " Post hoc on set d itself (not a validation: the figures were fitted to it), with "
@@ -313,6 +323,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
 
     pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
+    if "cuda_graph_max_batch" in run:  # the launch's own CUDA-graph batch limit (else the engine row's default)
+        ovh = replace(ovh, cuda_graph_max_batch=float(run["cuda_graph_max_batch"]))
     dep = deployment_for(run, efficiency)
     if run.get("kernels", "factor") == "tables":  # decode passes from the engine family's measured kernel tables
         from ..simulate.steptable import with_kernel_tables
