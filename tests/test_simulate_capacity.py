@@ -52,6 +52,10 @@ def test_a_burst_is_a_finite_batch_not_a_saturated_queue():
     assert float(np.max(tr.admit_s)) == pytest.approx(3 * 101 * 0.02, rel=0.02)
     tr, _ = _run(dep, pol, 6.5, 3000, 50, 101)
     assert not saturation(tr.arrival_s, tr.admit_s, cap)["burst"]
+    # one request is a burst of one: no rate, no load, not past saturation (it was called saturated until set h)
+    one = Simulation(make_workload(np.zeros(1), 50, 101), dep, pol).run()
+    sat = saturation(one.arrival_s, one.admit_s, cap)
+    assert sat["burst"] and not sat["saturated"] and sat["offered_requests_per_s"] is None and sat["load"] is None
 
 
 def test_kv_limits_the_batch_by_hand():

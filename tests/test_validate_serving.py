@@ -312,8 +312,8 @@ def test_set_d_committed_predictions_reproduce(engines_before_eager_floor):
         assert now["saturation"]["burst"] == (r["rate"] == float("inf"))
 
 
-@pytest.mark.parametrize("name", ["d", "e", "f", "g"])
-def test_sets_d_to_g_measured_values_came_after_their_predictions(name):
+@pytest.mark.parametrize("name", ["d", "e", "f", "g", "h"])
+def test_sets_d_to_h_measured_values_came_after_their_predictions(name):
     """At the commit a set's predictions record, its runs file existed and its measured values did not."""
     import subprocess
 
@@ -475,3 +475,15 @@ def test_set_h_inputs_follow_the_rules_fixed_before_prediction():
         model(r["model"]), system(r["system"])
         tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
         assert (r.get("kernels") == "tables") == tables and r["cuda_graph_max_batch"] >= 256, r["id"]
+
+
+def test_set_h_committed_predictions_reproduce():
+    """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly; the one disclosed change since
+    (S.DISCLOSURES["h"]) moved only the saturation verdict of its one-request runs, now bursts of one."""
+    sp = S.set_paths("h")
+    h = S.load_runs(sp["runs"])
+    committed = _yaml(sp["predictions"])["runs"]
+    assert set(committed) == {r["id"] for r in h["runs"]} and S.DISCLOSURES["h"]
+    for r in h["runs"][::6]:
+        now = _reproduces(r, h, committed)
+        assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]

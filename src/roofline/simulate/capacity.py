@@ -145,7 +145,7 @@ def saturation(arrival_s, admit_s, cap: Capacity | None) -> dict:
     if a.size >= 8 and float(a[-1] - a[half]) > 0:
         x, y = a[half:], wait[half:]
         growth = float(np.polyfit(x - x.mean(), y, 1)[0])
-    burst = a.size > 1 and span == 0.0
+    burst = a.size >= 1 and span == 0.0  # every request at one instant (one request included): no rate, no load
     load = offered / cap.requests_per_s if cap is not None and not burst else None
     saturated = bool(growth > GROWTH_LIMIT or (load is not None and load >= 1.0))
     out = {"offered_requests_per_s": offered if math.isfinite(offered) else None,

@@ -85,6 +85,11 @@ _GRAPH_LIMIT = ("2026-11-26, after set g's measured values were seen (and motiva
                 "floor. Set g's predictions barely move (its simulated batches stay below 160 where the real ones grew past "
                 "it); the committed predictions are scored, and recompute without the limit (engines_before_graph_limit).")
 DISCLOSURES = {
+    "h": ["2026-11-26, after set h's measured values were added, not motivated by them: a run of one request was "
+          "called past saturation (its offered rate, one request over a zero span, was infinite); it is now a burst "
+          "of one, with no load, as every run whose requests all arrive at once. The committed predictions of set h's "
+          "eight one-request runs carry the old verdict (saturated: true), so the 'without runs past saturation' "
+          "columns of this page leave them out; their predicted latencies are unaffected."],
     "g": [_GRAPH_LIMIT],
     "a": [_EAGER_FLOOR],
     "b": [_VLLM_V0_REFIT, _EAGER_FLOOR],
@@ -545,7 +550,8 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
         sens = f"{load / (1 - load):.2g}" if load is not None and 0 <= load < 1 else "–"
         offered = s.get("offered_requests_per_s")
         client = f" (closed loop, at most {r['max_concurrency']} in flight)" if "max_concurrency" in r else ""
-        out.append(f"| {r['id']} | {'all at once' if s.get('burst') else f'{offered:.2f}'}{client} | "
+        rate = "all at once" if s.get("burst") or offered is None else f"{offered:.2f}"
+        out.append(f"| {r['id']} | {rate}{client} | "
                    f"{'–' if cap is None else f'{cap:.2f}'} | {_load_cell(s)} | {sens} | "
                    f"{s['queue_growth_s_per_s']:+.3f} | {'burst' if s.get('burst') else 'YES' if s['saturated'] else 'no'} |")
     out += ["", "## Known gaps (written before the errors were seen)", ""]
