@@ -436,19 +436,21 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_ea
         _reproduces(r, f, committed)
 
 
-# ---- set g (the seventh blind set, 2026-11-26: DataCrunch H200 SGLang, dstack MI300X, SGLang PR baselines) ------
-def test_set_g_inputs_follow_the_rules_fixed_before_prediction():
+# ---- sets g and h (the seventh and eighth blind sets, 2026-11-26; validation_serving_g.md, _h.md) --------------
+@pytest.mark.parametrize("name, runs", [("g", 32), ("h", 34)])
+def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs):
     """Kernel tables on every accelerator that has them unless the experts have their own format; nothing shared
-    with the earlier sets' ids; every model and system in the catalog."""
+    with the earlier sets' ids; every model and system in the catalog; set h's launches give their CUDA-graph limits."""
     from roofline.catalog import model, system
 
-    g = S.load_runs(set_name="g")
-    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in "abcdef"))
-    assert not ({r["id"] for r in g["runs"]} & earlier) and len(g["runs"]) == 32
-    for r in g["runs"]:
+    doc = S.load_runs(set_name=name)
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in S.SETS[:S.SETS.index(name)]))
+    assert not ({r["id"] for r in doc["runs"]} & earlier) and len(doc["runs"]) == runs
+    for r in doc["runs"]:
         model(r["model"]), system(r["system"])
         tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
         assert (r.get("kernels") == "tables") == tables, r["id"]
+        assert name == "g" or r["cuda_graph_max_batch"] >= 256, r["id"]
 
 
 def test_set_g_committed_predictions_reproduce(engines_before_graph_limit):
@@ -460,21 +462,6 @@ def test_set_g_committed_predictions_reproduce(engines_before_graph_limit):
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"] == [S._GRAPH_LIMIT]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
-
-
-# ---- set h (the eighth blind set, 2026-11-26: ROCm vLLM latency tables on MI300X, a vLLM blog's H100 runs) -----
-def test_set_h_inputs_follow_the_rules_fixed_before_prediction():
-    """Kernel tables on every accelerator that has them; nothing shared with the earlier sets' ids; every model and
-    system in the catalog; the engines' CUDA-graph limits as the launches had them."""
-    from roofline.catalog import model, system
-
-    h = S.load_runs(set_name="h")
-    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in "abcdefg"))
-    assert not ({r["id"] for r in h["runs"]} & earlier) and len(h["runs"]) == 34
-    for r in h["runs"]:
-        model(r["model"]), system(r["system"])
-        tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
-        assert (r.get("kernels") == "tables") == tables and r["cuda_graph_max_batch"] >= 256, r["id"]
 
 
 def test_set_h_committed_predictions_reproduce():
