@@ -165,7 +165,8 @@ class EngineOverheads:
         figs = rows[key]["figures"]
         # every figure is a time: the 'fast' corner is the low one
         vals = {n: figs[n].pick(which, faster_when_high=False) for n in FIGURES}
-        return cls(key, which=which, sources={n: figs[n].source for n in FIGURES},
+        return cls(key, which=which, sources={**{n: figs[n].source for n in FIGURES},
+                                              "cuda_graph_max_batch": rows[key]["cuda_graph_source"]},
                    cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"], **vals)
 
     @property
@@ -213,8 +214,9 @@ class OverheadStep:
     Same protocol as EngineStep: `step_times(batch, tokens, context)` and `__call__` over broadcasting arrays.
     `.inner` and `overhead_s(batch)` let steptable.mixed_pass evaluate a mixed pass from the inner engine's
     terms and add the same overhead (batch = decoding sequences + prefill chunks in the pass); `eager_floor_s`
-    is the host floor of a pass that carries prompt tokens (module docstring), which only the mixed-pass
-    evaluator applies (the table's passes of several tokens per sequence may be graphed verify passes)."""
+    is the host floor of a pass outside CUDA graphs (module docstring): `step_times` applies it to batches above
+    `graph_max_batch`; passes with prompt tokens get it from the mixed-pass evaluator, which knows the chunks
+    (the table's passes of several tokens per sequence may be graphed verify passes)."""
 
     inner: object
     per_pass_s: float = 0.0
