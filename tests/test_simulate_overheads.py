@@ -348,3 +348,17 @@ def test_decode_batches_above_the_graph_limit_run_eagerly_by_hand():
     assert [EngineOverheads.load(e).cuda_graph_max_batch for e in ("sglang", "vllm-v0", "vllm")] == [160, 256, np.inf]
     with pytest.raises(InputError, match="cuda_graph_max_batch must be a batch >= 1"):
         EngineOverheads("test", cuda_graph_max_batch=0)
+
+
+def test_cli_cuda_graph_max_batch_overrides_the_engine_row(run_cli):
+    """`--cuda-graph-max-batch` replaces the row's limit: at 4, the decode batches of a loaded run (mean ~40) run
+    eagerly and take sglang's floor (17 ms for llama-3-8b), so TPOT rises from ~12 ms to above the floor."""
+    base = ("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "--realistic", "--engine", "sglang", "--rate", "20", "-n",
+            "400", "--prompt-tokens", "500", "--output-tokens", "200", "--json")
+    row = json.loads(run_cli(*base)[1])
+    low = json.loads(run_cli(*base, "--cuda-graph-max-batch", "4")[1])
+    assert (row["engine_cuda_graph_max_batch"], low["engine_cuda_graph_max_batch"]) == (160, 4)
+    floor = 57e-6 * 290
+    assert row["tpot_p50_s"] < floor < low["tpot_p50_s"]
+    code, _, err = run_cli(*base[:-1], "--grid", "rate=2,4", "--cuda-graph-max-batch", "4")
+    assert code != 0 and "--cuda-graph-max-batch" in err

@@ -86,6 +86,7 @@ class SimulateRequest(LayoutOptions):
     realistic: bool = False
     overlap: bool = False
     engine: Text = "none"
+    cuda_graph_max_batch: OptWhole(1, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160") = None
     plot: OptText = None
 
     def check(self) -> None:
@@ -97,6 +98,9 @@ class SimulateRequest(LayoutOptions):
         from ..simulate.overheads import engine_names
 
         rules.choice(f("engine"), self.engine, engine_names())
+        if self.cuda_graph_max_batch is not None and self.engine.lower() == "none":
+            raise rules.UsageError(f"{f('cuda_graph_max_batch')} is the {f('engine')}'s CUDA-graph limit (decode batches "
+                                   f"above it run eagerly); give {f('engine')}, e.g. sglang")
         if self.kernels == "tables" and not self.realistic:
             raise rules.UsageError(f"{f('kernels')} tables replaces terms of the realistic pass; add {f('realistic')} "
                                    f"or drop {f('kernels')}")
@@ -290,6 +294,10 @@ def simulate(req: SimulateRequest, progress=None):
         opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True,
                                          expert_weights_dtype=req.expert_weights_dtype), realistic=False)
     ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
+    if req.cuda_graph_max_batch is not None:  # the launch's own limit (SGLang --cuda-graph-max-bs ...)
+        from dataclasses import replace
+
+        ovh = replace(ovh, cuda_graph_max_batch=float(req.cuda_graph_max_batch))
     from ..layout import Layout
 
     # without a layout, --realistic runs the GPUs as one TP group (roofline_deployment); --overlap keeps that group
