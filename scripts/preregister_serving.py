@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from roofline.errors import InputError
-from roofline.validate.serving import _REPO, predict_all, set_paths
+from roofline.validate.serving import _REPO, central_rule, predict_all, set_paths
 
 WATCHED = ("src/roofline/simulate", "src/roofline/engine.py", "src/roofline/efficiency.py", "src/roofline/catalog/data",
            "src/roofline/validate/serving.py", "src/roofline/requests")
@@ -54,7 +54,9 @@ def main(out: str | None = None, commit: str | None = None, set_name: str = "a")
     doc = {"predicted_on": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "at_commit": commit,
            "runs_file": runs_file, "unit": "s",
            "method": "roofline.validate.serving.predict_run: realistic pass engine + --engine overheads; value = "
-                     "central factors/overheads, seed 0; low/high = min/max over efficiency fast/slow, overheads "
+                     + ("central factors/overheads, seed 0" if central_rule(set_name) == "seed0" else
+                        "central factors/overheads, median over seeds 0-2") +
+                     "; low/high = min/max over efficiency fast/slow, overheads "
                      "fast/slow, seeds 1-2, ShareGPT sigma_range",
            "runs": pred}
     path.write_text(yaml.safe_dump(doc, sort_keys=False, width=120))

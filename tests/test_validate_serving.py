@@ -36,13 +36,33 @@ def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latenc
     are reproduced exactly."""
     committed = _yaml(S.PREDICTIONS)["runs"][rid]
     run = next(r for r in runs["runs"] if r["id"] == rid)
-    now = S.predict_run(run, runs["datasets"])
+    now = S.predict_run(run, runs["datasets"], "seed0")
     assert set(now["metrics"]) == set(committed["metrics"]) == set(run["metrics"])
     for m, v in committed["metrics"].items():
         for k in ("value", "low", "high"):
             assert now["metrics"][m][k] == pytest.approx(v[k], rel=1e-9), (rid, m, k)
         assert v["low"] <= v["value"] <= v["high"]
     assert now["saturation"]["saturated"] == committed["saturation"]["saturated"]
+
+
+def test_central_value_is_the_median_of_the_seeds_runs(runs):
+    """From set i on a central value is the median over the seeds' runs at the central factors (S.central_rule);
+    sets a-h keep seed 0's run, as they were registered; an unknown rule is refused."""
+    rid = CHEAP[0]
+    run = next(r for r in runs["runs"] if r["id"] == rid)
+    ds = runs["datasets"][run["dataset"]]
+    by_seed = [S.simulate_run(run, ds, seed=s) for s in S.SEEDS]
+    med, first = S.predict_run(run, runs["datasets"], "median"), S.predict_run(run, runs["datasets"], "seed0")
+    for m in run["metrics"]:
+        vals = sorted(r[m] for r in by_seed)
+        assert med["metrics"][m]["value"] == pytest.approx(vals[1], rel=1e-12)
+        assert first["metrics"][m]["value"] == pytest.approx(by_seed[0][m], rel=1e-12)
+        assert med["metrics"][m]["low"] == first["metrics"][m]["low"] <= vals[0]
+        assert med["metrics"][m]["high"] == first["metrics"][m]["high"] >= vals[-1]
+    assert len({round(r[run["metrics"][0]], 9) for r in by_seed}) > 1  # the seeds do differ on this run
+    assert [S.central_rule(x) for x in ("a", "h", "i")] == ["seed0", "seed0", "median"]
+    with pytest.raises(S.InputError, match="central rule 'mean'; expected median or seed0"):
+        S.predict_run(run, runs["datasets"], "mean")
 
 
 def test_error_table_is_computed_from_the_files(runs):
@@ -184,7 +204,7 @@ def test_set_b_committed_predictions_reproduce():
     rid = "krai51_h100x8_vllm092_l31_70b_interactive"
     committed = _yaml(sp["predictions"])["runs"][rid]
     run = next(r for r in doc["runs"] if r["id"] == rid)
-    now = S.predict_run(run, doc["datasets"])
+    now = S.predict_run(run, doc["datasets"], "seed0")
     for m, v in committed["metrics"].items():
         for k in ("value", "low", "high"):
             assert now["metrics"][m][k] == pytest.approx(v[k], rel=1e-9), (rid, m, k)
@@ -232,7 +252,7 @@ def test_set_c_committed_predictions_reproduce(engines_before_eager_floor):
     doc = S.load_runs(sp["runs"])
     rid = "c-dell41_h100x4_tp2_trt_l2_70b_server"
     committed = _yaml(sp["predictions"])["runs"][rid]
-    now = S.predict_run(next(r for r in doc["runs"] if r["id"] == rid), doc["datasets"])
+    now = S.predict_run(next(r for r in doc["runs"] if r["id"] == rid), doc["datasets"], "seed0")
     for m, v in committed["metrics"].items():
         for k in ("value", "low", "high"):
             assert now["metrics"][m][k] == pytest.approx(v[k], rel=1e-2 if k == "value" else 3.2e-2), (rid, m, k)
@@ -286,10 +306,10 @@ def test_set_d_inputs_load_and_are_new():
     assert any("Disclosure (blindness)" in g for g in d["known_gaps"])
 
 
-def _reproduces(run: dict, doc: dict, committed: dict, skip: tuple = ()) -> dict:
-    """predict_run of `run` equals its committed value and interval, to floating-point noise (metrics starting with
-    a prefix in `skip` left out); the prediction."""
-    now = S.predict_run(run, doc["datasets"])
+def _reproduces(run: dict, doc: dict, committed: dict, skip: tuple = (), central: str = "seed0") -> dict:
+    """predict_run of `run` (central values by `central`, S.central_rule of its set) equals its committed value and
+    interval, to floating-point noise (metrics starting with a prefix in `skip` left out); the prediction."""
+    now = S.predict_run(run, doc["datasets"], central)
     for m, v in committed[run["id"]]["metrics"].items():
         if m.startswith(skip):
             continue

@@ -7,7 +7,10 @@ library's simulator — `roofline.simulate.Simulation` on the realistic pass eng
 run's engine overheads (`--engine`, simulate/overheads.py), the run's policy (chunked where the engine ran
 chunked prefill) — and gives a value and an interval per metric:
 
-    value    = the central efficiency factors, central engine overheads, seed 0
+    value    = the central efficiency factors and engine overheads; of the seeds' runs (seeds 0, 1, 2: the
+               arrival draws and, where the lengths are drawn, the lengths) the median, from set i on (an
+               unknown draw's best guess: one seed's closed loop can bunch its prefills by chance), seed 0's
+               for sets a-h (how they were registered: central_rule)
     interval = [min, max] over: the efficiency family's fast/slow corners (efficiency.WHICH), the engine
                overheads' fast/slow corners (EngineOverheads.load(which=...)), seeds 1 and 2, and for
                datasets whose length shape is assumed (ShareGPT) the dataset's `sigma_range`
@@ -129,6 +132,13 @@ METRICS = ("e2e_mean", "e2e_p50", "e2e_p99", "ttft_mean", "ttft_p50", "ttft_p99"
            "tpot_p99", "itl_mean", "itl_p50", "itl_p99")
 FAMILY = {"e2e": "e2e", "ttft": "ttft", "tpot": "itl", "itl": "itl"}  # TPOT and ITL: the same per-token time
 SEEDS = (0, 1, 2)
+#: the sets whose committed central values are seed 0's run (registered before the median-of-seeds rule)
+SEED0_SETS = ("a", "b", "c", "d", "e", "f", "g", "h")
+
+
+def central_rule(set_name: str) -> str:
+    """How set `set_name`'s central values are formed: "seed0" (sets a-h) or "median" over SEEDS (set i on)."""
+    return "seed0" if set_name in SEED0_SETS else "median"
 MAX_REQUESTS = 40_000  # per replica; MLPerf's 2,400 s runs at ~12 req/s per replica need ~30,000
 
 
@@ -382,20 +392,25 @@ def variants(run: dict, ds: dict) -> list[dict]:
     return out
 
 
-def predict_run(run: dict, datasets: dict) -> dict:
+def predict_run(run: dict, datasets: dict, central: str = "median") -> dict:
     """{metric: {value, low, high}} for the run's published metrics, the central run's saturation figures
-    and the variants simulated."""
+    and the variants simulated. `central`: "median" — each value the median over the seeds' runs (the central
+    factors at every seed of SEEDS) — or "seed0", seed 0's run alone (how sets a-h were registered)."""
+    if central not in ("median", "seed0"):
+        raise InputError(f"central rule {central!r}; expected median or seed0")
     ds = datasets[run["dataset"]]
     results = [(v, simulate_run(run, ds, **v)) for v in variants(run, ds)]
-    central = results[0][1]
+    central_run = results[0][1]
+    seeded = [r for v, r in results if not v or set(v) == {"seed"}]
     pred = {}
     for m in run["metrics"]:
         vals = [r[m] for _, r in results]
-        pred[m] = {"value": central[m], "low": min(vals), "high": max(vals)}
-    sat = central["saturation"]
+        value = central_run[m] if central == "seed0" else float(np.median([r[m] for r in seeded]))
+        pred[m] = {"value": value, "low": min(vals), "high": max(vals)}
+    sat = central_run["saturation"]
     return {"metrics": pred, "saturation": {k: (None if v is None else (bool(v) if k in ("saturated", "burst", "closed_loop") else float(v)))
                                             for k, v in sat.items()},
-            "requests_per_replica": requests_per_replica(run), "kv_capacity_tokens": central["kv_capacity_tokens"],
+            "requests_per_replica": requests_per_replica(run), "kv_capacity_tokens": central_run["kv_capacity_tokens"],
             "variants": [v or {"central": True} for v, _ in results]}
 
 
@@ -407,7 +422,7 @@ def predict_all(runs_path: str | Path | None = None, ids=None, progress=None, se
     for r in doc["runs"]:
         if ids is not None and r["id"] not in ids:
             continue
-        out[r["id"]] = predict_run(r, doc["datasets"])
+        out[r["id"]] = predict_run(r, doc["datasets"], central_rule(set_name))
         if progress:
             progress(r["id"])
     return out
@@ -510,8 +525,11 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
            f"(`{rel['measured']}`) were added. Method: `roofline.validate.serving` "
            f"(module docstring): each run's inputs (`{rel['runs']}`) replayed through "
            "`roofline.simulate.Simulation` with the realistic pass engine and the run's `--engine` overheads; "
-           "value = central factors and overheads, seed 0; interval = range over the efficiency corners, the "
-           "overhead corners, seeds 1–2 and (ShareGPT) the assumed length spread. error = predicted/measured − 1; "
+           + ("value = central factors and overheads, seed 0; interval = range over the efficiency corners, the "
+              "overhead corners, seeds 1–2" if central_rule(set_name) == "seed0" else
+              "value = central factors and overheads, the median over seeds 0–2; interval = range over the "
+              "efficiency corners, the overhead corners, seeds 0–2") +
+           " and (ShareGPT) the assumed length spread. error = predicted/measured − 1; "
            "APE = |error|; coverage = share of measured values inside the interval. TPOT and ITL form the `itl` "
            "family.", "",
            "Goal of issue 20: mean APE ≤ 10% for end-to-end latency and ITL, ≤ 20% for TTFT, with no run past "
