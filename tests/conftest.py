@@ -64,6 +64,16 @@ def engines_before_graph_limit(tmp_path):
 
 
 @pytest.fixture
+def mixed_without_kernel_tables(monkeypatch):
+    """Mixed and prefill passes from the factor model even with `kernels: tables`, as before 2026-11-26 (measured
+    kernels in mixed passes, disclosed on sets f-h)."""
+    from roofline.simulate.steptable import MixedPass
+
+    monkeypatch.setattr(MixedPass, "_tabulate_kernels", lambda self, *args: None)
+    yield
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; return (exit code, stdout, stderr)."""
     from roofline.cli import main

@@ -181,3 +181,61 @@ def test_attention_by_batch_pads_a_pass_to_a_sequence_per_tp_rank():
     mp = MixedPass(es, 4096, 2048)
     assert mp(0, 1, 0.0, [(500, 0)]) == pytest.approx(float(step_time(m, s, 64.0, 64 * 500.0, 0.0, layout=lay)),
                                                       rel=2e-3)
+
+
+@pytest.fixture(scope="module")
+def tables_pass(llama):
+    """Llama 3 70B on 4 H100 (TP 4), realistic, kernels from TensorRT-LLM's measured tables."""
+    m, s = llama
+    es = EngineStep(m, s, Layout(tp=4), realistic=True, kernels="tables", kernel_engine="trtllm")
+    return es, MixedPass(es, 16384, 40000)
+
+
+def test_measured_kernel_mixed_pass_of_one_prompt_is_the_tables_prefill_pass(tables_pass):
+    """A prompt of 64 tokens (a grid point) on an empty cache: the measured-kernel prefill pass the step
+    engine composes (kernel_pass.apply: GEMMs + attention + elementwise, then the all-reduces, then the
+    fixed overheads), not the factor model's."""
+    es, mp = tables_pass
+    assert mp.kernel_tables
+    step, parts, res = es.table_parts(np.array([1.0]), np.array([0.0]), "prefill", np.array([64.0]))
+    by_hand = (parts["gemm"] + parts["attention"] + res.elementwise_s + parts["tp_comm"] + parts["ep_comm"]
+               + parts["overhead"] + res.pp_comm_s)
+    assert mp(0, 1, 0.0, [(64, 0.0)]) == pytest.approx(float(step[0]), rel=1e-9)
+    assert float(step[0]) == pytest.approx(float(by_hand[0]), rel=1e-12)
+    factor = MixedPass(EngineStep(es.model, es.system, Layout(tp=4), realistic=True), 16384, 40000)
+    assert not factor.kernel_tables and factor(0, 1, 0.0, [(64, 0.0)]) != pytest.approx(float(step[0]), rel=1e-3)
+
+
+def test_measured_kernel_chunk_on_a_prefix_computes_its_rows_of_the_whole_prompt(tables_pass):
+    """A 1,000-token chunk on 7,000 cached tokens: its attention is K_ctx(8,000) − K_ctx(7,000), the rows of the
+    8,000-token prompt's causal attention it computes; a 32-token chunk on 32 cached tokens is never cheaper than
+    the chunk alone (K_ctx(64) − K_ctx(32) < K_ctx(32): short prompts' kernels are mostly fixed cost)."""
+    es, mp = tables_pass
+    ctx = {L: float(es.table_parts(np.array([1.0]), np.array([0.0]), "prefill", np.array([float(L)]))[1]["attention"][0])
+           for L in (32, 64, 1000, 7000, 8000)}
+    alone, on_prefix = mp(0, 1, 0.0, [(1000, 0.0)]), mp(0, 1, 0.0, [(1000, 7000.0)])
+    assert on_prefix - alone == pytest.approx(ctx[8000] - ctx[7000] - ctx[1000], rel=2e-2)  # off-grid lengths
+    assert ctx[8000] - ctx[7000] > 2 * ctx[1000]
+    assert ctx[64] - ctx[32] < ctx[32]
+    assert mp(0, 1, 0.0, [(32, 32.0)]) == pytest.approx(mp(0, 1, 0.0, [(32, 0.0)]), rel=1e-12)
+
+
+def test_measured_kernel_mixed_pass_adds_the_decodes_generation_attention(tables_pass):
+    """8 decodes on 1,000 cached tokens beside a 24-token chunk: the terms of 32 tokens plus the generation-
+    attention table of 8 sequences at 1,000 tokens (interpolated on the context grid) plus K_ctx(24); a
+    decode-only pass is the step model's own measured-kernel decode step."""
+    es, mp = tables_pass
+    kgen = float(es.table_parts(np.array([8.0]), np.array([1000.0]))[1]["attention"][0])
+    step32, p32, _ = es.table_parts(np.array([1.0]), np.array([0.0]), "prefill", np.array([32.0]))
+    _, p24, _ = es.table_parts(np.array([1.0]), np.array([0.0]), "prefill", np.array([24.0]))
+    want = float(step32[0]) - float(p32["attention"][0]) + float(p24["attention"][0]) + kgen
+    assert mp(8, 1, 8 * 1000.0, [(24, 0.0)]) == pytest.approx(want, rel=2e-3)  # K_gen off-grid in context
+    assert mp(8, 1, 8 * 1000.0, []) == pytest.approx(float(es(8, 8, 1000.0)), rel=1e-12)
+
+
+def test_measured_kernel_mixed_passes_need_one_tp_ep_group(llama):
+    """Pipelines and attention data parallelism keep the factor model's mixed pass (the busiest rank's and
+    stage's composition has no table form here)."""
+    m, s = llama
+    for lay in (Layout(tp=4, pp=2), Layout(tp=4, dp=2)):
+        assert not MixedPass(EngineStep(m, s, lay, realistic=True, kernels="tables"), 16384, 40000).kernel_tables

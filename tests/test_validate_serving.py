@@ -435,7 +435,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor):
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, mixed_without_kernel_tables):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
     INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
     from roofline.catalog import model, system
@@ -451,7 +451,8 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_ea
         if r["model"] == "kimi-k2":
             assert (r["weights_dtype"], r["expert_weights_dtype"]) == ("bf16", "int4")
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"] == [S._EAGER_FLOOR]
+    assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"][0] == S._EAGER_FLOOR
+    assert "Measured kernels in mixed passes" in S.DISCLOSURES["f"][1]
     for r in f["runs"][::7]:
         _reproduces(r, f, committed)
 
@@ -473,24 +474,46 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
         assert name == "g" or r["cuda_graph_max_batch"] >= 256, r["id"]
 
 
-def test_set_g_committed_predictions_reproduce(engines_before_graph_limit):
-    """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the one disclosed change
-    since (S.DISCLOSURES["g"]: the CUDA-graph batch limit)."""
+def test_set_i_inputs_follow_the_rules_fixed_before_prediction():
+    """Set i (the ninth blind set, gathered 2026-11-26 after set h was scored): 33 runs from four sources, none shared
+    with the earlier sets' ids; kernel tables on every accelerator that has them unless the experts have their own
+    format; every model, system and engine row in the catalog; central values the median over the seeds."""
+    from roofline.catalog import model, system
+    from roofline.simulate.overheads import EngineOverheads
+
+    doc = S.load_runs(set_name="i")
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in S.SETS[:-1]))
+    assert not ({r["id"] for r in doc["runs"]} & earlier) and len(doc["runs"]) == 33
+    assert {r["id"][:3] for r in doc["runs"]} == {"i1-", "i2-", "i3-", "i4-"}
+    for r in doc["runs"]:
+        model(r["model"]), system(r["system"]), EngineOverheads.load(r["engine"])
+        tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
+        assert (r.get("kernels") == "tables") == tables, r["id"]
+        assert r["dataset"] in doc["datasets"] and set(r["metrics"]) <= set(S.METRICS), r["id"]
+    assert S.central_rule("i") == "median"
+
+
+def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables):
+    """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the two disclosed changes
+    since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes)."""
     sp = S.set_paths("g")
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"] == [S._GRAPH_LIMIT]
+    assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
+    assert len(S.DISCLOSURES["g"]) == 2 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce():
-    """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly; the one disclosed change since
-    (S.DISCLOSURES["h"]) moved only the saturation verdict of its one-request runs, now bursts of one."""
+def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables):
+    """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
+    mixed passes (S.DISCLOSURES["h"]); the other disclosed change moved only the saturation verdict of its
+    one-request runs, now bursts of one."""
     sp = S.set_paths("h")
     h = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in h["runs"]} and S.DISCLOSURES["h"]
+    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 2
     for r in h["runs"][::6]:
         now = _reproduces(r, h, committed)
         assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]
+    _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
         recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
-        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: decode passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens keep the factors.")] = "factor",
+        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: decode passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens too on a single TP/EP group (no PP, no attention DP).")] = "factor",
         max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",

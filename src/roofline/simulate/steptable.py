@@ -52,9 +52,10 @@ class EngineStep:
 
     `kernels="tables"` (realistic only): decode passes (tokens = batch) take their GEMM, attention, TP all-reduce
     and EP terms from the measured kernel tables of `kernel_engine` (kernel_pass: AIConfigurator's tables,
-    docs/kernels.md), as `roofline step --kernels tables` composes them at the corner `which`; passes that
-    carry prompt tokens keep the factor model (the mixed-pass evaluator, steptable.MixedPass, has no table
-    terms). Points outside every table keep the factor model's terms."""
+    docs/kernels.md), as `roofline step --kernels tables` composes them at the corner `which`; the simulator's
+    passes that carry prompt tokens take theirs in MixedPass (one TP/EP group), while this step model's own
+    prefill and mixed points (the step table's, used where there is no MixedPass) keep the factor model.
+    Points outside every table keep the factor model's terms."""
 
     model: M.Model
     system: System
@@ -88,24 +89,32 @@ class EngineStep:
 
     def _decode_from_tables(self, b, context, shape):
         """Decode step seconds with the measured kernels' terms (requests/step.with_tables at one corner)."""
+        bb = np.broadcast_to(b, shape)
+        cc = np.broadcast_to(np.asarray(context, dtype=float), shape)
+        return np.asarray(self.table_parts(bb, cc)[0], dtype=float)
+
+    def table_parts(self, batch, context, phase: str = "decode", prompt=1):
+        """(step seconds, the composed terms, the engine's PassResult) of passes of `batch` sequences on
+        `context` cached tokens (`phase` prefill: `prompt` new tokens each) with the measured kernel tables of
+        `kernel_engine` at the corner `which` in place of the factor model's terms wherever they cover the
+        point (kernel_pass.apply: its terms dict holds gemm, attention, tp_comm, ep_comm and overhead)."""
+        from ..engine import resolve_efficiency
         from ..engine import step as engine_step
         from ..kernel_pass import apply, corner_terms
 
         lay = self.layout or Layout(tp=self.system.chips)
-        bb = np.broadcast_to(b, shape)
-        cc = np.broadcast_to(np.asarray(context, dtype=float), shape)
         opts = {k: v for k, v in self.options.items() if k in ("moe_imbalance", "expert_weights_dtype")}
-        res = engine_step(self.model, self.system, bb, cc, layout=lay, phase="decode", efficiency=self.efficiency,
-                          realistic=self.realistic, which=self.which, weights_dtype=self.weights_dtype,
-                          kv_dtype=self.kv_dtype, details=False, check=False, check_context=False, **opts)
-        terms, scale = corner_terms(self.model, self.system, bb, cc, which=self.which, engine=self.kernel_engine,
-                                    phase="decode", tp=lay.tp, ep=lay.ep, pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp,
-                                    weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype)
-        from ..engine import resolve_efficiency
-
+        res = engine_step(self.model, self.system, batch, context, layout=lay, phase=phase, prompt=prompt,
+                          efficiency=self.efficiency, realistic=self.realistic, which=self.which,
+                          weights_dtype=self.weights_dtype, kv_dtype=self.kv_dtype, details=False, check=False,
+                          check_context=False, **opts)
+        terms, scale = corner_terms(self.model, self.system, batch, context, which=self.which,
+                                    engine=self.kernel_engine, phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep,
+                                    pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp, weights_dtype=self.weights_dtype,
+                                    kv_dtype=self.kv_dtype)
         eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
-        step, _, _ = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
-        return np.asarray(step, dtype=float)
+        step, _, parts = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
+        return step, parts, res
 
     __call__ = step_times
 
@@ -216,7 +225,7 @@ TABLE_ENGINES = ("trtllm", "sglang", "vllm")
 
 
 def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
-    """`dep` with its decode passes from the measured kernel tables of `engine`'s family (an engine row such as
+    """`dep` with its passes from the measured kernel tables of `engine`'s family (an engine row such as
     `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
     EngineStep(kernels="tables"). Only the realistic engine step has table terms."""
     step = dep.step
@@ -288,6 +297,25 @@ class MixedPass:
     decode step (tests/test_simulate_mixed.py). Ignores: the decoding sequences' spread of contexts around
     their mean (exact for attention without sliding windows, where a_c and a_m are linear); context
     parallelism (its K/V all-gather depends on the context: such layouts use the step table's mean pass).
+
+    With `kernels="tables"` (one TP/EP group: pp = dp = cp = 1, attention by heads) a pass that carries prompt
+    tokens takes its terms from the measured kernel tables, composed as kernel_pass.apply composes a pass
+    (kernels summed, then the collectives, then the fixed overheads):
+
+        t = busy(K_gemm(n) + Σ_parts A + ew(n), comm(n)) + overhead(n)
+        A = K_gen(d, c_d) + Σ_j max(K_ctx(x_j + c_j) − K_ctx(x_j), K_ctx(c_j))
+
+    K_gemm, comm (TP all-reduce + EP dispatch/combine, DeepEP's normal kernels) and the overhead from one
+    n-token prompt's pass (GEMM rows = n; tabulated on the token grid), K_gen the generation-attention table for
+    d sequences on c_d cached tokens (tabulated on batch × context), K_ctx(L) the context-attention table for
+    one prompt of L tokens: a chunk of c_j tokens on x_j cached ones computes the rows of the whole prompt's
+    causal attention, c_j·(x_j + c_j/2) query-key pairs, at the whole prompt's kernel efficiency, and never
+    less than the chunk alone (a short prompt's kernel time is mostly fixed cost, which the difference would
+    cancel); ew the factor model's elementwise term; points a table does not cover keep the factor
+    model's term. Ignores, in this mode: the LM head of the pass's other sequences (one row counted: < 1% of an
+    8,000-token pass), the kernels' dependence on how the tokens split into sequences beyond attention.
+    A decode-only pass (no chunks) is the step model's own decode step; speculative passes (r > 1) keep the
+    factor terms.
     """
 
     def __init__(self, step: "EngineStep", max_tokens: float, max_context: float):
@@ -312,6 +340,31 @@ class MixedPass:
         if not lay.perfect and lay.cp > 1:
             raise InputError("mixed passes under context parallelism depend on the context of the K/V gather; "
                              "use the step table's mean pass")
+        self.step, self.kernel_tables = step, False
+        if (step.kernels == "tables" and not lay.perfect and int(lay.pp) == int(lay.dp) == 1
+                and sequence_slots(lay) == 1):
+            self._tabulate_kernels(step, n, float(max_tokens))
+
+    def _tabulate_kernels(self, step: "EngineStep", n: np.ndarray, max_batch: float) -> None:
+        """The measured-kernel terms of the class docstring: per token count of the grid (K_gemm + ew,
+        comm, overhead, K_ctx) and K_gen on batch × context."""
+        from ..engine import resolve_efficiency
+
+        one, zero = np.ones_like(n), np.zeros_like(n)
+        _, parts, res = step.table_parts(one, zero, "prefill", n)
+        gemm_ew = np.asarray(parts["gemm"] + res.elementwise_s, dtype=float)
+        comm = np.asarray(parts["tp_comm"] + parts["ep_comm"], dtype=float)
+        fixed = np.asarray(parts["overhead"] + res.pp_comm_s, dtype=float)
+        cols = (gemm_ew, comm, fixed, np.asarray(parts["attention"], dtype=float))
+        self._k = list(zip(*(np.broadcast_to(x, n.shape).tolist() for x in cols)))
+        self.KB = _batch_grid(max(2.0, max_batch))
+        bb, cc = np.meshgrid(np.asarray(self.KB), np.asarray(self.C), indexing="ij")
+        _, dparts, _ = step.table_parts(bb, cc)
+        self._kgen = np.broadcast_to(np.asarray(dparts["attention"], dtype=float), bb.shape).ravel().tolist()
+        self._kbf = _floor_index(self.KB)
+        self.overlap = resolve_efficiency(step.system, step.weights_dtype, step.efficiency, step.realistic,
+                                          step.which).overlap_comm
+        self.kernel_tables = True
 
     def _attn(self, x: float):
         lo, hi, w = _interp(self.C, self._cf, self._a, x)
@@ -325,6 +378,11 @@ class MixedPass:
         sequences spread evenly: the chunks go to ranks longest first, each to the least-loaded rank (LPT, the
         best balance an engine's scheduler can reach), and every term but the routed experts' is the busiest
         rank's (its decode share plus its chunks); the experts serve every rank's tokens (n in all)."""
+        if self.kernel_tables and r == 1:
+            if not chunks:  # a decode-only pass: the step model's own (measured-kernel) decode step
+                c = decode_context_sum / decoding if decoding else 0.0
+                return float(self.step(max(decoding, 1.0), max(decoding, 1.0), c))
+            return self._from_kernels(decoding, decode_context_sum, chunks)
         n, ac, am, s, n_eq, ac_eq, am_eq = self.attention(decoding, r, decode_context_sum, chunks)
         lo, hi, w = _interp(self.N, self._nf, self._g, n_eq * s)
         dc, dm, _, _, ew, comm, pps = (a + w * (b - a) for a, b in zip(lo, hi))
@@ -333,6 +391,40 @@ class MixedPass:
         ec, em = (lo[i] + w * (hi[i] - lo[i]) for i in (2, 3))
         return combine(dc + ec, dm + em, ac_eq * s, am_eq * s, ew, comm, pps, self.overhead, self.pp, self.eff,
                        self.perfect, mx=max)
+
+    def _from_kernels(self, decoding: float, decode_context_sum: float, chunks) -> float:
+        """A pass with prompt tokens from the measured-kernel terms (class docstring)."""
+        n = decoding + sum(tok for tok, _ in chunks)
+        lo, hi, w = _interp(self.N, self._nf, self._k, n)
+        gemm_ew, comm, fixed = (lo[i] + w * (hi[i] - lo[i]) for i in range(3))
+        attn = 0.0
+        if decoding:
+            attn += self._gen(decoding, decode_context_sum / decoding)
+        for tok, x in chunks:
+            alone = self._ctx(tok)
+            attn += max(self._ctx(x + tok) - self._ctx(x), alone) if x > 0 else alone
+        kernels = gemm_ew + attn
+        return (max(kernels, comm) if self.overlap else kernels + comm) + fixed
+
+    def _ctx(self, length: float) -> float:
+        """K_ctx(length): the context-attention term of one prompt of `length` tokens."""
+        lo, hi, w = _interp(self.N, self._nf, self._k, length)
+        return lo[3] + w * (hi[3] - lo[3])
+
+    def _gen(self, d: float, c: float) -> float:
+        """K_gen(d, c): the generation-attention term of d sequences on c cached tokens, bilinear on its grid."""
+        B, C, nc = self.KB, self.C, len(self.C)
+        bi = self._kbf[int(d)] if 0 <= d < len(self._kbf) else -1
+        if bi < 0:
+            bi = min(max(bisect_right(B, d) - 1, 0), len(B) - 2)
+        ci = self._cf[int(c)] if 0 <= c < len(self._cf) else -1
+        if ci < 0:
+            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        wb, wc = (d - B[bi]) / (B[bi + 1] - B[bi]), (c - C[ci]) / (C[ci + 1] - C[ci])
+        v, k = self._kgen, bi * nc + ci
+        lo = v[k] + wc * (v[k + 1] - v[k])
+        hi = v[k + nc] + wc * (v[k + nc + 1] - v[k + nc])
+        return lo + wb * (hi - lo)
 
     def attention(self, decoding: float, r: float, decode_context_sum: float, chunks):
         """(tokens in the pass, Σ attention compute s, Σ KV-read s, the slots scale, and the same three as if

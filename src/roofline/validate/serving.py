@@ -62,8 +62,21 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # "c" = the third, gathered after set b was scored (suffix _c), "d" = the fourth, vLLM's performance-benchmark
 # pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
 # benchmarks), gathered after set d was scored (suffix _e), "f" = the sixth (SGLang cookbook hold-outs and Kimi-K2.5,
-# vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator.
-SETS = ("a", "b", "c", "d", "e", "f", "g", "h")
+# vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator; "g" to
+# "i" the seventh to ninth (suffixes _g, _h, _i), each gathered after the one before was scored.
+SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i")
+
+
+#: measured kernels in mixed passes (2026-11-26): every set with `kernels: tables` runs (f, g, h) discloses it
+def _mixed_kernels(effect: str) -> str:
+    return ("2026-11-26, after sets f-h were scored (not fitted to them: it completes the table mode, whose passes "
+            "with prompt tokens had kept the factor model; its post-hoc effect over sets d-h was measured before it "
+            "was adopted): in runs with kernels: tables, passes that carry prompt tokens take their GEMM, attention, "
+            "collective and overhead terms from the measured kernel tables on a layout of one TP/EP group "
+            "(steptable.MixedPass; docs/simulator.md, 'Measured kernels in mixed passes'). This set's central runs "
+            f"(seed 0) recomputed, mean APE over its table runs' metrics: {effect}. The scores use the committed "
+            "predictions; the reproduction tests recompute them without it (tests/conftest.py "
+            "mixed_without_kernel_tables).")
 
 
 #: per set, every change to the simulator made after its predictions were committed (the scores use the committed
@@ -92,8 +105,12 @@ DISCLOSURES = {
           "called past saturation (its offered rate, one request over a zero span, was infinite); it is now a burst "
           "of one, with no load, as every run whose requests all arrive at once. The committed predictions of set h's "
           "eight one-request runs carry the old verdict (saturated: true), so the 'without runs past saturation' "
-          "columns of this page leave them out; their predicted latencies are unaffected."],
-    "g": [_GRAPH_LIMIT],
+          "columns of this page leave them out; their predicted latencies are unaffected.",
+          _mixed_kernels("its two H100 client runs' TTFT 62.0% → 37.4%, ITL 3.8% → 2.0% (the MI300X runs have no "
+                         "tables and do not move)")],
+    "g": [_GRAPH_LIMIT, _mixed_kernels("its H200 runs' end-to-end 22.8% → 28.0% (the two 32k-token DeepSeek-V3 "
+                                       "bursts −10%/−6% → +47%/+54%), ITL 25.4% → 21.2%, TTFT 38.7% → 35.8% (the "
+                                       "MI300X runs have no tables and do not move)")],
     "a": [_EAGER_FLOOR],
     "b": [_VLLM_V0_REFIT, _EAGER_FLOOR],
     "d": [_VLLM_V0_REFIT + " Post hoc on set d itself (not a validation: the figures were fitted to it), with "
@@ -111,7 +128,8 @@ DISCLOSURES = {
           "fractional batches up, τ_seq·⌈B⌉, an error of the attention-DP change that also moved sets a and b); "
           "central predicted latencies move by at most 1.0% and interval ends by at most 3.1% (recomputed over "
           "all 14 runs; tests/test_validate_serving.py checks one run).", _EAGER_FLOOR],
-    "f": [_EAGER_FLOOR],
+    "f": [_EAGER_FLOOR, _mixed_kernels("end-to-end 15.2% → 9.4%, TPOT 13.4% → 10.6%, ITL 45.4% → 53.1% (the p99 "
+                                       "gaps of the 'separate' policy's prefill stalls), TTFT 75.6% → 78.0%")],
 }
 
 
@@ -119,7 +137,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to h = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to i = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
