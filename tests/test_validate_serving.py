@@ -517,3 +517,30 @@ def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables):
         now = _reproduces(r, h, committed)
         assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
+
+
+def test_set_i_committed_predictions_reproduce():
+    """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
+    exactly for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and the vLLM PR
+    run; at the commit they record, the inputs existed and the measured values did not."""
+    import subprocess
+
+    sp = S.set_paths("i")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    committed = pred["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and "i" not in S.DISCLOSURES
+    assert "median over seeds 0-2" in pred["method"]
+    sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
+              or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]
+    assert len(sample) == 18
+    for r in sample:
+        _reproduces(r, doc, committed, central="median")
+    root = sp["predictions"].parents[2]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
+                          cwd=root)
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "src/roofline/validate/data/serving_runs_i.yaml" in files
+    assert "docs/preregistered/serving_measured_i.yaml" not in files
