@@ -544,3 +544,30 @@ def test_set_i_committed_predictions_reproduce():
     files = tree.stdout.split()
     assert "src/roofline/validate/data/serving_runs_i.yaml" in files
     assert "docs/preregistered/serving_measured_i.yaml" not in files
+
+
+def test_every_set_pooled_is_the_sets_committed_rows_and_its_page_is_current():
+    """`validate --serving --set all`: the rows of every set as registered (each tagged with its set and engine
+    family), the pivot by hand on three rows, and docs/validation_serving_all.md as generated from them."""
+    rows = S.compare_all()
+    per_set = {x: S.compare(set_name=x) for x in S.SETS}
+    assert len(rows) == sum(len(v) for v in per_set.values())
+    assert {r["set"] for r in rows} == set(S.SETS)
+    assert {r["engine_family"] for r in rows} <= {"vllm", "sglang", "trtllm"}
+    assert [r["error"] for r in rows if r["set"] == "i"] == [r["error"] for r in per_set["i"]]
+    mini = [{"k": "x", "family": f, "modelled": True, "ape": abs(e), "error": e, "covered": True, "saturated": False}
+            for f, e in (("e2e", 0.1), ("e2e", -0.3), ("ttft", 0.5))]
+    cell = S.pivot(mini, "k")[0]
+    assert cell["e2e"]["n"] == 2 and cell["e2e"]["mean_ape"] == pytest.approx(0.2)
+    assert cell["e2e"]["median_error"] == pytest.approx(-0.1) and cell["ttft"]["mean_ape"] == pytest.approx(0.5)
+    assert cell["itl"] is None
+    assert S.markdown_all(rows) == (S._REPO / "docs" / "validation_serving_all.md").read_text()
+
+
+def test_every_set_pooled_from_the_cli(run_cli):
+    code, out, err = run_cli("validate", "--serving", "--set", "all", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    fam = {c["family"]: c for c in doc["by_family"]}
+    assert fam["e2e"]["n"] == sum(1 for r in doc["rows"] if r["family"] == "e2e" and r["modelled"])
+    assert [c["set"] for c in doc["by_set_and_family"]] == list(S.SETS)

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
         serving: Annotated[bool, typer.Option("--serving", help="Score the serving simulator's pre-registered predictions against published serving runs (docs/validation_serving.md); with --write-docs, write that page.")] = False,
-        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to i (the _c … _i files).")] = None,
+        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to i (the _c … _i files), or all (every set pooled, as registered).")] = None,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
         from ..requests.rules import output_path, text_file
@@ -89,23 +89,35 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, se
     extra = [f for f, v in (("--dataset", dataset), ("--plot", plot), ("--kernels", kernels != "factor")) if v]
     if extra:
         raise UsageError(f"--serving scores the serving runs of validate/data/serving_runs.yaml; drop {', '.join(extra)}")
-    S.set_paths(set_name)  # an unknown set: one line before any work
+    pooled = set_name == "all"
+    if not pooled:
+        S.set_paths(set_name)  # an unknown set: one line before any work
     if write_docs is not None:
         output_path("--write-docs", write_docs, (".md",))
-    res = S.compare(set_name=set_name)
+    res = S.compare_all() if pooled else S.compare(set_name=set_name)
     tabs = S.summary_tables(res)
     if write_docs is not None:
         write_docs.parent.mkdir(parents=True, exist_ok=True)
-        write_docs.write_text(S.markdown(res, set_name=set_name))
+        write_docs.write_text(S.markdown_all(res) if pooled else S.markdown(res, set_name=set_name))
     if json:
-        return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}})
+        pivots = {f"by_{k}_and_family": S.pivot(res, k) for k in S.ALL_KEYS} if pooled else {}
+        return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}, **pivots})
     if rows:
         table("serving runs", ["run", "metric", "measured s", "predicted s", "low", "high", "error", "in", "note"],
               [[r["run"], r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", f"{r['low']:.4g}",
                 f"{r['high']:.4g}", f"{r['error']:+.0%}", "yes" if r["covered"] else "no",
                 ("not modelled" if not r["modelled"] else "") + (" past saturation" if r["saturated"] else "")]
                for r in res])
-    for key in ("family", "metric", "engine", "gpu"):
+    if pooled:
+        def cell(c):
+            return "-" if c is None else f"{c['mean_ape']:.0%} / {c['median_ape']:.0%} ({c['median_error']:+.0%}, {c['n']})"
+
+        for key in S.ALL_KEYS:
+            table(f"serving validation, every set pooled, by {key.replace('_', ' ')}",
+                  [key.replace("_", " "), "end-to-end", "ITL / TPOT", "TTFT"],
+                  [[c[key], cell(c["e2e"]), cell(c["itl"]), cell(c["ttft"])] for c in S.pivot(res, key)],
+                  caption="mean APE / median APE (median error, n) over the committed predictions of every set")
+    for key in ("family",) if pooled else ("family", "metric", "engine", "gpu"):
         table(f"serving validation by {key}", [key, "n", "mean APE", "median APE", "median error", "coverage",
                                                 "mean APE unsaturated (n)"],
               [[s[key], s["n"], f"{s['mean_ape']:.0%}", f"{s['median_ape']:.0%}", f"{s['median_error']:+.0%}",
