@@ -571,3 +571,36 @@ def test_every_set_pooled_from_the_cli(run_cli):
     fam = {c["family"]: c for c in doc["by_family"]}
     assert fam["e2e"]["n"] == sum(1 for r in doc["rows"] if r["family"] == "e2e" and r["modelled"])
     assert [c["set"] for c in doc["by_set_and_family"]] == list(S.SETS)
+
+
+def test_shipped_error_bands_are_every_sets_blind_history():
+    """serving_error_bands.yaml is error_bands over every set as registered (regenerate it with
+    scripts/serving_error_bands.py when a set is added); the percentiles by hand on five rows."""
+    assert S.shipped_error_bands() == yaml.safe_load(yaml.safe_dump(S.error_bands(S.compare_all())))
+    assert S.shipped_error_bands()["sets"] == list(S.SETS)
+    mk = lambda e, meas, pred, sat=False: {"engine": e, "family": "itl", "modelled": True, "saturated": sat,
+                                           "measured": meas, "predicted": pred}
+    rows = [mk("vllm-v0", 1.0, 1.0), mk("vllm", 2.0, 1.0), mk("vllm-v1-sync", 3.0, 1.0), mk("vllm", 9.0, 1.0, True),
+            mk("sglang", 1.0, 2.0)]
+    b = S.error_bands(rows)["bands"]
+    assert b["vllm"]["itl"] == {"n": 3, "ratio_p10": pytest.approx(1.2), "ratio_p50": 2.0, "ratio_p90": pytest.approx(2.8)}
+    assert b["sglang"]["itl"]["n"] == 1 and b["sglang"]["itl"]["ratio_p50"] == 0.5 and b["all"]["itl"]["n"] == 4
+    assert "e2e" not in b["vllm"] and b["trtllm"] == {}
+
+
+def test_simulate_reports_the_engine_familys_blind_history(run_cli):
+    """`simulate --realistic --engine sglang` gives the SGLang family's measured/predicted percentiles and the
+    predicted medians times the 10th and 90th; no history without an engine."""
+    args = ("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "--realistic", "-n", "100",
+            "--rate", "4", "--json")
+    code, out, err = run_cli(*args, "--engine", "sglang")
+    assert code == 0, err
+    d = json.loads(out)
+    h, bands = d["validation_history"], S.shipped_error_bands()["bands"]["sglang"]
+    assert h["engine_family"] == "sglang" and h["itl"] == bands["itl"]
+    assert h["tpot_p50_band_s"] == pytest.approx([d["tpot_p50_s"] * bands["itl"]["ratio_p10"],
+                                                  d["tpot_p50_s"] * bands["itl"]["ratio_p90"]])
+    assert h["ttft_p50_band_s"][0] == pytest.approx(d["ttft_p50_s"] * bands["ttft"]["ratio_p10"])
+    code, out, _ = run_cli(*args)
+    assert code == 0 and "validation_history" not in json.loads(out)
+    assert S.history_for("tensorrt-foo", {}) is None

@@ -201,6 +201,15 @@ def register(app: typer.Typer) -> None:
                          f"{seconds(d['engine_tokenize_s_per_token'])}/token, first out "
                          f"{seconds(d['engine_first_token_out_s'])}, pass {seconds(d['engine_per_pass_s'])} + "
                          f"{seconds(d['engine_per_sequence_s'])}/seq"])
+        hist = d.get("validation_history")
+        if hist is not None:
+            sets = f"sets {hist['sets'][0]}–{hist['sets'][-1]}"
+            for f, key, name in (("ttft", "ttft_p50", "TTFT"), ("itl", "tpot_p50", "TPOT"), ("e2e", "e2e_p50", "end-to-end")):
+                if f in hist and f"{key}_band_s" in hist:
+                    b, lo_hi = hist[f], hist[f"{key}_band_s"]
+                    rows.append([f"{name} p50, 80% of blind errors ({hist['engine_family']}, {sets})",
+                                 f"{seconds(lo_hi[0])} .. {seconds(lo_hi[1])} (measured/predicted ×{b['ratio_p10']:.2g}"
+                                 f"..×{b['ratio_p90']:.2g}, median ×{b['ratio_p50']:.2g}, n {b['n']})"])
         if "prefix_hit_rate" in d:
             rows.append(["prefix cache hits: tokens / requests",
                          f"{d['prefix_hit_rate']:.1%} / {d['prefix_request_hit_rate']:.1%} (block {d['prefix_block_tokens']})"])

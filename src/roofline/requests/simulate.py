@@ -388,8 +388,13 @@ def simulate(req: SimulateRequest, progress=None):
         d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0, workers_of(dep)[0]))
         if req.realistic:  # the family's per-pass estimate the engine's figures replaced
             from ..efficiency import family_for
+            from ..validate.serving import history_for
 
             d["engine_replaced_pass_overhead_s"] = family_for(sysrec.accelerator).pass_overhead_s.value
+            # how far the blind serving predictions of this engine family have been from the measured values
+            hist = history_for(d["engine"], {k: d.get(k) for k in ("ttft_p50_s", "tpot_p50_s", "e2e_p50_s")})
+            if hist is not None:
+                d["validation_history"] = hist
     if req.fast_fraction:
         for name, c in (("fast", 0), ("slow", 1)):
             if np.any(tr.priority == c):

@@ -568,6 +568,57 @@ def markdown_all(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+#: the blind error history shipped with the package (scripts/serving_error_bands.py writes it from compare_all)
+BANDS = Path(__file__).parent / "data" / "serving_error_bands.yaml"
+BAND_QUANTILES = (0.1, 0.5, 0.9)
+
+
+def error_bands(rows: list[dict]) -> dict:
+    """The blind error history of `rows` (compare_all): per engine family (and `all`) and metric family, the
+    number of scored metrics and the 10th, 50th and 90th percentiles of measured / predicted, over the modelled
+    metrics of runs the simulator did not call saturated (those it reports as latencies). A prediction times
+    the 10th-90th percentile ratios is the range 80% of the blind predictions' measured values fell in."""
+    out: dict[str, dict] = {}
+    ok = [r for r in rows if r["modelled"] and not r["saturated"] and r["predicted"] > 0 and r["measured"] > 0]
+    for fam_e in ("all", "vllm", "sglang", "trtllm"):
+        sel = ok if fam_e == "all" else [r for r in ok if _engine_family(r["engine"]) == fam_e]
+        out[fam_e] = {}
+        for f in ("e2e", "itl", "ttft"):
+            ratio = np.array([r["measured"] / r["predicted"] for r in sel if r["family"] == f])
+            if ratio.size:
+                q = np.quantile(ratio, BAND_QUANTILES)
+                out[fam_e][f] = {"n": int(ratio.size), **{f"ratio_p{round(100 * a)}": round(float(v), 4)
+                                                          for a, v in zip(BAND_QUANTILES, q)}}
+    return {"sets": list(SETS), "quantiles": list(BAND_QUANTILES), "bands": out}
+
+
+@lru_cache(maxsize=1)
+def shipped_error_bands() -> dict:
+    """The packaged error history (BANDS)."""
+    return yaml.load(BANDS.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def history_for(engine: str, predicted: dict) -> dict | None:
+    """`simulate`'s blind validation history for an `--engine` row: its engine family's measured/predicted
+    percentiles per metric family (serving_error_bands.yaml) and, for the predicted TTFT, TPOT and end-to-end
+    medians given in `predicted` ({ttft_p50_s, tpot_p50_s, e2e_p50_s}), the range the 10th-90th percentile
+    ratios put them in; None for an engine family with no scored runs."""
+    doc = shipped_error_bands()
+    bands = doc["bands"].get(_engine_family(engine))
+    if not bands:
+        return None
+    out: dict[str, Any] = {"engine_family": _engine_family(engine), "sets": doc["sets"]}
+    for f, key in (("ttft", "ttft_p50_s"), ("itl", "tpot_p50_s"), ("e2e", "e2e_p50_s")):
+        b = bands.get(f)
+        if b is None:
+            continue
+        out[f] = dict(b)
+        v = predicted.get(key)
+        if v is not None and np.isfinite(v):
+            out[f"{key[:-2]}_band_s"] = [float(v) * b["ratio_p10"], float(v) * b["ratio_p90"]]
+    return out
+
+
 # ---- report -------------------------------------------------------------------------------------------
 KEYS = ("metric", "family", "engine", "gpu", "source")
 
