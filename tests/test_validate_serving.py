@@ -474,23 +474,25 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
         assert name == "g" or r["cuda_graph_max_batch"] >= 256, r["id"]
 
 
-def test_set_i_inputs_follow_the_rules_fixed_before_prediction():
-    """Set i (the ninth blind set, gathered 2026-11-26 after set h was scored): 33 runs from four sources, none shared
-    with the earlier sets' ids; kernel tables on every accelerator that has them unless the experts have their own
-    format; every model, system and engine row in the catalog; central values the median over the seeds."""
+@pytest.mark.parametrize("name, runs, parts", [("i", 33, {"i1-", "i2-", "i3-", "i4-"}), ("j", 42, {"j1-", "j2-"})])
+def test_sets_i_and_j_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i and j (the ninth and tenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+    from several helpers' parts, none shared with the earlier sets' ids; kernel tables on every accelerator that has
+    them unless the experts have their own format; every model, system and engine row in the catalog; central values
+    the median over the seeds."""
     from roofline.catalog import model, system
     from roofline.simulate.overheads import EngineOverheads
 
-    doc = S.load_runs(set_name="i")
-    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in S.SETS[:-1]))
-    assert not ({r["id"] for r in doc["runs"]} & earlier) and len(doc["runs"]) == 33
-    assert {r["id"][:3] for r in doc["runs"]} == {"i1-", "i2-", "i3-", "i4-"}
+    doc = S.load_runs(set_name=name)
+    earlier = set().union(*({r["id"] for r in S.load_runs(set_name=x)["runs"]} for x in S.SETS[:S.SETS.index(name)]))
+    assert not ({r["id"] for r in doc["runs"]} & earlier) and len(doc["runs"]) == runs
+    assert {r["id"][:3] for r in doc["runs"]} == parts
     for r in doc["runs"]:
         model(r["model"]), system(r["system"]), EngineOverheads.load(r["engine"])
         tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
         assert (r.get("kernels") == "tables") == tables, r["id"]
         assert r["dataset"] in doc["datasets"] and set(r["metrics"]) <= set(S.METRICS), r["id"]
-    assert S.central_rule("i") == "median"
+    assert S.central_rule(name) == "median"
 
 
 def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables):
