@@ -606,3 +606,20 @@ def test_simulate_reports_the_engine_familys_blind_history(run_cli):
     code, out, _ = run_cli(*args)
     assert code == 0 and "validation_history" not in json.loads(out)
     assert S.history_for("tensorrt-foo", {}) is None
+
+
+def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
+    """A run whose deployment cannot hold its requests' KV (here Llama 3.1 70B in BF16 on one A100) is the
+    simulator's blind verdict, not a crash: predict_run records it, compare lists its metrics as infeasible (no
+    error, left out of every score) and the page names it."""
+    run = {**next(r for r in runs["runs"] if r["id"] == CHEAP[0]), "id": "too-big", "model": "llama-3.1-70b"}
+    pred = S.predict_run(run, runs["datasets"], "median")
+    assert "KV memory" in pred["infeasible"] and all(v["value"] is None for v in pred["metrics"].values())
+    doc = {k: v for k, v in runs.items() if k != "runs"}
+    (tmp_path / "runs.yaml").write_text(yaml.safe_dump({**doc, "runs": [run]}))
+    (tmp_path / "pred.yaml").write_text(yaml.safe_dump({"at_commit": "x", "predicted_on": "y", "runs": {"too-big": pred}}))
+    (tmp_path / "meas.yaml").write_text(yaml.safe_dump({"runs": {"too-big": {m: 1.0 for m in run["metrics"]}}}))
+    rows = S.compare(tmp_path / "pred.yaml", tmp_path / "meas.yaml", tmp_path / "runs.yaml")
+    assert rows and all(r["infeasible"] and r["error"] is None and not r["modelled"] for r in rows)
+    assert S.score(rows, "family") == []
+    assert S.error_bands(rows)["bands"]["all"] == {}

@@ -104,7 +104,9 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, se
         return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}, **pivots})
     if rows:
         table("serving runs", ["run", "metric", "measured s", "predicted s", "low", "high", "error", "in", "note"],
-              [[r["run"], r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", f"{r['low']:.4g}",
+              [[r["run"], r["metric"], f"{r['measured']:.4g}", "-", "-", "-", "-", "no", r["note"]]
+               if r.get("infeasible") else
+               [r["run"], r["metric"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}", f"{r['low']:.4g}",
                 f"{r['high']:.4g}", f"{r['error']:+.0%}", "yes" if r["covered"] else "no",
                 ("not modelled" if not r["modelled"] else "") + (" past saturation" if r["saturated"] else "")]
                for r in res])

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import DoesNotFitError, InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
 from .segments import Segments, iteration_times, view
@@ -193,7 +193,7 @@ class Simulation:
         need = workload.prompt_tokens + self.decode_passes * self.growth + deployment.kv_overhead_tokens
         if np.any(need > deployment.kv_capacity_tokens):
             i = int(np.argmax(need > deployment.kv_capacity_tokens))
-            raise InputError(f"request {i} needs {need[i]:,.0f} tokens of KV cache but the deployment holds "
+            raise DoesNotFitError(f"request {i} needs {need[i]:,.0f} tokens of KV cache but the deployment holds "
                              f"{deployment.kv_capacity_tokens:,.0f}; shorten it or add memory")
         max_ctx = float(np.max(workload.prompt_tokens + self.decode_passes * self.growth)) + 1
         max_ratio = max(float(policy.max_batched_tokens), float(workload.prompt_tokens.max()), self.ratio)

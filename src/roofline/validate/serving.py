@@ -416,8 +416,15 @@ def predict_run(run: dict, datasets: dict, central: str = "median") -> dict:
     factors at every seed of SEEDS) — or "seed0", seed 0's run alone (how sets a-h were registered)."""
     if central not in ("median", "seed0"):
         raise InputError(f"central rule {central!r}; expected median or seed0")
+    from ..errors import DoesNotFitError
+
     ds = datasets[run["dataset"]]
-    results = [(v, simulate_run(run, ds, **v)) for v in variants(run, ds)]
+    try:
+        results = [(v, simulate_run(run, ds, **v)) for v in variants(run, ds)]
+    except DoesNotFitError as exc:  # the simulator's own verdict: the run cannot be served (scored as infeasible)
+        return {"metrics": {m: {"value": None, "low": None, "high": None} for m in run["metrics"]},
+                "infeasible": str(exc), "saturation": {}, "requests_per_replica": requests_per_replica(run),
+                "kv_capacity_tokens": None, "variants": []}
     central_run = results[0][1]
     seeded = [r for v, r in results if not v or set(v) == {"seed"}]
     pred = {}
@@ -476,13 +483,19 @@ def compare(predictions: str | Path | None = None, measured: str | Path | None =
             if m not in mv:
                 raise InputError(f"serving run {r['id']!r}: measured file lacks {m}")
             pm = p["metrics"][m]
-            x, y = float(mv[m]), float(pm["value"])
-            rows.append({"run": r["id"], "metric": m, "family": FAMILY[m.split("_")[0]], "engine": r["engine"],
-                         "gpu": _gpu_label(r), "source": r["source"], "measured": x, "predicted": y,
-                         "low": float(pm["low"]), "high": float(pm["high"]), "error": y / x - 1,
-                         "ape": abs(y / x - 1), "covered": float(pm["low"]) <= x <= float(pm["high"]),
+            x = float(mv[m])
+            base = {"run": r["id"], "metric": m, "family": FAMILY[m.split("_")[0]], "engine": r["engine"],
+                    "gpu": _gpu_label(r), "source": r["source"], "measured": x}
+            if p.get("infeasible"):  # predicted not to fit: no latency to score, listed and counted apart
+                rows.append({**base, "predicted": None, "low": None, "high": None, "error": None, "ape": None,
+                             "covered": False, "saturated": False, "load": None, "modelled": False,
+                             "infeasible": True, "note": "predicted infeasible: " + p["infeasible"]})
+                continue
+            y = float(pm["value"])
+            rows.append({**base, "predicted": y, "low": float(pm["low"]), "high": float(pm["high"]),
+                         "error": y / x - 1, "ape": abs(y / x - 1), "covered": float(pm["low"]) <= x <= float(pm["high"]),
                          "saturated": bool(p["saturation"].get("saturated")), "load": p["saturation"].get("load"),
-                         "modelled": m not in skip, "note": skip.get(m, "")})
+                         "modelled": m not in skip, "infeasible": False, "note": skip.get(m, "")})
     return rows
 
 
@@ -670,6 +683,11 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
     tabs = summary_tables(rows)
     fam = {r["family"]: r for r in tabs["family"]}
     goal = {"e2e": 0.10, "itl": 0.10, "ttft": 0.20}
+    infeasible = sorted({r["run"] for r in rows if r.get("infeasible")})
+    if infeasible:
+        out += [f"Runs the simulator called infeasible (a request's KV did not fit its deployment; no latency to "
+                f"score, left out of every APE below, listed under 'Every run and metric'): {len(infeasible)} — "
+                + ", ".join(infeasible) + ".", ""]
     out += ["| family | n | mean APE | goal | met | median APE | median error | coverage |", "|---|---|---|---|---|---|---|---|"]
     for f in ("e2e", "ttft", "itl"):
         if f in fam:
@@ -696,6 +714,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
             "| saturated |",
             "|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
+        if pred["runs"][r["id"]].get("infeasible"):
+            out.append(f"| {r['id']} | – | – | – | – | – | infeasible: {pred['runs'][r['id']]['infeasible']} |")
+            continue
         s = pred["runs"][r["id"]]["saturation"]
         cap, load = s.get("capacity_requests_per_s"), s.get("load")
         sens = f"{load / (1 - load):.2g}" if load is not None and 0 <= load < 1 else "–"
@@ -736,6 +757,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
     out += ["", "## Every run and metric", "",
             "| run | metric | measured | predicted | interval | error | in interval | note |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r.get("infeasible"):
+            out.append(f"| {r['run']} | {r['metric']} | {_ms(r['measured'])} | – | – | – | no | {r['note']} |")
+            continue
         note = ("not modelled: " + r["note"]) if not r["modelled"] else ("past saturation" if r["saturated"] else "")
         out.append(f"| {r['run']} | {r['metric']} | {_ms(r['measured'])} | {_ms(r['predicted'])} | "
                    f"[{_ms(r['low'])}, {_ms(r['high'])}] | {100 * r['error']:+.0f}% | {'yes' if r['covered'] else 'no'} | "
