@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
 from roofline.engine import step
-from roofline.errors import InputError
+from roofline.errors import DoesNotFitError, InputError
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment, simulate
 from roofline.simulate.metrics import littles_law, summarize
 from roofline.simulate.reference import naive_continuous
@@ -148,7 +148,7 @@ def test_zero_capacity_and_kv_too_small_are_errors():
         Policy("continuous", max_seqs=0)
     with pytest.raises(InputError, match="KV capacity must be > 0"):
         Deployment(ConstantStep(0.01), kv_capacity_tokens=0)
-    with pytest.raises(InputError, match="request 0 needs 1,100 tokens of KV"):
+    with pytest.raises(DoesNotFitError, match="request 0 needs 1,100 tokens of KV"):
         Simulation(make_workload([0.0], 1000, 101), Deployment(ConstantStep(0.01), kv_capacity_tokens=500))
     with pytest.raises(InputError, match="unknown policy 'fifo'"):
         Policy("fifo")
