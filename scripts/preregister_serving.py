@@ -47,6 +47,9 @@ def main(out: str | None = None, commit: str | None = None, set_name: str = "a")
         commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     pred = predict_all(progress=lambda rid: print(f"  {rid}", flush=True), set_name=set_name)
     for rid, p in pred.items():
+        if p.get("infeasible"):
+            print(f"{rid:34s} infeasible: {p['infeasible']}")
+            continue
         for m, v in p["metrics"].items():
             print(f"{rid:34s} {m:10s} {v['value']:10.4g} [{v['low']:.4g}, {v['high']:.4g}] s")
     path = Path(out) if out else sp["predictions"]
