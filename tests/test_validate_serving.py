@@ -623,3 +623,33 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert rows and all(r["infeasible"] and r["error"] is None and not r["modelled"] for r in rows)
     assert S.score(rows, "family") == []
     assert S.error_bands(rows)["bands"]["all"] == {}
+
+
+def test_set_j_committed_predictions_reproduce():
+    """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
+    exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
+    called infeasible still are; at the commit they record, the measured values were not in the repository."""
+    import subprocess
+
+    sp = S.set_paths("j")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    committed = pred["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and "j" not in S.DISCLOSURES
+    sample = [r for r in doc["runs"] if r["id"].startswith("j2-")
+              or r["id"] == "j1-gpustack_a100_gptoss120b_tp1_base_rand128_4"]
+    assert len(sample) == 3
+    for r in sample:
+        _reproduces(r, doc, committed, central="median")
+    infeasible = [r for r in doc["runs"] if committed[r["id"]].get("infeasible")]
+    assert [r["id"] for r in infeasible] == ["j1-gpustack_h100_qwen332b_tp1_base_rand32000_100",
+                                             "j1-gpustack_a100_qwen332b_tp1_base_rand32000_100"]
+    for r in infeasible:
+        assert S.predict_run(r, doc["datasets"], "median")["infeasible"] == committed[r["id"]]["infeasible"]
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
+                          cwd=sp["predictions"].parents[2])
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "src/roofline/validate/data/serving_runs_j.yaml" in files
+    assert "docs/preregistered/serving_measured_j.yaml" not in files
