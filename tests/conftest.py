@@ -30,13 +30,19 @@ def factors_before_kernel_latency():
 
 def _engines_without(tmp_path, figures=(), keys=()):
     """The packaged engine rows less some figures and row keys, added as a catalog overlay (every other figure
-    is today's): predictions pre-registered before a change are recomputed with the rows that made them."""
+    is today's): predictions pre-registered before a change are recomputed with the rows that made them. Fixtures
+    of one test compose: each call removes what every earlier call of the test removed too."""
     from importlib import resources
 
     import yaml
 
     from roofline.catalog import add_catalog_file
 
+    state = tmp_path / "engines_before_removed.yaml"
+    if state.exists():
+        before = yaml.safe_load(state.read_text())
+        figures, keys = (*before["figures"], *figures), (*before["keys"], *keys)
+    state.write_text(yaml.safe_dump({"figures": list(figures), "keys": list(keys)}))
     rows = yaml.safe_load(resources.files("roofline.catalog").joinpath("data/engines.yaml").read_text())["engines"]
     for row in rows:
         for name in figures:
@@ -60,6 +66,13 @@ def engines_before_eager_floor(tmp_path):
 def engines_before_graph_limit(tmp_path):
     """The engine rows before the CUDA-graph batch limit (2026-11-26, after serving set g was scored)."""
     _engines_without(tmp_path, keys=("cuda_graph_max_batch",))
+    yield
+
+
+@pytest.fixture
+def engines_before_per_worker_families(tmp_path):
+    """The engine rows before the per-worker term was restricted to NVIDIA (2026-11-26, after sets h and i)."""
+    _engines_without(tmp_path, keys=("per_worker_families",))
     yield
 
 

@@ -220,6 +220,27 @@ def test_user_catalog_adds_an_engine_and_bad_rows_are_refused(tmp_path):
         engine_names()
 
 
+def test_per_worker_term_applies_on_the_vendors_its_row_lists(tmp_path):
+    """vLLM V0 / V1-sync's per-worker term was fitted on NVIDIA: on 8 MI300X it is 0, on 8 H100 0.65 ms per extra
+    worker (a TP-8 pass of Llama 3.1 70B gains 7 × 0.65 ms there and nothing on MI300X); a malformed
+    `per_worker_families` row key is refused with one line."""
+    v0 = EngineOverheads.load("vllm-v0")
+    assert v0.per_worker_families == ("nvidia",) and v0.per_worker_s == pytest.approx(6.5e-4)
+    assert v0.for_system(system("mi300x-8")).per_worker_s == 0.0
+    assert v0.for_system(system("dgx-h100")) is v0 and v0.for_system(None) is v0
+    assert EngineOverheads.load("sglang").per_worker_families is None
+    m = model("llama-3.1-70b")
+    for sid, extra in (("dgx-h100", 7 * 6.5e-4), ("mi300x-8", 0.0)):
+        dep = roofline_deployment(m, system(sid), chips=8, realistic=True, weights_dtype="fp8")
+        bare = with_engine(dep, replace(v0, per_worker_s=0.0)).step
+        assert float(with_engine(dep, v0).step(16, 16, 1000.0)) == pytest.approx(float(bare(16, 16, 1000.0)) + extra)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ROW.format(id="other", seq=0.0).replace("    figures:", "    per_worker_families: [nvidia, x]\n    figures:"))
+    add_catalog_file(bad)
+    with pytest.raises(CatalogError, match="per_worker_families must be"):
+        engine_names()
+
+
 # ---- through the CLI -----------------------------------------------------------------------------------
 ONE = ("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "1", "--lengths", "fixed", "--prompt-tokens", "500",
        "--output-tokens", "21", "--json")

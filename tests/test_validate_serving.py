@@ -435,7 +435,8 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, mixed_without_kernel_tables):
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, mixed_without_kernel_tables,
+                                                                engines_before_per_worker_families):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
     INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
     from roofline.catalog import model, system
@@ -452,7 +453,7 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_ea
             assert (r["weights_dtype"], r["expert_weights_dtype"]) == ("bf16", "int4")
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"][0] == S._EAGER_FLOOR
-    assert "Measured kernels in mixed passes" in S.DISCLOSURES["f"][1]
+    assert "Measured kernels in mixed passes" in S.DISCLOSURES["f"][1] and "NVIDIA" in S.DISCLOSURES["f"][2]
     for r in f["runs"][::7]:
         _reproduces(r, f, committed)
 
@@ -495,43 +496,45 @@ def test_sets_i_and_j_inputs_follow_the_rules_fixed_before_prediction(name, runs
     assert S.central_rule(name) == "median"
 
 
-def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables):
+def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables,
+                                               engines_before_per_worker_families):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the two disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes)."""
     sp = S.set_paths("g")
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
-    assert len(S.DISCLOSURES["g"]) == 2 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
+    assert len(S.DISCLOSURES["g"]) == 3 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables):
+def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engines_before_per_worker_families):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
-    mixed passes (S.DISCLOSURES["h"]); the other disclosed change moved only the saturation verdict of its
-    one-request runs, now bursts of one."""
+    mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
+    only the saturation verdict of its one-request runs, now bursts of one."""
     sp = S.set_paths("h")
     h = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 2
+    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 3
     for r in h["runs"][::6]:
         now = _reproduces(r, h, committed)
         assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce():
+def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
-    exactly for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and the vLLM PR
-    run; at the commit they record, the inputs existed and the measured values did not."""
+    exactly, with the per-worker term on every vendor (the one disclosed change since), for a sample: every ROCm
+    latency row, a closed-loop ShareGPT run (whose seeds differ) and the vLLM PR run; at the commit they record, the
+    inputs existed and the measured values did not."""
     import subprocess
 
     sp = S.set_paths("i")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and "i" not in S.DISCLOSURES
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 1
     assert "median over seeds 0-2" in pred["method"]
     sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
               or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]

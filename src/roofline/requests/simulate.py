@@ -293,7 +293,7 @@ def simulate(req: SimulateRequest, progress=None):
 
         opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True,
                                          expert_weights_dtype=req.expert_weights_dtype), realistic=False)
-    ovh = EngineOverheads.load(req.engine)  # --engine none: every figure 0, nothing wrapped or shifted
+    ovh = EngineOverheads.load(req.engine).for_system(sysrec)  # --engine none: every figure 0, nothing wrapped
     if req.cuda_graph_max_batch is not None:  # the launch's own limit (SGLang --cuda-graph-max-bs ...)
         from dataclasses import replace
 

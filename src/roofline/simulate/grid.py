@@ -331,7 +331,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
                       output_tokens=sc.output_tokens, sigma=sc.sigma, max_context=maxc)
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
-    ovh = EngineOverheads.load(sc.engine)
+    ovh = EngineOverheads.load(sc.engine).for_system(ctx.system)
     tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=s_seq).run())
     s = summarize(tr, ctx.targets).to_dict()
     for name in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):

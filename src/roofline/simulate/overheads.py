@@ -87,10 +87,15 @@ def _parse(row: dict, where: str) -> dict:
     """A catalog `engines:` row → {name, date, figures: {figure: Factor}} (format in engines.yaml)."""
     if not isinstance(row.get("figures"), dict):
         raise CatalogError(f"{where}: an engines row needs `id` and a `figures:` mapping")
-    unknown = set(row) - {"id", "name", "date", "figures", "notes", "cuda_graph_max_batch"}
+    unknown = set(row) - {"id", "name", "date", "figures", "notes", "cuda_graph_max_batch", "per_worker_families"}
     if unknown:
         raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, name, date, figures, notes, "
-                           "cuda_graph_max_batch")
+                           "cuda_graph_max_batch, per_worker_families")
+    fams = row.get("per_worker_families")
+    if fams is not None and (not isinstance(fams, list) or len(fams) != 2 or not isinstance(fams[1], str)
+                             or not isinstance(fams[0], list) or not fams[0]
+                             or not all(isinstance(f, str) for f in fams[0])):
+        raise CatalogError(f"{where}: per_worker_families must be [[accelerator vendor, ...], \"source\"], got {fams!r}")
     graph = row.get("cuda_graph_max_batch", [math.inf, "not given: every decode batch is graphed"])
     if (not isinstance(graph, list) or len(graph) != 2 or not isinstance(graph[1], str)
             or isinstance(graph[0], bool) or not isinstance(graph[0], (int, float)) or not graph[0] >= 1):
@@ -117,7 +122,8 @@ def _parse(row: dict, where: str) -> dict:
         except InputError as exc:
             raise CatalogError(f"{where}: figure {name!r}: {exc}") from None
     return {"name": str(row.get("name", row["id"])), "date": str(row.get("date", "")), "figures": out,
-            "cuda_graph_max_batch": float(graph[0]), "cuda_graph_source": graph[1]}
+            "cuda_graph_max_batch": float(graph[0]), "cuda_graph_source": graph[1],
+            "per_worker_families": None if fams is None else tuple(str(f).lower() for f in fams[0])}
 
 
 def engine_names() -> tuple[str, ...]:
@@ -139,6 +145,7 @@ class EngineOverheads:
     per_worker_s: float = 0.0
     eager_s_per_kernel: float = 0.0
     cuda_graph_max_batch: float = math.inf
+    per_worker_families: tuple | None = None  # vendors the per-worker term applies on (None: all)
     which: str = "mid"
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -167,7 +174,17 @@ class EngineOverheads:
         vals = {n: figs[n].pick(which, faster_when_high=False) for n in FIGURES}
         return cls(key, which=which, sources={**{n: figs[n].source for n in FIGURES},
                                               "cuda_graph_max_batch": rows[key]["cuda_graph_source"]},
-                   cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"], **vals)
+                   cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"],
+                   per_worker_families=rows[key]["per_worker_families"], **vals)
+
+    def for_system(self, system) -> "EngineOverheads":
+        """These overheads on `system`'s accelerators: the per-worker term only on the vendors the row lists under
+        `per_worker_families` (every vendor when it lists none)."""
+        fams = self.per_worker_families
+        vendor = str(getattr(getattr(system, "accelerator", None), "vendor", "")).lower()
+        if fams is None or not self.per_worker_s or not vendor or vendor in fams:
+            return self
+        return replace(self, per_worker_s=0.0)
 
     @property
     def is_none(self) -> bool:
@@ -308,6 +325,7 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
     figures under --realistic); `dep` itself when the engine adds nothing."""
     if overheads.is_none:
         return dep
+    overheads = overheads.for_system(getattr(dep.step, "system", None))
     workers, schedulers = workers_of(dep)
     step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s + overheads.per_worker_s * (workers - 1),
                         overheads.per_sequence_s, schedulers, eager_floor_s(dep.step, overheads),
