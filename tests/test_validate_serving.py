@@ -517,7 +517,7 @@ def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engi
     sp = S.set_paths("h")
     h = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 3
+    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 4
     for r in h["runs"][::6]:
         now = _reproduces(r, h, committed)
         assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]
@@ -657,3 +657,24 @@ def test_set_j_committed_predictions_reproduce():
     files = tree.stdout.split()
     assert "src/roofline/validate/data/serving_runs_j.yaml" in files
     assert "docs/preregistered/serving_measured_j.yaml" not in files
+
+
+def test_set_k_committed_predictions_reproduce():
+    """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
+    exactly for every fourth row; at the commit they record, the measured values were not in the repository."""
+    import subprocess
+
+    sp = S.set_paths("k")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    committed = pred["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and "k" not in S.DISCLOSURES
+    for r in doc["runs"][::4]:
+        _reproduces(r, doc, committed, central="median")
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
+                          cwd=sp["predictions"].parents[2])
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert "src/roofline/validate/data/serving_runs_k.yaml" in files
+    assert "docs/preregistered/serving_measured_k.yaml" not in files
