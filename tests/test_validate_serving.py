@@ -318,6 +318,20 @@ def _reproduces(run: dict, doc: dict, committed: dict, skip: tuple = (), central
     return now
 
 
+def _registered_before_measured(name: str, at_commit: str) -> None:
+    """At the commit set `name`'s predictions record, its runs file existed and its measured file did not (skipped
+    without git history)."""
+    import subprocess
+
+    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", at_commit], capture_output=True, text=True,
+                          cwd=S.set_paths(name)["predictions"].parents[2])
+    if tree.returncode != 0:
+        pytest.skip("no git history")
+    files = tree.stdout.split()
+    assert f"src/roofline/validate/data/serving_runs_{name}.yaml" in files
+    assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
+
+
 def test_set_d_committed_predictions_reproduce(engines_before_eager_floor):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
@@ -529,7 +543,6 @@ def test_set_i_committed_predictions_reproduce(engines_before_per_worker_familie
     exactly, with the per-worker term on every vendor (the one disclosed change since), for a sample: every ROCm
     latency row, a closed-loop ShareGPT run (whose seeds differ) and the vLLM PR run; at the commit they record, the
     inputs existed and the measured values did not."""
-    import subprocess
 
     sp = S.set_paths("i")
     doc = S.load_runs(sp["runs"])
@@ -542,14 +555,7 @@ def test_set_i_committed_predictions_reproduce(engines_before_per_worker_familie
     assert len(sample) == 18
     for r in sample:
         _reproduces(r, doc, committed, central="median")
-    root = sp["predictions"].parents[2]
-    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
-                          cwd=root)
-    if tree.returncode != 0:
-        pytest.skip("no git history")
-    files = tree.stdout.split()
-    assert "src/roofline/validate/data/serving_runs_i.yaml" in files
-    assert "docs/preregistered/serving_measured_i.yaml" not in files
+    _registered_before_measured("i", pred["at_commit"])
 
 
 def test_every_set_pooled_is_the_sets_committed_rows_and_its_page_is_current():
@@ -633,7 +639,6 @@ def test_set_j_committed_predictions_reproduce():
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
-    import subprocess
 
     sp = S.set_paths("j")
     doc = S.load_runs(sp["runs"])
@@ -650,19 +655,12 @@ def test_set_j_committed_predictions_reproduce():
                                              "j1-gpustack_a100_qwen332b_tp1_base_rand32000_100"]
     for r in infeasible:
         assert S.predict_run(r, doc["datasets"], "median")["infeasible"] == committed[r["id"]]["infeasible"]
-    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
-                          cwd=sp["predictions"].parents[2])
-    if tree.returncode != 0:
-        pytest.skip("no git history")
-    files = tree.stdout.split()
-    assert "src/roofline/validate/data/serving_runs_j.yaml" in files
-    assert "docs/preregistered/serving_measured_j.yaml" not in files
+    _registered_before_measured("j", pred["at_commit"])
 
 
 def test_set_k_committed_predictions_reproduce():
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row; at the commit they record, the measured values were not in the repository."""
-    import subprocess
 
     sp = S.set_paths("k")
     doc = S.load_runs(sp["runs"])
@@ -671,10 +669,4 @@ def test_set_k_committed_predictions_reproduce():
     assert set(committed) == {r["id"] for r in doc["runs"]} and "k" not in S.DISCLOSURES
     for r in doc["runs"][::4]:
         _reproduces(r, doc, committed, central="median")
-    tree = subprocess.run(["git", "ls-tree", "-r", "--name-only", pred["at_commit"]], capture_output=True, text=True,
-                          cwd=sp["predictions"].parents[2])
-    if tree.returncode != 0:
-        pytest.skip("no git history")
-    files = tree.stdout.split()
-    assert "src/roofline/validate/data/serving_runs_k.yaml" in files
-    assert "docs/preregistered/serving_measured_k.yaml" not in files
+    _registered_before_measured("k", pred["at_commit"])
