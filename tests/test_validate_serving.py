@@ -670,3 +670,17 @@ def test_set_k_committed_predictions_reproduce():
     for r in doc["runs"][::4]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("k", pred["at_commit"])
+
+
+def test_set_l_committed_predictions_reproduce():
+    """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
+    largest V0 burst; at the commit they record, the measured values were not in the repository."""
+
+    sp = S.set_paths("l")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    committed = pred["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and "l" not in S.DISCLOSURES
+    for r in doc["runs"][2:]:
+        _reproduces(r, doc, committed, central="median")
+    _registered_before_measured("l", pred["at_commit"])
