@@ -263,7 +263,7 @@ def test_lone_request_through_the_cli(run_cli, realistic):
     # one request of 500 + 21 tokens: TTFT gains request-in + 500 x tokenise + first-token-out + the prefill
     # pass's per_pass + per_sequence (batch 1); each decode pass gains per_pass + per_sequence. Under
     # --realistic the family's pass_overhead_s leaves every pass (the engine's figures replace it).
-    extra = ("--realistic",) if realistic else ()
+    extra = ("--realistic", "--kernels", "factor") if realistic else ()  # the same kernels with and without --engine
     base, eng = _json(run_cli, *ONE, *extra), _json(run_cli, *ONE, *extra, "--engine", "vllm")
     v = EngineOverheads.load("vllm")
     fam = family_for(_h100().accelerator)
@@ -383,3 +383,26 @@ def test_cli_cuda_graph_max_batch_overrides_the_engine_row(run_cli):
     assert row["tpot_p50_s"] < floor < low["tpot_p50_s"]
     code, _, err = run_cli(*base[:-1], "--grid", "rate=2,4", "--cuda-graph-max-batch", "4")
     assert code != 0 and "--cuda-graph-max-batch" in err
+
+
+def test_kernels_auto_takes_the_measured_tables_where_the_engine_family_has_them(run_cli):
+    """`--kernels auto` (the default): with --realistic and an engine family whose measured GEMM tables cover the
+    accelerator, exactly `--kernels tables`; on an accelerator without tables (MI300X), with --engine none or with
+    --expert-weights-dtype, exactly `--kernels factor`; the JSON says which. A grid scenario takes the same rule."""
+    run = ("simulate", "-m", "llama-3-8b", "--realistic", "-n", "60", "--rate", "4", "--json")
+    h100 = (*run, "-a", "h100-sxm", "--engine", "vllm")
+    auto, tables, factor = (_json(run_cli, *h100, *k) for k in ((), ("--kernels", "tables"), ("--kernels", "factor")))
+    assert auto["kernels"] == "tables" and auto["kernel_tables"] == "vllm" and factor["kernels"] == "factor"
+    assert auto["tpot_p50_s"] == tables["tpot_p50_s"] != factor["tpot_p50_s"]
+    assert auto["ttft_p50_s"] == tables["ttft_p50_s"]
+    for extra in (("-a", "mi300x", "--engine", "vllm"), ("-a", "h100-sxm")):
+        a, f = _json(run_cli, *run, *extra), _json(run_cli, *run, *extra, "--kernels", "factor")
+        assert a["kernels"] == "factor" and a["tpot_p50_s"] == f["tpot_p50_s"], extra
+    moe = ("simulate", "-m", "gpt-oss-120b", "-a", "h100-sxm", "--realistic", "--engine", "vllm", "-n", "20",
+           "--rate", "1", "--weights-dtype", "bf16", "--expert-weights-dtype", "fp4", "--json")
+    assert _json(run_cli, *moe)["kernels"] == "factor"
+    assert "kernels" not in _json(run_cli, "simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "20", "--json")
+    g = _json(run_cli, *h100, "--grid", "engine=vllm,none")["scenarios"]
+    assert [row["kernels"] for row in g] == ["tables", "factor"]
+    code, _, err = run_cli(*h100, "--kernels", "factor", "--grid", "rate=4")
+    assert code != 0 and "--kernels (a grid takes auto)" in err

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
         recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
-        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: decode passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens too on a single TP/EP group (no PP, no attention DP).")] = "factor",
+        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens too on a single TP/EP group (no PP, no attention DP). auto (default): tables when --engine names a family whose tables cover the accelerator and no --expert-weights-dtype is given, else factor.")] = "auto",
         max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",
@@ -126,7 +126,7 @@ def register(app: typer.Typer) -> None:
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
                                              max_concurrency=max_concurrency is not None,
-                                             kernels=kernels != "factor",
+                                             kernels=kernels != "auto",
                                              cuda_graph_max_batch=cuda_graph_max_batch is not None,
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
@@ -201,6 +201,9 @@ def register(app: typer.Typer) -> None:
                          f"{seconds(d['engine_tokenize_s_per_token'])}/token, first out "
                          f"{seconds(d['engine_first_token_out_s'])}, pass {seconds(d['engine_per_pass_s'])} + "
                          f"{seconds(d['engine_per_sequence_s'])}/seq"])
+        if "kernels" in d:
+            rows.append(["kernel times", "measured tables of " + d["kernel_tables"] + " (--kernels tables)"
+                         if d["kernels"] == "tables" else "the accelerator family's cited factors (--kernels factor)"])
         hist = d.get("validation_history")
         if hist is not None:
             sets = f"sets {hist['sets'][0]}–{hist['sets'][-1]}"
@@ -299,7 +302,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --max-concurrency, --kernels, "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --max-concurrency, --kernels (a grid takes auto), "
                          "--cuda-graph-max-batch, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -49,7 +49,7 @@ class SimulateRequest(LayoutOptions):
     no_preemption: bool = False
     recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
-    kernels: Choice("factor", "tables") = "factor"  # with --realistic: decode passes from measured kernel tables
+    kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -104,6 +104,11 @@ class SimulateRequest(LayoutOptions):
         if self.kernels == "tables" and not self.realistic:
             raise rules.UsageError(f"{f('kernels')} tables replaces terms of the realistic pass; add {f('realistic')} "
                                    f"or drop {f('kernels')}")
+        from ..simulate.steptable import default_kernels
+
+        self._kernels = self.kernels if self.kernels != "auto" else default_kernels(
+            self._system.accelerator.id, self.engine, realistic=self.realistic,
+            expert_weights_dtype=self.expert_weights_dtype)
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -303,7 +308,7 @@ def simulate(req: SimulateRequest, progress=None):
     # without a layout, --realistic runs the GPUs as one TP group (roofline_deployment); --overlap keeps that group
     lay = req._layout if req._layout is not None or not req.overlap else Layout(tp=chips)
     dep = pool(req, lay, chips, opts)
-    if req.kernels == "tables":  # decode passes from the --engine family's measured kernel tables (trtllm for none)
+    if req._kernels == "tables":  # passes from the --engine family's measured kernel tables (trtllm for none)
         from ..simulate.steptable import with_kernel_tables
 
         dep = with_kernel_tables(dep, req.engine)
@@ -355,6 +360,12 @@ def simulate(req: SimulateRequest, progress=None):
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
+    if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)
+        d["kernels"] = req._kernels
+        if req._kernels == "tables":
+            from ..simulate.steptable import table_family
+
+            d["kernel_tables"] = table_family(req.engine) or "trtllm"
     if req._layout is not None or req._prefill_layout is not None:  # the pools' layouts and GPUs
         d.update(layout=None if req._layout is None else str(req._layout), decode_gpus=dep.gpus)
         if disagg:

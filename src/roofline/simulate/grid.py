@@ -285,11 +285,21 @@ def deployment_for(ctx: GridContext, sc: Scenario):
         kw.update(efficiency=realistic(ctx.system.accelerator, sc.weights_dtype, "mid", overlap_comm=True),
                   realistic=False)
     from .overheads import EngineOverheads, with_engine
+    from .steptable import with_kernel_tables
 
     ovh = EngineOverheads.load(sc.engine)
-    if lay is None:
-        return with_engine(roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw), ovh)
-    return with_engine(deployment(ctx.model, ctx.system, lay, **kw), ovh)
+    dep = (roofline_deployment(ctx.model, ctx.system, chips=ctx.chips, **kw) if lay is None
+           else deployment(ctx.model, ctx.system, lay, **kw))
+    if kernels_for(ctx, sc) == "tables":  # as `simulate --kernels auto`
+        dep = with_kernel_tables(dep, sc.engine)
+    return with_engine(dep, ovh)
+
+
+def kernels_for(ctx: GridContext, sc: Scenario) -> str:
+    """The scenario's kernel times: `simulate --kernels auto`'s rule (steptable.default_kernels)."""
+    from .steptable import default_kernels
+
+    return default_kernels(ctx.system.accelerator.id, sc.engine, realistic=ctx.realistic)
 
 
 def check_context(ctx: GridContext, sc: Scenario) -> None:
@@ -340,6 +350,8 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     row = {"scenario": sc.label, **{k: v for k, v in asdict(sc).items() if k != "label"}, "gpus": gpus,
            "kv_capacity_tokens": dep.kv_capacity_tokens, **s}
     row["goodput_per_gpu"] = s["goodput_requests_per_s"] / gpus
+    if ctx.realistic:
+        row["kernels"] = kernels_for(ctx, sc)
     sat = saturation(tr.arrival_s, tr.admit_s, capacity(wl, dep, pol))  # per replica: rates times r below
     for name in ("offered_requests_per_s", "capacity_requests_per_s"):
         if sat.get(name) is not None:
