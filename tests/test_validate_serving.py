@@ -490,9 +490,10 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
 
 
 @pytest.mark.parametrize("name, runs, parts", [("i", 33, {"i1-", "i2-", "i3-", "i4-"}), ("j", 42, {"j1-", "j2-"}),
-                                               ("k", 24, {"k-r"}), ("l", 5, {"l3-"})])
-def test_sets_i_to_l_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to l (the ninth to twelfth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("k", 24, {"k-r"}), ("l", 5, {"l3-"}),
+                                               ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"})])
+def test_sets_i_to_m_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to m (the ninth to thirteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables on every accelerator that has
     them unless the experts have their own format; every model, system and engine row in the catalog; central values
     the median over the seeds."""
