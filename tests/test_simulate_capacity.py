@@ -182,3 +182,19 @@ def test_cli_max_concurrency_is_the_benchmark_clients_closed_loop(run_cli):
     assert json.loads(out4)["makespan_s"] < 0.5 * d["makespan_s"]
     code, plain, err = run_cli(*base)  # no cap: all 20 at once, a queue the closed loop never builds
     assert json.loads(plain)["ttft_p99_s"] > 2 * d["ttft_p99_s"]
+
+
+def test_token_budget_below_the_batch_caps_the_batch_by_hand():
+    """max_batched_tokens below max_seqs (TensorRT-LLM allows it; MLPerf v5.1 configs, serving set m): B decodes
+    would leave no room for prompts, so the batch is the one the budget keeps fed, (N − B)/P = B/D:
+    B = 64 / (1 + 50/100) = 42.7 for 20 ms passes, 50-token prompts and 101 outputs, λ_max = B / (100 · 0.02 s)
+    = 21.3 requests/s (it was 1 token of room a pass, and a capacity near 0, before). The simulated queue
+    agrees: stable at 0.8 of it, growing at 1.3."""
+    dep, pol = Deployment(ConstantStep(0.02)), Policy("chunked", max_seqs=100, max_batched_tokens=64)
+    cap = capacity(make_workload(np.zeros(3), 50, 101), dep, pol)
+    assert cap.limit == "token budget" and cap.batch == pytest.approx(64 / 1.5)
+    assert cap.requests_per_s == pytest.approx(64 / 1.5 / 2.0)
+    for load, saturated in ((0.8, False), (1.3, True)):
+        tr, _ = _run(dep, pol, load * cap.requests_per_s, 4000, 50, 101)
+        sat = saturation(tr.arrival_s, tr.admit_s, cap)
+        assert sat["saturated"] is saturated and (sat["queue_growth_s_per_s"] > GROWTH_LIMIT) is saturated, load

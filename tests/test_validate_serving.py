@@ -685,3 +685,18 @@ def test_set_l_committed_predictions_reproduce():
     for r in doc["runs"][2:]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("l", pred["at_commit"])
+
+
+def test_set_m_committed_predictions_reproduce():
+    """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
+    disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
+    measured values were not in the repository."""
+
+    sp = S.set_paths("m")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    committed = pred["runs"]
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 1
+    for r in doc["runs"][::8]:
+        _reproduces(r, doc, committed, central="median")
+    _registered_before_measured("m", pred["at_commit"])

@@ -28,6 +28,17 @@ token) serves k = max(1, ⌊max_batched_tokens / P⌋) prompts a pass: λ_max = 
 whose requests arrive prefilled has Δ_prefill = 0. Static batching and train departures are not covered
 (their capacity is the batch over the whole batch's time; `capacity` returns None).
 
+The token budget (chunked): a pass carries at most max_batched_tokens (N) tokens, decodes first. When B·r ≥ N
+(TensorRT-LLM accepts max_num_tokens below max_batch_size; vLLM refuses max_num_batched_tokens below
+max_num_seqs), B decodes leave no room for prompts, and the batch the budget can keep fed is the one at which
+the prompts admitted per pass, (N − B·r)/(P − h), replace the B/D sequences that finish: B = N / (r + (P − h)/D)
+(limit "token budget"), every pass full. Without it the formula above chunked each prompt into a 1-token room: an
+absurd capacity (found on MLPerf v5.1 runs with max_num_tokens 256–768 below max_batch_size 512–768, serving set
+m). Ignores: that the same balance caps B below max_seqs and the KV pool whenever N − B·r is too small to refill
+B slots ((N − B·r)/(P − h) < B/D); there the formula above over-states the capacity, and the simulated queue's
+growth is what flags saturation. Each chunk's added time counts at least 0 (interpolating the measured tables
+can make a pass with a chunk marginally faster than without).
+
 Ignores: the spread of lengths around their means (a mean-value analysis: with long-tailed lengths the true
 capacity is somewhat lower), preemption's recomputation, priority classes.
 
@@ -111,6 +122,8 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
     kv_seq = held - h + deployment.kv_overhead_tokens
     b_kv = deployment.kv_capacity_tokens / kv_seq
     B, limit = (float(policy.max_seqs), "max_seqs") if policy.max_seqs <= b_kv else (max(1.0, b_kv), "kv")
+    if policy.kind == "chunked" and not prefilled and B * r >= budget:  # no room left for prompts (docstring)
+        B, limit = max(1.0, budget / (r + max(P - h, 1.0) / D)), "token budget"
     t_base = mixed(B, r, B * c, []) if mixed else t(B, B * r, c)
     t_dec = t_base  # + γ draft steps of a decode step's cost each (Speculation.draft_fraction), as the event loop
     if spec:
@@ -128,7 +141,7 @@ def capacity(workload: Workload, deployment: Deployment, policy: Policy, *, pref
         while x < P:  # the prompt's chunks (after its cached prefix), each riding in a pass of B decodes
             ch = min(room, P - x)
             with_chunk = mixed(B, r, B * c, [(ch, x)]) if mixed else t(B + 1, B * r + ch, (B * c + x) / (B + 1))
-            delta += with_chunk - t_base
+            delta += max(with_chunk - t_base, 0.0)  # a chunk never shortens a pass (table interpolation noise)
             x += ch
     return Capacity(1.0 / (D * t_dec / B + delta), B, limit, t_dec, delta)
 

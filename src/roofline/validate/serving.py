@@ -110,6 +110,16 @@ _GRAPH_LIMIT = ("2026-11-26, after set g's measured values were seen (and motiva
                 "floor. Set g's predictions barely move (its simulated batches stay below 160 where the real ones grew past "
                 "it); the committed predictions are scored, and recompute without the limit (engines_before_graph_limit).")
 DISCLOSURES = {
+    "m": ["2026-11-26, after set m's measured values were added (and found through its page, not its errors: "
+          "analytic capacities of 0.15-2 requests/s, and a negative one, on runs whose simulated queues were stable): "
+          "with a chunked token budget at or below the decode batch (TensorRT-LLM's max_num_tokens below "
+          "max_batch_size in eight MLPerf v5.1 configs; no earlier set has one), the analytic capacity takes the "
+          "batch the budget keeps fed, B = N / (r + (P - h)/D), instead of chunking each prompt into a 1-token room, "
+          "and a chunk's added time counts at least 0 (simulate/capacity.py). It changes only the saturation "
+          "figures, not a predicted latency: recomputed, the seven Interactive llama2-70b runs' capacities go from "
+          "0.15-2.0 to 6.7-18.5 requests/s (still past saturation: their simulated queues grow or their loads stay "
+          "1.24-1.74) and QCT's llama3.1-8b Interactive run's from -1.81 to 46.4 (load 1.13: past saturation, where "
+          "it was scored as a latency). The page scores the committed verdicts."],
     "h": ["2026-11-26, after set h's measured values were added, not motivated by them: a run of one request was "
           "called past saturation (its offered rate, one request over a zero span, was infinite); it is now a burst "
           "of one, with no load, as every run whose requests all arrive at once. The committed predictions of set h's "
