@@ -110,10 +110,34 @@ def test_step_kernel_options_need_their_companions():
     assert r.returncode == 2
     assert r.stderr.strip() == ("error: --kernels tables chooses the realistic model's kernel times; add --realistic "
                                 "or drop --kernels")
-    r = _cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--realistic", "--engine", "vllm")
+    r = _cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--realistic", "--engine", "vllm", "--kernels", "factor")
     assert r.returncode == 2
-    assert r.stderr.strip() == ("error: --engine picks whose measured kernels --kernels tables uses; add --kernels "
-                                "tables or drop --engine")
+    assert r.stderr.strip() == ("error: --engine picks whose measured kernels --realistic takes; drop --kernels "
+                                "factor or --engine")
+    r = _cli("step", "-m", "llama-3-70b", "-s", "dgx-h100", "--engine", "vllm")
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: --engine picks whose measured kernels --realistic takes; add --realistic or "
+                                "drop --engine")
+
+
+def test_step_kernels_auto_follows_the_engine_as_simulate_does():
+    """`step --kernels auto` (the default): --engine E takes E's measured tables where they cover the accelerator
+    (exactly `--kernels tables --engine E`), no --engine the cited factors (exactly `--kernels factor`), and an
+    accelerator without tables (MI300X) the factors even with --engine — the rule `simulate` uses."""
+    import json
+
+    def run(*extra, system="dgx-h100"):
+        r = _cli("step", "-m", "llama-3-70b", "-s", system, "--realistic", "-b", "32", "-c", "2048", "--json", *extra)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["realistic"]
+
+    auto, tables = run("--engine", "vllm"), run("--engine", "vllm", "--kernels", "tables")
+    assert auto["kernels"]["mode"] == "tables" and auto["kernels"]["engine"] == "vllm"
+    assert auto["step_s"] == tables["step_s"]
+    plain, factor = run(), run("--kernels", "factor")
+    assert plain["kernels"]["mode"] == "factor" and plain["step_s"] == factor["step_s"] != auto["step_s"]
+    assert run("--kernels", "tables")["kernels"]["engine"] == "trtllm"
+    assert run("--engine", "vllm", system="mi300x-8")["kernels"]["mode"] == "factor"
 
 
 def test_layout_degrees_broadcast_like_the_planner_grid(cat):

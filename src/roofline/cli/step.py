@@ -71,8 +71,8 @@ def register(app: typer.Typer) -> None:
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
         realistic: Annotated[bool, typer.Option("--realistic", help="Also predict with the cited efficiency model of the accelerator's family (roofline.efficiency), with the interval over its factors' spread.")] = False,
         decode_attention: Annotated[str, typer.Option("--decode-attention", help="With --realistic: shared (KV head read once per GQA group) or per-query-head (older kernels).")] = "shared",
-        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`).")] = "factor",
-        engine: Annotated[str, typer.Option("--engine", help="With --kernels tables: whose measured kernels, trtllm, sglang or vllm.")] = "trtllm",
+        kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`); auto (default): tables when --engine is given and its tables cover the accelerator, as `simulate`.")] = "auto",
+        engine: Annotated[str, typer.Option("--engine", help="With --realistic: whose measured kernels, trtllm, sglang or vllm (--kernels tables without it: trtllm's).")] = "none",
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""

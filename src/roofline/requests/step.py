@@ -16,7 +16,7 @@ from .layout_opts import LayoutOptions
 
 PHASES = ("decode", "prefill")
 DECODE_ATTENTION = ("shared", "per-query-head")
-KERNELS = ("factor", "tables")  # --realistic's kernel times: cited family factors, or measured kernel tables
+KERNELS = ("auto", "factor", "tables")  # --realistic's kernel times: cited family factors, or measured kernel tables
 ENGINES = ("trtllm", "sglang", "vllm")  # whose measured kernels (roofline.kernels) with --kernels tables
 
 
@@ -47,8 +47,8 @@ class StepRequest(LayoutOptions):
     overlap: bool = False
     realistic: bool = False
     decode_attention: Choice(*DECODE_ATTENTION) = "shared"
-    kernels: Choice(*KERNELS) = "factor"
-    engine: Choice(*ENGINES) = "trtllm"
+    kernels: Choice(*KERNELS) = "auto"  # auto: tables when an engine is named and its tables cover the accelerator
+    engine: Choice("none", *ENGINES) = "none"  # none: no engine named (--kernels tables then takes trtllm's)
 
     def check(self) -> None:
         f = self.flag
@@ -68,12 +68,20 @@ class StepRequest(LayoutOptions):
         rules.speculation(f("spec_alpha"), self.spec_alpha, f("draft_fraction"), self.draft_fraction)
         if self.spec_gamma and self.phase != "decode":
             raise rules.UsageError(f"{f('spec_gamma')} drafts tokens for decode; drop it or use {f('phase')} decode")
-        if self.kernels != "factor" and not self.realistic:
+        if self.kernels == "tables" and not self.realistic:
             raise rules.UsageError(f"{f('kernels')} {self.kernels} chooses the realistic model's kernel times; add "
                                    f"{f('realistic')} or drop {f('kernels')}")
-        if self.engine != "trtllm" and self.kernels != "tables":
-            raise rules.UsageError(f"{f('engine')} picks whose measured kernels {f('kernels')} tables uses; add "
-                                   f"{f('kernels')} tables or drop {f('engine')}")
+        if self.engine != "none" and (self.kernels == "factor" or not self.realistic):
+            raise rules.UsageError(f"{f('engine')} picks whose measured kernels {f('realistic')} takes; "
+                                   + (f"drop {f('kernels')} factor or {f('engine')}" if self.realistic else
+                                      f"add {f('realistic')} or drop {f('engine')}"))
+        from ..simulate.steptable import default_kernels
+
+        self._engine = "trtllm" if self.engine == "none" else self.engine
+        self._kernels = self.kernels if self.kernels != "auto" else (
+            "factor" if self.engine == "none" or (self.cp or 1) > 1 else default_kernels(
+                self._system.accelerator.id, self.engine, realistic=self.realistic,
+                expert_weights_dtype=self.expert_weights_dtype))
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
@@ -137,7 +145,7 @@ def realistic(req: "StepRequest", layout) -> dict:
            **{k: float(getattr(mid, k)) for k in ("compute_s", "memory_s", "comm_s", "overhead_s", "gemm_s",
                                                   "attention_s", "elementwise_s", "tokens_per_s")},
            "kernels": {"mode": "factor"}}
-    if req.kernels == "tables":
+    if req._kernels == "tables":
         out.update(with_tables(req, layout, t, effs))
     return out
 
@@ -145,7 +153,7 @@ def realistic(req: "StepRequest", layout) -> dict:
 def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
     """--kernels tables: the realistic passes `t` (by corner) with their GEMM, attention, TP all-reduce and EP
     dispatch/combine terms from measured kernels where covered (kernel_pass.corner_terms / apply;
-    docs/kernels.md): central value from `req.engine`'s tables, interval from the spread across engines
+    docs/kernels.md): central value from `req._engine`'s tables, interval from the spread across engines
     widened by extrapolation.
     Returns the keys of the realistic dict to replace, and `kernels`: which terms came from which tables."""
     from ..efficiency import WHICH
@@ -161,7 +169,7 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
               moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype)
     steps, mid = {}, None
     for w in WHICH:
-        terms, scale = corner_terms(req._model, req._system, req.batch, req.context, which=w, engine=req.engine, **kw)
+        terms, scale = corner_terms(req._model, req._system, req.batch, req.context, which=w, engine=req._engine, **kw)
         steps[w], used, secs = apply(t[w], terms, overlap_comm=effs[w].overlap_comm, scale=(scale, scale, scale))
         if w == "mid":
             mid = (terms, used, secs)
@@ -180,7 +188,7 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
             "comm_s": parts["tp_comm"]["seconds"] + parts["ep_comm"]["seconds"] + float(r.pp_comm_s),
             "overhead_s": float(secs["overhead"]),
             "tokens_per_s": float(r.tokens_per_s) * float(r.step_s) / step_s, "factor_step_s": float(r.step_s),
-            "kernels": {"mode": "tables", "engine": req.engine, "package": f"{src['package']} {src['version']}",
+            "kernels": {"mode": "tables", "engine": req._engine, "package": f"{src['package']} {src['version']}",
                         "license": src["license"], "terms": parts,
                         "factor_terms": ["elementwise", "pp_comm", "overhead"]
                         + [k for k, v in parts.items() if not v["from_tables"]]}}
