@@ -319,6 +319,28 @@ def ep_all_to_all_s(acc, phase: str, tokens, *, hidden: int, topk: int, experts:
     return _lookup(acc, f"ep_{phase}", engine, keys, tokens, nodes)
 
 
+#: the engine families with measured tables (an engine row takes its family's: vllm-v0 -> vllm)
+TABLE_ENGINES = ("trtllm", "sglang", "vllm")
+
+
+def table_family(engine: str) -> str | None:
+    """The engine family whose measured kernel tables an engine row takes (`vllm-v0` -> vllm), None for none."""
+    return next((e for e in TABLE_ENGINES if str(engine).lower().startswith(e)), None)
+
+
+def default_kernels(accelerator: str, engine: str, *, realistic: bool, expert_weights_dtype: str | None = None) -> str:
+    """`--kernels auto` (simulate, step, grid scenarios): "tables" for a realistic pass with an engine family
+    (vLLM, SGLang or TensorRT-LLM rows) whose measured GEMM tables cover the accelerator, and no separate expert
+    format; "factor" otherwise (the pure roofline, engine none, an accelerator without tables such as the MI300X,
+    --expert-weights-dtype). The rule the blind serving sets g to m were registered with; post hoc over the
+    NVIDIA runs of sets a, e and f the tables took end-to-end mean APE from 56/36/57% to 40/27/44%
+    (docs/simulator.md, "Measured kernels by default")."""
+    fam = table_family(engine)
+    if not realistic or fam is None or expert_weights_dtype:
+        return "factor"
+    return "tables" if any(t["engine"] == fam for t in _by_kind(str(accelerator), "gemm")) else "factor"
+
+
 def coverage() -> list[dict]:
     """One row per (accelerator, kind, engine): framework and versions, dtypes, tables and measured cells."""
     rows: dict[tuple, dict] = {}

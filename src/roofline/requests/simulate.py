@@ -104,11 +104,14 @@ class SimulateRequest(LayoutOptions):
         if self.kernels == "tables" and not self.realistic:
             raise rules.UsageError(f"{f('kernels')} tables replaces terms of the realistic pass; add {f('realistic')} "
                                    f"or drop {f('kernels')}")
-        from ..simulate.steptable import default_kernels
+        self._kernels = self.kernels
+        if self.kernels == "auto":  # the tables are loaded only when an engine is named
+            self._kernels = "factor"
+            if self.realistic and self.engine.lower() != "none":
+                from ..kernels import default_kernels
 
-        self._kernels = self.kernels if self.kernels != "auto" else default_kernels(
-            self._system.accelerator.id, self.engine, realistic=self.realistic,
-            expert_weights_dtype=self.expert_weights_dtype)
+                self._kernels = default_kernels(self._system.accelerator.id, self.engine, realistic=True,
+                                                expert_weights_dtype=self.expert_weights_dtype)
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -363,7 +366,7 @@ def simulate(req: SimulateRequest, progress=None):
     if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)
         d["kernels"] = req._kernels
         if req._kernels == "tables":
-            from ..simulate.steptable import table_family
+            from ..kernels import table_family
 
             d["kernel_tables"] = table_family(req.engine) or "trtllm"
     if req._layout is not None or req._prefill_layout is not None:  # the pools' layouts and GPUs

@@ -75,13 +75,15 @@ class StepRequest(LayoutOptions):
             raise rules.UsageError(f"{f('engine')} picks whose measured kernels {f('realistic')} takes; "
                                    + (f"drop {f('kernels')} factor or {f('engine')}" if self.realistic else
                                       f"add {f('realistic')} or drop {f('engine')}"))
-        from ..simulate.steptable import default_kernels
-
         self._engine = "trtllm" if self.engine == "none" else self.engine
-        self._kernels = self.kernels if self.kernels != "auto" else (
-            "factor" if self.engine == "none" or (self.cp or 1) > 1 else default_kernels(
-                self._system.accelerator.id, self.engine, realistic=self.realistic,
-                expert_weights_dtype=self.expert_weights_dtype))
+        self._kernels = self.kernels
+        if self.kernels == "auto":  # the tables model no context parallelism; loaded only when an engine is named
+            self._kernels = "factor"
+            if self.engine != "none" and self.realistic and (self.cp or 1) == 1:
+                from ..kernels import default_kernels
+
+                self._kernels = default_kernels(self._system.accelerator.id, self.engine, realistic=True,
+                                                expert_weights_dtype=self.expert_weights_dtype)
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "

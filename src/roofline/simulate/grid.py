@@ -296,10 +296,12 @@ def deployment_for(ctx: GridContext, sc: Scenario):
 
 
 def kernels_for(ctx: GridContext, sc: Scenario) -> str:
-    """The scenario's kernel times: `simulate --kernels auto`'s rule (steptable.default_kernels)."""
-    from .steptable import default_kernels
+    """The scenario's kernel times: `simulate --kernels auto`'s rule (kernels.default_kernels)."""
+    if not ctx.realistic or sc.engine == "none":
+        return "factor"
+    from ..kernels import default_kernels
 
-    return default_kernels(ctx.system.accelerator.id, sc.engine, realistic=ctx.realistic)
+    return default_kernels(ctx.system.accelerator.id, sc.engine, realistic=True)
 
 
 def check_context(ctx: GridContext, sc: Scenario) -> None:

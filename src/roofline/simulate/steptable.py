@@ -221,7 +221,6 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
 
 
 #: the serving engines whose measured kernel tables exist (kernels.py); an engine row maps to its family
-TABLE_ENGINES = ("trtllm", "sglang", "vllm")
 
 
 def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
@@ -233,27 +232,10 @@ def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
                                                                  and not step.efficiency.is_ideal))):
         raise InputError("kernel tables replace terms of the realistic pass; add --realistic (the pure roofline "
                          "has no kernels to measure)")
+    from ..kernels import table_family
+
     return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm"))
 
-
-def table_family(engine: str) -> str | None:
-    """The engine family whose measured kernel tables an engine row takes (`vllm-v0` -> vllm), None for none."""
-    return next((e for e in TABLE_ENGINES if str(engine).lower().startswith(e)), None)
-
-
-def default_kernels(accelerator: str, engine: str, *, realistic: bool, expert_weights_dtype: str | None = None) -> str:
-    """`simulate --kernels auto`: "tables" (`with_kernel_tables`) for a realistic run with an engine family
-    (vLLM, SGLang or TensorRT-LLM rows) on an accelerator that family's measured GEMM tables cover, and no separate
-    expert format; "factor" otherwise (the pure roofline, --engine none, an accelerator without tables such as the
-    MI300X, --expert-weights-dtype). This is the rule the blind serving sets g to l were registered with; post hoc
-    over the NVIDIA runs of sets a, e and f the tables took end-to-end mean APE from 56/36/57% to 40/27/44%
-    (docs/simulator.md, "Measured kernels by default")."""
-    if not realistic or str(engine).lower() == "none" or expert_weights_dtype:
-        return "factor"
-    from ..kernels import _by_kind
-
-    fam = table_family(engine)
-    return "tables" if fam and any(t["engine"] == fam for t in _by_kind(str(accelerator), "gemm")) else "factor"
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,
