@@ -220,9 +220,6 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
 
 
-#: the serving engines whose measured kernel tables exist (kernels.py); an engine row maps to its family
-
-
 def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
     """`dep` with its passes from the measured kernel tables of `engine`'s family (an engine row such as
     `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
@@ -235,7 +232,6 @@ def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
     from ..kernels import table_family
 
     return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm"))
-
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,
