@@ -113,6 +113,25 @@ def test_chunked_prefill_caps_tokens_per_pass(llama_dgx):
     assert np.all(tr.finish_s >= tr.first_token_s) and np.all(tr.first_token_s > tr.arrival_s)
 
 
+def test_long_prefill_token_threshold_splits_the_budget_between_prompts_by_hand():
+    """vLLM's --long-prefill-token-threshold 256 with a 1,024-token budget: two 600-token prompts at t = 0 take
+    256 + 256, 256 + 256 and 88 + 88 tokens of three 10 ms passes, so both first tokens come at 30 ms. Without it
+    the first prompt takes 600 + 424 and its first token comes at 10 ms, the second's at 20 ms."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=1e9)
+    wl = make_workload(np.zeros(2), 600, 3)
+    capped = simulate(wl, dep, Policy("chunked", max_seqs=8, max_batched_tokens=1024,
+                                      long_prefill_token_threshold=256))
+    assert list(capped.seg_tokens[:3]) == [512, 512, 176]
+    assert np.allclose(capped.first_token_s, [0.03, 0.03])
+    whole = simulate(wl, dep, Policy("chunked", max_seqs=8, max_batched_tokens=1024))
+    assert whole.seg_tokens[0] == 1024
+    assert np.allclose(whole.first_token_s, [0.01, 0.02])
+    with pytest.raises(InputError, match="needs policy 'chunked'"):
+        Policy("separate", long_prefill_token_threshold=256)
+    with pytest.raises(InputError, match="whole number >= 0"):
+        Policy("chunked", long_prefill_token_threshold=-1)
+
+
 def test_preemption_when_kv_runs_out_and_every_request_finishes():
     dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=6000)
     wl = make_workload(np.zeros(64), 200, 300)

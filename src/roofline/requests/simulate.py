@@ -48,6 +48,7 @@ class SimulateRequest(LayoutOptions):
     interval_s: Real(gt=0, le=3600, fix="train departure interval in seconds, e.g. 0.02") = 0.020
     no_preemption: bool = False
     recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
+    long_prefill_token_threshold: Whole(0, 10**7, fix="most tokens of one prompt per pass, as vLLM's --long-prefill-token-threshold; 0 = off") = 0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
@@ -288,7 +289,7 @@ def simulate(req: SimulateRequest, progress=None):
     spec = Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
     disagg = req.policy == "disaggregated"
     pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
-                 not req.no_preemption, spec, req.recv_interval)
+                 not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold)
     rng = np.random.default_rng(req.seed)
     wl = workload(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
@@ -363,6 +364,8 @@ def simulate(req: SimulateRequest, progress=None):
     s = summarize(tr, targets)
     d = {"model": m.id, "system": sysrec.id, "gpus": tr.gpus, "policy": req.policy, "seed": req.seed,
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
+    if req.long_prefill_token_threshold:
+        d["long_prefill_token_threshold"] = req.long_prefill_token_threshold
     if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)
         d["kernels"] = req._kernels
         if req._kernels == "tables":

@@ -222,6 +222,7 @@ class Simulation:
         static, train, separate = kind == "static", kind == "train", kind == "separate"
         chunked = kind == "chunked" or separate  # prompts split to the token budget
         interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
+        long_pf = pol.long_prefill_token_threshold or math.inf  # most tokens of one prompt in a pass (only 'chunked')
         # SGLang's --scheduler-recv-interval N: while only decode passes run, the scheduler takes in new requests
         # every N of them (after any other pass, or when idle, at once); `heard` = arrivals up to the last receive
         recv_every = int(pol.recv_interval)
@@ -349,6 +350,8 @@ class Simulation:
                 if budget <= 0:
                     break
                 c = e[1] if e[1] <= budget else budget
+                if c > long_pf:
+                    c = long_pf
                 chunks.append((e, c))
                 chunk_tok.append(c)
                 budget -= c
@@ -422,6 +425,8 @@ class Simulation:
                     e = [rid, new]
                     pf.append(e)
                     c = new if (not chunked or new <= budget) else budget
+                    if c > long_pf:
+                        c = long_pf
                     chunks.append((e, c))
                     chunk_tok.append(c)
                     budget -= c

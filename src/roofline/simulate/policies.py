@@ -16,6 +16,11 @@
   (or when the previous one ends, if it overruns), carrying everything aboard (at most `max_seqs`);
   a request boards the next departure, so its first token waits at most interval + step (T05).
 
+`long_prefill_token_threshold` L (vLLM's --long-prefill-token-threshold; 0 = off): under 'chunked', a prompt
+takes at most L tokens of any one pass, so one long prompt no longer fills the whole budget and several prompts are
+prefilled side by side (vLLM V1 Scheduler.schedule: num_new_tokens = min(remaining, L, budget), for running and
+waiting requests alike).
+
 `recv_interval` N (SGLang's --scheduler-recv-interval, its SchedulerRecvSkipper): while only decode passes run, the
 scheduler takes in newly arrived requests every N of them (after a pass with prompts, or when idle, at once), so a
 request arriving during a long decode stretch waits up to N − 1 passes before it can be admitted; 1 = every pass.
@@ -45,6 +50,7 @@ class Policy:
     preemption: bool = True
     speculation: Speculation | None = None
     recv_interval: int = 1  # SGLang --scheduler-recv-interval: new requests taken in every N decode-only passes
+    long_prefill_token_threshold: int = 0  # vLLM --long-prefill-token-threshold: most tokens of one prompt per pass (0 = off)
 
     def __post_init__(self):
         if self.kind not in POLICIES:
@@ -53,6 +59,12 @@ class Policy:
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise InputError(f"{name} must be a whole number >= 1, got {v}; zero capacity serves nobody")
+        lp = self.long_prefill_token_threshold
+        if int(lp) != lp or lp < 0:
+            raise InputError(f"--long-prefill-token-threshold must be a whole number >= 0 (0 = off), got {lp}")
+        if lp and self.kind != "chunked":
+            raise InputError(f"--long-prefill-token-threshold ({lp}) caps prompt chunks, so it needs policy 'chunked', got "
+                             f"{self.kind!r}; drop it or use --policy chunked")
         require_positive("train interval", self.interval_s, fix="departures need a positive interval in seconds")
 
 

@@ -386,7 +386,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     from ..simulate.capacity import GROWTH_LIMIT, run_saturation
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
 
-    pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]))
+    pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]),
+                 long_prefill_token_threshold=int(run.get("long_prefill_token_threshold", 0)))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
     if "cuda_graph_max_batch" in run:  # the launch's own CUDA-graph batch limit (else the engine row's default)
         ovh = replace(ovh, cuda_graph_max_batch=float(run["cuda_graph_max_batch"]))
