@@ -491,13 +491,15 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
 
 @pytest.mark.parametrize("name, runs, parts", [("i", 33, {"i1-", "i2-", "i3-", "i4-"}), ("j", 42, {"j1-", "j2-"}),
                                                ("k", 24, {"k-r"}), ("l", 5, {"l3-"}),
-                                               ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"})])
-def test_sets_i_to_m_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to m (the ninth to thirteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
-    from several helpers' parts, none shared with the earlier sets' ids; kernel tables on every accelerator that has
-    them unless the experts have their own format; every model, system and engine row in the catalog; central values
-    the median over the seeds."""
+                                               ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"}),
+                                               ("n", 82, {"n1-", "n2-", "n3-", "n4-", "n5-", "n6-"})])
+def test_sets_i_to_n_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to n (the ninth to fourteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+    from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
+    them (every accelerator with the engine family's tables unless the experts have their own format); every model,
+    system and engine row in the catalog; central values the median over the seeds."""
     from roofline.catalog import model, system
+    from roofline.kernels import default_kernels
     from roofline.simulate.overheads import EngineOverheads
 
     doc = S.load_runs(set_name=name)
@@ -505,9 +507,10 @@ def test_sets_i_to_m_inputs_follow_the_rules_fixed_before_prediction(name, runs,
     assert not ({r["id"] for r in doc["runs"]} & earlier) and len(doc["runs"]) == runs
     assert {r["id"][:3] for r in doc["runs"]} == parts
     for r in doc["runs"]:
-        model(r["model"]), system(r["system"]), EngineOverheads.load(r["engine"])
-        tables = r["system"] in ("dgx-a100", "dgx-h100", "hgx-h200", "hgx-b200") and not r.get("expert_weights_dtype")
-        assert (r.get("kernels") == "tables") == tables, r["id"]
+        model(r["model"]), EngineOverheads.load(r["engine"])
+        acc = system(r["system"]).accelerator.id
+        auto = default_kernels(acc, r["engine"], realistic=True, expert_weights_dtype=r.get("expert_weights_dtype"))
+        assert r.get("kernels", "factor") == auto, r["id"]
         assert r["dataset"] in doc["datasets"] and set(r["metrics"]) <= set(S.METRICS), r["id"]
     assert S.central_rule(name) == "median"
 
