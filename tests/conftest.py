@@ -87,6 +87,16 @@ def mixed_without_kernel_tables(monkeypatch):
 
 
 @pytest.fixture
+def kernels_before_fp4_alias(monkeypatch):
+    """The catalog's fp4 read no measured kernel table, as before 2026-11-26 (when it came to read Blackwell's nvfp4
+    rows; disclosed on sets m and n)."""
+    from roofline import kernels as K
+
+    monkeypatch.delitem(K._DTYPE_ALIAS, "fp4")
+    yield
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; return (exit code, stdout, stderr)."""
     from roofline.cli import main

@@ -120,6 +120,20 @@ def test_not_covered_returns_nan_and_no_source():
     assert not r.covered
 
 
+def test_catalog_fp4_reads_the_nvfp4_rows_where_they_exist():
+    """The catalog's `fp4` weights read Blackwell's measured `nvfp4` GEMM and MoE rows (the same cells as asking
+    for nvfp4); on an H100, which has none, the lookup stays uncovered (the factor model times it)."""
+    m = np.array([64.0, 1024.0])
+    fp4, nv = K.gemm_s("b200", "fp4", m, 57344, 8192, engine="trtllm"), K.gemm_s("b200", "nvfp4", m, 57344, 8192,
+                                                                                    engine="trtllm")
+    assert fp4.covered.all() and np.array_equal(fp4.seconds, nv.seconds)
+    fp8 = K.gemm_s("b200", "fp8", m, 57344, 8192, engine="trtllm")
+    assert (fp4.seconds < fp8.seconds).all()  # 4-bit weights stream faster than 8-bit ones
+    moe = K.moe_s("b200", "fp4", 256, hidden=4096, inter=14336, topk=2, experts=8, tp=1, ep=1, engine="trtllm")
+    assert moe.covered.all()  # Mixtral's shape has nvfp4 rows
+    assert not K.gemm_s("h100-sxm", "fp4", m, 57344, 8192, engine="trtllm").covered.any()
+
+
 def test_collective_one_gpu_is_free_and_engine_all_reduce_preferred():
     r = K.collective_s("h100-sxm", "all_reduce", np.array([1e6, 1e6]), np.array([1, 8]), engine="trtllm")
     assert r.seconds[0] == 0 and r.covered.all() and "custom_allreduce trtllm" in r.source

@@ -164,7 +164,8 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 
 def test_catalog_engines_and_corners():
-    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "vllm", "vllm-v0", "vllm-v0.5", "vllm-v1-sync")
+    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.5",
+                              "vllm-v1-sync")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
         for n in FIGURES:
@@ -306,7 +307,7 @@ def test_unknown_engine_is_one_line(run_cli):
         code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "5", "--engine", "tgi",
                                  *extra)
         assert code == 1 and out == ""
-        assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, trtllm, vllm, vllm-v0" in err, err
+        assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, trtllm, trtllm-engine, vllm, vllm-v0" in err, err
 
 
 def test_kernel_tables_in_the_simulator_give_steps_decode_pass(run_cli):
@@ -346,8 +347,24 @@ def test_eager_floor_binds_prompt_passes_only_by_hand():
     assert floored(0, 1, 0.0, [(4000, 0.0)]) == pytest.approx(long + 1e-4)
     assert floored(8, 1, 8 * 500.0, []) == pytest.approx(plain(8, 1, 8 * 500.0, []) + 1e-4)
     # the rows: cited for SGLang, an estimate for the engines that also run prompts eagerly; none for vLLM V1
-    for name, tau in (("sglang", 57e-6), ("trtllm", 57e-6), ("vllm-v0", 57e-6), ("vllm", 0.0), ("vllm-v1-sync", 0.0)):
+    for name, tau in (("sglang", 57e-6), ("trtllm", 57e-6), ("vllm-v0", 57e-6), ("vllm", 0.0), ("vllm-v1-sync", 0.0),
+                      ("trtllm-engine", 0.0)):
         assert EngineOverheads.load(name).eager_s_per_kernel == tau
+
+
+def test_trtllm_engine_row_is_trtllm_without_the_eager_floor():
+    """`trtllm-engine` (TensorRT engine builds in the C++ executor: MLPerf's NVIDIA harness, Triton) differs from the
+    `trtllm` row (PyTorch backend) only in having no eager floor, at every corner, and takes the trtllm kernel tables."""
+    from roofline.kernels import default_kernels, table_family
+
+    for which in ("mid", "fast", "slow"):
+        py, cpp = EngineOverheads.load("trtllm", which=which), EngineOverheads.load("trtllm-engine", which=which)
+        assert cpp.eager_s_per_kernel == 0.0 < py.eager_s_per_kernel
+        assert replace(cpp, engine="trtllm", eager_s_per_kernel=py.eager_s_per_kernel, sources=py.sources) == py
+    assert table_family("trtllm-engine") == "trtllm"
+    assert default_kernels("b200", "trtllm-engine", realistic=True) == "tables"
+    dep = roofline_deployment(model("llama-3-8b"), system("dgx-h100"), chips=1)
+    assert with_engine(dep, EngineOverheads.load("trtllm-engine")).step.eager_floor_s == 0.0
 
 
 def test_decode_batches_above_the_graph_limit_run_eagerly_by_hand():

@@ -690,33 +690,33 @@ def test_set_l_committed_predictions_reproduce():
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce():
-    """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
-    disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
-    measured values were not in the repository."""
+def test_set_m_committed_predictions_reproduce(kernels_before_fp4_alias):
+    """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run without the fp4 → nvfp4
+    kernel rows disclosed since (the capacity change also disclosed moves only saturation figures, not a predicted
+    latency); at the commit they record, the measured values were not in the repository."""
 
     sp = S.set_paths("m")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 1
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 2
     for r in doc["runs"][::8]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce():
-    """Three of set n's predictions (pre-registered at 614940c; one from each of three parts, one of them the run
-    with vLLM's --long-prefill-token-threshold) recompute exactly; at the commit they record, the measured values
-    were not in the repository."""
+def test_set_n_committed_predictions_reproduce(kernels_before_fp4_alias):
+    """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
+    --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly without the fp4 → nvfp4 kernel rows
+    disclosed since; at the commit they record, the measured values were not in the repository."""
     sp = S.set_paths("n")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and "n" not in S.DISCLOSURES
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 1
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
-                "n5-vllm053post1_a100_llama3_8b_tp1_sharegpt500_qps2"):
+                "n5-vllm053post1_a100_llama3_8b_tp1_sharegpt500_qps2", "n4-smc_422ga_b200x8_l31_405b_interactive"):
         _reproduces(runs[rid], doc, committed, central="median")
     _registered_before_measured("n", pred["at_commit"])

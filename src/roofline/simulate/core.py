@@ -222,7 +222,7 @@ class Simulation:
         static, train, separate = kind == "static", kind == "train", kind == "separate"
         chunked = kind == "chunked" or separate  # prompts split to the token budget
         interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
-        long_pf = pol.long_prefill_token_threshold or math.inf  # most tokens of one prompt in a pass (only 'chunked')
+        long_pf = pol.long_prefill_token_threshold or 1 << 62  # most tokens of one prompt in a pass (only 'chunked')
         # SGLang's --scheduler-recv-interval N: while only decode passes run, the scheduler takes in new requests
         # every N of them (after any other pass, or when idle, at once); `heard` = arrivals up to the last receive
         recv_every = int(pol.recv_interval)
