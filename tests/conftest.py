@@ -87,12 +87,12 @@ def mixed_without_kernel_tables(monkeypatch):
 
 
 @pytest.fixture
-def kernels_before_fp4_alias(monkeypatch):
-    """The catalog's fp4 read no measured kernel table, as before 2026-11-26 (when it came to read Blackwell's nvfp4
-    rows; disclosed on sets m and n)."""
+def kernels_with_fp4_alias(monkeypatch):
+    """The catalog's fp4 read Blackwell's measured nvfp4 rows, as set o's predictions were registered (2026-11-26;
+    withdrawn after set o was scored, disclosed there)."""
     from roofline import kernels as K
 
-    monkeypatch.delitem(K._DTYPE_ALIAS, "fp4")
+    monkeypatch.setitem(K._DTYPE_ALIAS, "fp4", "nvfp4")
     yield
 
 

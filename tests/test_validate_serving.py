@@ -691,33 +691,54 @@ def test_set_l_committed_predictions_reproduce():
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(kernels_before_fp4_alias):
-    """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run without the fp4 → nvfp4
-    kernel rows disclosed since (the capacity change also disclosed moves only saturation figures, not a predicted
-    latency); at the commit they record, the measured values were not in the repository."""
+def test_set_m_committed_predictions_reproduce():
+    """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
+    disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
+    measured values were not in the repository."""
 
     sp = S.set_paths("m")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 2
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 1
     for r in doc["runs"][::8]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(kernels_before_fp4_alias):
+def test_set_n_committed_predictions_reproduce():
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
-    --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly without the fp4 → nvfp4 kernel rows
-    disclosed since; at the commit they record, the measured values were not in the repository."""
+    --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
+    values were not in the repository."""
     sp = S.set_paths("n")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 1
+    assert set(committed) == {r["id"] for r in doc["runs"]} and "n" not in S.DISCLOSURES
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
                 "n5-vllm053post1_a100_llama3_8b_tp1_sharegpt500_qps2", "n4-smc_422ga_b200x8_l31_405b_interactive"):
         _reproduces(runs[rid], doc, committed, central="median")
     _registered_before_measured("n", pred["at_commit"])
+
+
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_with_fp4_alias, monkeypatch):
+    """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
+    S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
+    (serving_predictions_o_alt.yaml) is what the code gives without them; at the commit they record, the measured
+    values were not in the repository."""
+    from roofline import kernels as K
+
+    sp = S.set_paths("o")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_o_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["o"]) == 1
+    assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
+    runs = {r["id"]: r for r in doc["runs"]}
+    run = runs["o1-google_b200x8_l31_405b_server"]
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.delitem(K._DTYPE_ALIAS, "fp4")
+    other = _reproduces(run, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] < 0.5 * main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("o", pred["at_commit"])

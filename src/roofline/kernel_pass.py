@@ -149,8 +149,8 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                         experts=e.experts, tp=moe_tp, ep=ep, engine=engine)
         if r.covered.any():
             g.add(r, m.moe_layers)
-        elif wd == "fp4":  # FP4 experts without MoE rows at this shape (gpt-oss's MXFP4): no per-expert stand-in,
-            g.add(r, m.moe_layers)  # uncovered, so the factor model times the GEMMs (docs/kernels.md "Dtype names")
+        elif wd in ("fp4", "nvfp4"):  # FP4 experts without MoE rows at this shape: no per-expert stand-in, so the
+            g.add(r, m.moe_layers)  # factor model times the GEMMs (docs/kernels.md "Dtype names")
         else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches
             Te = per_rank * ep
             rows = np.maximum(Te * e.active * moe_imbalance / e.experts, 1.0)
