@@ -149,7 +149,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                         experts=e.experts, tp=moe_tp, ep=ep, engine=engine)
         if r.covered.any():
             g.add(r, m.moe_layers)
-        elif wd in ("fp4", "nvfp4"):  # FP4 experts without MoE rows at this shape: no per-expert stand-in, so the
+        elif wd == "fp4":  # FP4 experts without MoE rows at this shape: no per-expert stand-in, so the
             g.add(r, m.moe_layers)  # factor model times the GEMMs (docs/kernels.md "Dtype names")
         else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches
             Te = per_rank * ep
