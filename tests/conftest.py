@@ -97,6 +97,16 @@ def kernels_with_fp4_alias(monkeypatch):
 
 
 @pytest.fixture
+def moe_rows_balanced(monkeypatch):
+    """The measured MoE rows read at a balanced router, as every serving set up to o was registered (the power-law
+    rows, AIConfigurator's default, were adopted on 2026-11-26 before set p; docs/kernels.md "MoE routing")."""
+    from roofline import kernels as K
+
+    monkeypatch.setattr(K, "MOE_ROUTING", "balanced")
+    yield
+
+
+@pytest.fixture
 def run_cli(capsys):
     """Run the CLI in-process; return (exit code, stdout, stderr)."""
     from roofline.cli import main

@@ -54,8 +54,26 @@ def test_public_functions_hit_check_rows():
                distribution="balanced")
     tok, mtp, mep, sec = t["check_rows"][0]
     r = K.moe_s("h200", "fp8_block", tok, hidden=7168, inter=t["keys"]["inter_size"], topk=t["keys"]["topk"],
-                experts=256, tp=mtp, ep=mep, engine="sglang")
-    assert r.seconds == pytest.approx(sec, rel=QUANT)
+                experts=256, tp=mtp, ep=mep, engine="sglang", distribution="balanced")
+    assert r.seconds == pytest.approx(sec, rel=QUANT) and "balanced" in r.source
+
+
+def test_moe_rows_are_read_at_aiconfigurators_power_law_routing_by_default():
+    """Without a distribution the MoE rows answer at K.MOE_ROUTING, AIConfigurator's own default (power_law_1.01):
+    the very row measured there, and no faster than a balanced router once a layer carries hundreds of tokens
+    (Mixtral's shape on one H100, grouped GEMM over all 8 experts); an unknown routing is one clear error."""
+    assert K.MOE_ROUTING == "power_law_1.01"
+    t = _table("h100-sxm", "moe", "trtllm", moe_dtype="fp8", hidden_size=4096, inter_size=14336, topk=2,
+               num_experts=8, distribution="power_law_1.01")
+    tok, mtp, mep, sec = t["check_rows"][0]
+    r = K.moe_s("h100-sxm", "fp8", tok, hidden=4096, inter=14336, topk=2, experts=8, tp=mtp, ep=mep, engine="trtllm")
+    assert r.seconds == pytest.approx(sec, rel=QUANT) and "power_law_1.01" in r.source
+    tokens = np.array([512.0, 1024.0, 2048.0, 4096.0])
+    law, flat = (K.moe_s("h100-sxm", "fp8", tokens, hidden=4096, inter=14336, topk=2, experts=8, engine="trtllm",
+                         distribution=d) for d in (None, "balanced"))
+    assert (law.seconds > 1.05 * flat.seconds).all() and (law.seconds < 1.5 * flat.seconds).all()
+    with pytest.raises(InputError, match="expected one of balanced, power_law_1.01"):
+        K.moe_s("h100-sxm", "fp8", 64, hidden=4096, inter=14336, topk=2, experts=8, distribution="zipf")
 
 
 def test_between_grid_points_bounded_by_the_surrounding_measurements():

@@ -450,7 +450,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
 def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, mixed_without_kernel_tables,
-                                                                engines_before_per_worker_families):
+                                                                engines_before_per_worker_families, moe_rows_balanced):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
     INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
     from roofline.catalog import model, system
@@ -468,6 +468,7 @@ def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_ea
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in f["runs"]} and S.DISCLOSURES["f"][0] == S._EAGER_FLOOR
     assert "Measured kernels in mixed passes" in S.DISCLOSURES["f"][1] and "NVIDIA" in S.DISCLOSURES["f"][2]
+    assert "moe_rows_balanced" in S.DISCLOSURES["f"][3]
     for r in f["runs"][::7]:
         _reproduces(r, f, committed)
 
@@ -517,14 +518,14 @@ def test_sets_i_to_o_inputs_follow_the_rules_fixed_before_prediction(name, runs,
 
 
 def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables,
-                                               engines_before_per_worker_families):
-    """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the two disclosed changes
-    since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes)."""
+                                               engines_before_per_worker_families, moe_rows_balanced):
+    """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
+    since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
     sp = S.set_paths("g")
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
-    assert len(S.DISCLOSURES["g"]) == 3 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
+    assert len(S.DISCLOSURES["g"]) == 4 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
@@ -543,17 +544,17 @@ def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engi
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families):
+def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families, moe_rows_balanced):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
-    exactly, with the per-worker term on every vendor (the one disclosed change since), for a sample: every ROCm
-    latency row, a closed-loop ShareGPT run (whose seeds differ) and the vLLM PR run; at the commit they record, the
-    inputs existed and the measured values did not."""
+    exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
+    were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
+    the vLLM PR run; at the commit they record, the inputs existed and the measured values did not."""
 
     sp = S.set_paths("i")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 1
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 2
     assert "median over seeds 0-2" in pred["method"]
     sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
               or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]
@@ -640,7 +641,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce():
+def test_set_j_committed_predictions_reproduce(moe_rows_balanced):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -649,7 +650,7 @@ def test_set_j_committed_predictions_reproduce():
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and "j" not in S.DISCLOSURES
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 1
     sample = [r for r in doc["runs"] if r["id"].startswith("j2-")
               or r["id"] == "j1-gpustack_a100_gptoss120b_tp1_base_rand128_4"]
     assert len(sample) == 3
@@ -691,7 +692,7 @@ def test_set_l_committed_predictions_reproduce():
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce():
+def test_set_m_committed_predictions_reproduce(moe_rows_balanced):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -700,13 +701,13 @@ def test_set_m_committed_predictions_reproduce():
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 1
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 2
     for r in doc["runs"][::8]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce():
+def test_set_n_committed_predictions_reproduce(moe_rows_balanced):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -714,7 +715,7 @@ def test_set_n_committed_predictions_reproduce():
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and "n" not in S.DISCLOSURES
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 1
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -723,7 +724,8 @@ def test_set_n_committed_predictions_reproduce():
     _registered_before_measured("n", pred["at_commit"])
 
 
-def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_with_fp4_alias, monkeypatch):
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_with_fp4_alias, moe_rows_balanced,
+                                                                       monkeypatch):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
     (serving_predictions_o_alt.yaml) is what the code gives without them; at the commit they record, the measured
@@ -733,7 +735,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_
     sp = S.set_paths("o")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_o_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["o"]) == 1
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["o"]) == 2
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     runs = {r["id"]: r for r in doc["runs"]}
     run = runs["o1-google_b200x8_l31_405b_server"]

@@ -51,6 +51,14 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 TIERS = ("scale-up", "scale-out")
 # the catalog's fp4 names no table: FP4 GEMMs keep the factor model (reading the nvfp4 rows lost blind on serving
 # set o; docs/kernels.md "Dtype names")
+# Routing the MoE tables are read at: the power-law (exponent 1.01) token distribution over experts that NVIDIA
+# AIConfigurator itself estimates with by default (ai-dynamo/aiconfigurator src/aiconfigurator/sdk/config.py,
+# ModelConfig.workload_distribution = "power_law", which its model builders read as the "power_law_1.01" rows;
+# commit ecb6adf9e1c0), not the perfectly balanced router the "balanced" rows time. Real routers are not balanced:
+# at one EP rank the grouped GEMM runs uneven per-expert tile counts (1.03-1.26x the balanced time for Mixtral on
+# H100/H200/B200), across EP ranks the busiest rank sets the layer's time (up to ~3.6x at EP 8).
+MOE_ROUTING = "power_law_1.01"
+MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
 _DTYPE_ALIAS = {"fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16"}
 # kinds whose first axis is a batch of independent sequences: time ∝ batch where the grid has no cell
 _BATCH_LINEAR = ("context_attention", "generation_attention", "mla_context", "mla_generation")
@@ -270,11 +278,17 @@ def attention_s(acc, phase: str, batch, length, heads, kv_heads, head_dim: int, 
 
 
 def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp: int = 1,
-          ep: int = 1, distribution: str = "balanced", engine: str | None = None) -> KernelTime:
+          ep: int = 1, distribution: str | None = None, engine: str | None = None) -> KernelTime:
     """Grouped-GEMM MoE layer (gate/up, activation, down over the routed experts on one GPU) for `tokens`
     tokens entering the layer, model shape (hidden, inter = one expert's d_ff, topk, experts), sharded
     over moe tp × ep. Covered only for MoE shapes the tables measured (exact hidden/inter/topk/experts);
-    the tokens per expert and experts per GPU follow from tokens·topk/experts and experts/ep."""
+    the tokens per expert and experts per GPU follow from tokens·topk/experts and experts/ep. `distribution`:
+    the router's token distribution the rows were measured with, "balanced" or "power_law_1.01" (default
+    MOE_ROUTING, AIConfigurator's own default)."""
+    distribution = MOE_ROUTING if distribution is None else distribution
+    if distribution not in MOE_DISTRIBUTIONS:
+        raise InputError(f"unknown MoE routing distribution {distribution!r}: expected one of "
+                         f"{', '.join(MOE_DISTRIBUTIONS)}")
     keys = {"moe_dtype": _dt(dtype), "hidden_size": int(hidden), "inter_size": int(inter), "topk": int(topk),
             "num_experts": int(experts), "distribution": distribution}
     return _lookup(acc, "moe", engine, keys, tokens, tp, ep)
