@@ -744,3 +744,28 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_
     other = _reproduces(run, doc, alt["runs"], central="median")
     assert other["metrics"]["tpot_mean"]["value"] < 0.5 * main["metrics"]["tpot_mean"]["value"]
     _registered_before_measured("o", pred["at_commit"])
+
+
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
+    exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
+    the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
+    the code gives with the balanced rows: the Mixtral run's passes are slower with the power law; at the commit they
+    record, the measured values were not in the repository."""
+    from roofline import kernels as K
+
+    sp = S.set_paths("p")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_p_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "p" not in S.DISCLOSURES
+    assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
+    runs = {r["id"]: r for r in doc["runs"]}
+    for rid in ("p3-augmxnt_mi300x_llama405b_vllm064dev_sonnet80_default_n64",
+                "p6-bench3_old_trtpt_h200x2_llama3_8b_rand512_128_c16"):
+        _reproduces(runs[rid], doc, pred["runs"], central="median")
+    mixtral = runs["p2-google41_dgxh100_tp1_mixtral_server"]
+    main = _reproduces(mixtral, doc, pred["runs"], central="median")
+    monkeypatch.setattr(K, "MOE_ROUTING", "balanced")
+    other = _reproduces(mixtral, doc, alt["runs"], central="median")
+    assert main["metrics"]["tpot_mean"]["value"] > 1.1 * other["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("p", pred["at_commit"])

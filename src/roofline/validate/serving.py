@@ -714,6 +714,35 @@ def summary_tables(rows: list[dict]) -> dict[str, list[dict]]:
     return {k: score(rows, k) for k in KEYS}
 
 
+def _alternative_section(rows: list[dict], alt_path: Path, set_name: str, goal: dict) -> list[str]:
+    """The declared alternative committed beside a set's predictions (serving_predictions_<set>_alt.yaml, same
+    commit): what it was, its scores by family beside the registered ones, and the runs whose predictions differ."""
+    alt = compare(alt_path, set_name=set_name)
+    fam = {r["family"]: r for r in score(rows, "family")}
+    fam_alt = {r["family"]: r for r in score(alt, "family")}
+    variant = _load(alt_path).get("variant", "")
+    out = ["## Declared alternative", "",
+           f"`{alt_path.relative_to(_REPO).as_posix()}`, committed with the predictions: {variant}", "",
+           "| family | registered: mean APE (median) | alternative: mean APE (median) | goal |", "|---|---|---|---|"]
+    for f in ("e2e", "ttft", "itl"):
+        if f in fam and f in fam_alt:
+            a, b = fam[f], fam_alt[f]
+            out.append(f"| {f} | {_pct(a['mean_ape'])} ({_pct(a['median_ape'])}) | {_pct(b['mean_ape'])} "
+                       f"({_pct(b['median_ape'])}) | ≤ {_pct(goal[f])} |")
+    other = {(r["run"], r["metric"]): r for r in alt}
+    differ = [(r, other[(r["run"], r["metric"])]) for r in rows if (r["run"], r["metric"]) in other
+              and r.get("predicted") is not None and other[(r["run"], r["metric"])].get("predicted") is not None
+              and abs(r["predicted"] / other[(r["run"], r["metric"])]["predicted"] - 1) > 1e-9]
+    runs = sorted({r["run"] for r, _ in differ})
+    out += ["", f"Runs whose predictions differ: {len(runs)} of {len({r['run'] for r in rows})}."]
+    if differ:
+        out += ["", "| run | metric | measured | registered | error | alternative | error |", "|---|---|---|---|---|---|---|"]
+        for r, b in differ:
+            out.append(f"| {r['run']} | {r['metric']} | {_ms(r['measured'])} | {_ms(r['predicted'])} | "
+                       f"{100 * r['error']:+.0f}% | {_ms(b['predicted'])} | {100 * b['error']:+.0f}% |")
+    return out + [""]
+
+
 def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None, set_name: str = "a") -> str:
     """docs/validation_serving.md (set b: validation_serving_b.md): the goal, the scores by metric family,
     metric, engine, GPU and source, the saturation verdicts, every run and metric, and the sources. Set a's
@@ -757,6 +786,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                        f"{'yes' if s['mean_ape'] <= goal[f] else 'no'} | {_pct(s['median_ape'])} | "
                        f"{100 * s['median_error']:+.0f}% | {_pct(s['coverage'])} |")
     out.append("")
+    alt_path = sp["predictions"].with_name(sp["predictions"].stem + "_alt.yaml")
+    if alt_path.is_file():
+        out += _alternative_section(rows, alt_path, set_name, goal)
     for key, title in (("metric", "By metric"), ("engine", "By engine"), ("gpu", "By GPU"), ("source", "By source")):
         out += [f"## {title}", "", f"| {key} | n | mean APE | median APE | median error | coverage | mean APE without runs past saturation (n) |",
                 "|---|---|---|---|---|---|---|"]
