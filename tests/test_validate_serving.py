@@ -770,3 +770,18 @@ def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypa
     other = _reproduces(mixtral, doc, alt["runs"], central="median")
     assert main["metrics"]["tpot_mean"]["value"] > 1.1 * other["metrics"]["tpot_mean"]["value"]
     _registered_before_measured("p", pred["at_commit"])
+
+
+def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
+    """A run whose requests each produce one token (a first-token latency benchmark: TensorRT-LLM's
+    gptSessionBenchmark --input_output_len 128,1) has a TTFT and an end-to-end time but no time per output token:
+    the TPOT metrics are None, and a run that publishes only its TTFT is predicted."""
+    run = {"id": "one-token", "engine": "vllm", "model": "llama-3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 2, "dataset": "x", "policy": "continuous", "max_seqs": 8,
+           "max_batched_tokens": 4096, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["ttft_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [128, 128], "output_range": [1, 1]}
+    out = S.simulate_run(run, ds)
+    assert out["tpot_mean"] is None and out["tpot_p50"] is None and out["tpot_p99"] is None
+    assert 0 < out["ttft_mean"] <= out["e2e_mean"]
+    pred = S.predict_run(run, {"x": ds}, "median")
+    assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0

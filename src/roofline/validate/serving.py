@@ -397,6 +397,9 @@ def trace_metrics(trace, ttft_zero=None, separate: bool = False) -> dict:
     ttft = ttft_s(trace) if ttft_zero is None else np.where(ttft_zero, 0.0, ttft_s(trace))
     for name, x in (("ttft", ttft), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
         x = x[np.isfinite(x)]
+        if not x.size:  # no request has the metric (TPOT of one-token outputs): undefined, not a crash
+            out.update({f"{name}_{s}": None for s in ("mean", "p50", "p99")})
+            continue
         out.update({f"{name}_mean": float(x.mean()), f"{name}_p50": float(np.percentile(x, 50)),
                     f"{name}_p99": float(np.percentile(x, 99))})
     out.update(itl_stats(trace, separate))
