@@ -42,6 +42,7 @@ CASES = [
     (f"{SIM} --policy disaggregated --prefill-gpus 0", 1, "--prefill-gpus must be a whole number >= 1"),
     (f"{SIM} --engine sglang --cuda-graph-max-batch 0", 1, "--cuda-graph-max-batch must be a whole number >= 1"),
     (f"{SIM} --cuda-graph-max-batch 160", 2, "--cuda-graph-max-batch is the --engine's CUDA-graph limit"),
+    (f"{SIM} --in-process", 2, "--in-process drops the --engine's per-request costs"),
     (f"{STEP} -g 3 --tp 8", 1, "--gpus 3 disagrees with the layout"),
     (f"{PLAN} --prompt 200000", 1, "exceeds llama-3-70b's max_context 8,192"),
     (f"{SIM} --prompt-tokens 200000", 1, "exceeds llama-3-70b's max_context 8,192"),

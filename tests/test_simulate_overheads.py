@@ -49,6 +49,42 @@ def test_lone_request_by_hand():
     assert tr.admit_s[0] == pytest.approx(0.511, abs=1e-12)  # admission is the scheduler's clock
 
 
+def test_in_process_client_drops_the_per_request_costs_by_hand():
+    """The lone request of the hand test above, sent in process (--in-process: offline benchmarks, MLPerf harnesses):
+    no request-in, tokeniser or first-token-out, so TTFT is the prefill pass alone, 0.0225 s, 0.015 s sooner; the
+    decode passes keep their per-pass and per-sequence costs (TPOT 0.0225 s)."""
+    ip = OV.in_process()
+    assert (ip.request_in_s, ip.tokenize_s_per_token, ip.first_token_out_s) == (0.0, 0.0, 0.0)
+    assert (ip.per_pass_s, ip.per_sequence_s) == (OV.per_pass_s, OV.per_sequence_s)
+    wl = make_workload(np.array([0.5]), np.array([100.0]), np.array([11.0]))
+    tr = _run(wl, ov=ip)
+    assert tr.first_token_s[0] - tr.arrival_s[0] == pytest.approx(0.0225, abs=1e-12)
+    assert (tr.finish_s[0] - tr.first_token_s[0]) / 10 == pytest.approx(0.0225, abs=1e-12)
+
+
+def test_in_process_flag_and_run_key(run_cli):
+    """`simulate --in-process` and the validator's run key `in_process` take the engine row's per-request terms out:
+    at one request a second on an idle H100 the median TTFT falls by about the row's TTFT overhead, and --json says
+    which client was modelled."""
+    from roofline.validate import serving as S
+
+    args = ["simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-g", "1", "--rate", "1", "--requests", "20",
+            "--prompt-tokens", "128", "--output-tokens", "16", "--realistic", "--engine", "vllm", "--json"]
+    code, out, _ = run_cli(*args)
+    code_ip, out_ip, _ = run_cli(*args, "--in-process")
+    assert code == code_ip == 0
+    http, inproc = json.loads(out), json.loads(out_ip)
+    assert (http["engine_in_process"], inproc["engine_in_process"]) == (False, True) and inproc["ttft_overhead_s"] == 0
+    assert http["ttft_p50_s"] - inproc["ttft_p50_s"] == pytest.approx(http["ttft_overhead_s"], rel=0.2)
+    run = {"id": "x", "engine": "vllm", "model": "llama-3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 1, "dataset": "d", "policy": "continuous", "max_seqs": 8,
+           "max_batched_tokens": 4096, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["ttft_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [128, 128], "output_range": [4, 4]}
+    ovh = EngineOverheads.load("vllm")
+    gap = S.simulate_run(run, ds)["ttft_mean"] - S.simulate_run({**run, "in_process": True}, ds)["ttft_mean"]
+    assert gap == pytest.approx(ovh.ttft_overhead_s(128), rel=1e-6)
+
+
 def test_per_sequence_term_scales_with_the_batch():
     # two requests at t = 0 with equal prompts (100) are both delayed 0.011 s and prefilled in one pass of
     # batch 2: 0.020 + 0.002 + 2 x 0.0005 = 0.023 s; TTFT = 0.011 + 0.023 + 0.004 = 0.038; TPOT = 0.023.

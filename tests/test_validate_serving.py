@@ -785,3 +785,18 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert 0 < out["ttft_mean"] <= out["e2e_mean"]
     pred = S.predict_run(run, {"x": ds}, "median")
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
+
+
+def test_set_q_committed_predictions_reproduce():
+    """Set q's predictions (pre-registered at 4fca1bd, no change since) recompute exactly for a sample — a batch-1
+    first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
+    at the commit they record, the measured values were not in the repository."""
+    sp = S.set_paths("q")
+    doc = S.load_runs(sp["runs"])
+    pred = _yaml(sp["predictions"])
+    assert set(pred["runs"]) == {r["id"] for r in doc["runs"]} and "q" not in S.DISCLOSURES
+    runs = {r["id"]: r for r in doc["runs"]}
+    for rid in ("q2-trtllm_v090_h100_mixtral_tp2_in128_ttft_b1", "q2-oci_mi300x_llama31_405b_fp8_tp8_lat_b64_i128_o128",
+                "q1-benhamm_b200_gptoss120b_mxfp4_tp8_sglang058_rand1k_c1"):
+        _reproduces(runs[rid], doc, pred["runs"], central="median")
+    _registered_before_measured("q", pred["at_commit"])

@@ -87,6 +87,7 @@ class SimulateRequest(LayoutOptions):
     realistic: bool = False
     overlap: bool = False
     engine: Text = "none"
+    in_process: bool = False  # the client calls the engine in process: no per-request HTTP/tokeniser/streaming costs
     cuda_graph_max_batch: OptWhole(1, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160") = None
     plot: OptText = None
 
@@ -99,6 +100,9 @@ class SimulateRequest(LayoutOptions):
         from ..simulate.overheads import engine_names
 
         rules.choice(f("engine"), self.engine, engine_names())
+        if self.in_process and self.engine.lower() == "none":
+            raise rules.UsageError(f"{f('in_process')} drops the {f('engine')}'s per-request costs (HTTP, tokeniser, "
+                                   f"first-token streaming); give {f('engine')}, e.g. vllm, or drop {f('in_process')}")
         if self.cuda_graph_max_batch is not None and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('cuda_graph_max_batch')} is the {f('engine')}'s CUDA-graph limit (decode batches "
                                    f"above it run eagerly); give {f('engine')}, e.g. sglang")
@@ -303,6 +307,8 @@ def simulate(req: SimulateRequest, progress=None):
         opts.update(efficiency=realistic(sysrec.accelerator, req.weights_dtype, "mid", overlap_comm=True,
                                          expert_weights_dtype=req.expert_weights_dtype), realistic=False)
     ovh = EngineOverheads.load(req.engine).for_system(sysrec)  # --engine none: every figure 0, nothing wrapped
+    if req.in_process:  # an in-process client (offline benchmarks, MLPerf harnesses): no per-request server costs
+        ovh = ovh.in_process()
     if req.cuda_graph_max_batch is not None:  # the launch's own limit (SGLang --cuda-graph-max-bs ...)
         from dataclasses import replace
 
@@ -403,6 +409,7 @@ def simulate(req: SimulateRequest, progress=None):
         from ..simulate.overheads import workers_of
 
         d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0, workers_of(dep)[0]))
+        d["engine_in_process"] = bool(req.in_process)
         if req.realistic:  # the family's per-pass estimate the engine's figures replaced
             from ..efficiency import family_for
             from ..validate.serving import history_for

@@ -417,6 +417,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]),
                  long_prefill_token_threshold=int(run.get("long_prefill_token_threshold", 0)))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
+    if run.get("in_process"):  # the client calls the engine in process (run key; simulate --in-process)
+        ovh = ovh.in_process()
     if "cuda_graph_max_batch" in run:  # the launch's own CUDA-graph batch limit (else the engine row's default)
         ovh = replace(ovh, cuda_graph_max_batch=float(run["cuda_graph_max_batch"]))
     dep = deployment_for(run, efficiency)
@@ -862,7 +864,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                    f"{note} |")
     out += ["", "## Runs and sources", ""]
     for sid, s in doc["sources"].items():
-        out += [f"- **{sid}**: {s['title']}. {s['url']} ({s['date']}; reliability {s['reliability']}). {s['notes']}"]
+        when = s.get("date") or s.get("read") or "date not stated"  # a helper's record may give only when it was read
+        out += [f"- **{sid}**: {s['title']}. {s['url']} ({when}; reliability {s.get('reliability', 'not stated')})."
+                + (f" {s['notes']}" if s.get("notes") else "")]
     out += ["", "| run | engine | model | GPUs x replicas | rate req/s | requests/replica | dataset | policy | dtypes | assumed |",
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
