@@ -49,8 +49,6 @@ from .errors import InputError
 ENGINES = ("trtllm", "sglang", "vllm")
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 TIERS = ("scale-up", "scale-out")
-# the catalog's fp4 names no table: FP4 GEMMs keep the factor model (reading the nvfp4 rows lost blind on serving
-# set o; docs/kernels.md "Dtype names")
 # Routing the MoE tables are read at: the power-law (exponent 1.01) token distribution over experts that NVIDIA
 # AIConfigurator itself estimates with by default (ai-dynamo/aiconfigurator src/aiconfigurator/sdk/config.py,
 # ModelConfig.workload_distribution = "power_law", which its model builders read as the "power_law_1.01" rows;
@@ -59,6 +57,8 @@ TIERS = ("scale-up", "scale-out")
 # H100/H200/B200), across EP ranks the busiest rank sets the layer's time (up to ~3.6x at EP 8).
 MOE_ROUTING = "power_law_1.01"
 MOE_DISTRIBUTIONS = ("balanced", "power_law_1.01")
+# the catalog's fp4 names no table: FP4 GEMMs keep the factor model (reading the nvfp4 rows lost blind on serving
+# set o; docs/kernels.md "Dtype names")
 _DTYPE_ALIAS = {"fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16"}
 # kinds whose first axis is a batch of independent sequences: time ∝ batch where the grid has no cell
 _BATCH_LINEAR = ("context_attention", "generation_attention", "mla_context", "mla_generation")

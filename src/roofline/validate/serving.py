@@ -393,7 +393,7 @@ def trace_metrics(trace, ttft_zero=None, separate: bool = False) -> dict:
     `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs)."""
     from ..simulate.metrics import e2e_s, tpot_s, ttft_s
 
-    out = {}
+    out: dict[str, float | None] = {}
     ttft = ttft_s(trace) if ttft_zero is None else np.where(ttft_zero, 0.0, ttft_s(trace))
     for name, x in (("ttft", ttft), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
         x = x[np.isfinite(x)]
