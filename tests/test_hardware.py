@@ -74,6 +74,15 @@ def test_system_totals_are_chips_times_the_accelerator():
     assert s.scale_up_over_out == pytest.approx(9.0)
 
 
+def test_mi355x_platform_by_hand():
+    """8 x MI355X: 288 GB HBM3E at 8 TB/s each; 4th-gen Infinity Fabric, 7 links of 153.6 GB/s bidirectional to the 7
+    peers = 537.6 GB/s per direction when traffic spreads over all of them."""
+    s = get_system("mi355x-8")
+    assert s.chips == 8 and s.accelerator.id == "mi355x" and s.accelerator.vendor == "amd"
+    assert s.hbm_bytes == 8 * 288e9 and s.hbm_bytes_per_s == pytest.approx(8 * 8e12, rel=1e-12)
+    assert s.scale_up_bytes_per_s == pytest.approx(7 * 153.6e9 / 2, rel=1e-12)
+
+
 def test_single_accelerator_system():
     acc = get_accelerator("h100-sxm")
     s = single_accelerator_system(acc, 4)
