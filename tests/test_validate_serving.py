@@ -495,9 +495,9 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"}),
                                                ("n", 82, {"n1-", "n2-", "n3-", "n4-", "n5-", "n6-"}),
                                                ("o", 11, {"o1-", "o2-"}), ("p", 52, {"p1-", "p2-", "p3-", "p6-"}),
-                                               ("q", 28, {"q1-", "q2-"})])
-def test_sets_i_to_q_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to q (the ninth to seventeenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"})])
+def test_sets_i_to_r_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to r (the ninth to eighteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
