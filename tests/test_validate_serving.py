@@ -800,3 +800,25 @@ def test_set_q_committed_predictions_reproduce():
                 "q1-benhamm_b200_gptoss120b_mxfp4_tp8_sglang058_rand1k_c1"):
         _reproduces(runs[rid], doc, pred["runs"], central="median")
     _registered_before_measured("q", pred["at_commit"])
+
+
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
+    AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
+    (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
+    in_process ignored: its TTFT is longer by about those costs; at the commit they record, the measured values were
+    not in the repository."""
+    from roofline.simulate import overheads as O
+
+    sp = S.set_paths("r")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_r_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "r" not in S.DISCLOSURES
+    assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
+    assert all(r["in_process"] is True for r in doc["runs"])
+    run = next(r for r in doc["runs"] if r["id"] == "r2-smc_mi355x8_l2_70b_interactive")
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.setattr(O.EngineOverheads, "in_process", lambda self: self)
+    other = _reproduces(run, doc, alt["runs"], central="median")
+    assert other["metrics"]["ttft_mean"]["value"] > main["metrics"]["ttft_mean"]["value"] + 0.005
+    _registered_before_measured("r", pred["at_commit"])
