@@ -130,7 +130,8 @@ DISCLOSURES = {
           "figures, not a predicted latency: recomputed, the seven Interactive llama2-70b runs' capacities go from "
           "0.15-2.0 to 6.7-18.5 requests/s (still past saturation: their simulated queues grow or their loads stay "
           "1.24-1.74) and QCT's llama3.1-8b Interactive run's from -1.81 to 46.4 (load 1.13: past saturation, where "
-          "it was scored as a latency). The page scores the committed verdicts.", _moe_routing("its two Mixtral runs, end-to-end 72% -> 64%, TTFT 71% -> 64%, TPOT 74% -> 66%")],
+          "it was scored as a latency). The page scores the committed verdicts.",
+          _moe_routing("its two Mixtral runs, end-to-end 72% -> 64%, TTFT 71% -> 64%, TPOT 74% -> 66%")],
     "o": ["2026-11-26, after set o's measured values were added: the catalog's fp4 no longer reads Blackwell's "
           "measured nvfp4 kernel rows, so FP4 GEMMs are the factor model's again, as the alternative declared in the "
           "runs file's header and committed with the predictions (serving_predictions_o_alt.yaml, same commit) had "
@@ -142,7 +143,8 @@ DISCLOSURES = {
           "Neither is right on the nine B200 runs: with the nvfp4 rows passes are +13…+208% slow in TPOT (their "
           "GEMMs reach at most ~45% of the FP4 peak), with the factor model −29…−64% fast, Mixtral −75% and −91%. "
           "The page scores the registered predictions; the reproduction test recomputes them with the rows "
-          "(tests/conftest.py kernels_with_fp4_alias) and the alternative without.", _moe_routing("its Mixtral run, end-to-end -91% -> -91%: unchanged to the percent")],
+          "(tests/conftest.py kernels_with_fp4_alias) and the alternative without.",
+          _moe_routing("its Mixtral run, end-to-end -91% -> -91%: unchanged to the percent")],
     "h": ["2026-11-26, after set h's measured values were added, not motivated by them: a run of one request was "
           "called past saturation (its offered rate, one request over a zero span, was infinite); it is now a burst "
           "of one, with no load, as every run whose requests all arrive at once. The committed predictions of set h's "
@@ -158,12 +160,14 @@ DISCLOSURES = {
           "7802e2b7). These 16 rows ran vLLM 0.9.1 V1, which takes the same engine row (vllm-v1-sync); the runs file and "
           "the committed predictions are left as registered."],
     "i": [_per_worker_nvidia("its 16 latency rows (vLLM 0.6.6, 0.8.5 V0 and 0.9.1 V1) go from 31.5% to 6.6% "
-                             "end-to-end mean APE, median error +29.6% → +2.3%"), _moe_routing("TTFT 43% -> 43%, TPOT 44% -> 44%, ITL 95% -> 93%, end-to-end 84% -> 83%")],
+                             "end-to-end mean APE, median error +29.6% → +2.3%"),
+          _moe_routing("TTFT 43% -> 43%, TPOT 44% -> 44%, ITL 95% -> 93%, end-to-end 84% -> 83%")],
     "g": [_GRAPH_LIMIT, _mixed_kernels("its H200 runs' end-to-end 22.8% → 28.0% (the two 32k-token DeepSeek-V3 "
                                        "bursts −10%/−6% → +47%/+54%), ITL 25.4% → 21.2%, TTFT 38.7% → 35.8% (the "
                                        "MI300X runs have no tables and do not move)"),
           _per_worker_nvidia("its nine vLLM 0.7.3 V0 DeepSeek-R1 runs move further off, already far too fast: 108 "
-                             "metrics 60.5% → 65.0%, median error −57.8% → −65.4%"), _moe_routing("end-to-end 51% -> 54%")],
+                             "metrics 60.5% → 65.0%, median error −57.8% → −65.4%"),
+          _moe_routing("end-to-end 51% -> 54%")],
     "a": [_EAGER_FLOOR],
     "b": [_VLLM_V0_REFIT, _EAGER_FLOOR],
     "d": [_VLLM_V0_REFIT + " Post hoc on set d itself (not a validation: the figures were fitted to it), with "
@@ -184,7 +188,8 @@ DISCLOSURES = {
     "f": [_EAGER_FLOOR, _mixed_kernels("end-to-end 15.2% → 9.4%, TPOT 13.4% → 10.6%, ITL 45.4% → 53.1% (the p99 "
                                        "gaps of the 'separate' policy's prefill stalls), TTFT 75.6% → 78.0%"),
           _per_worker_nvidia("its two vLLM V1 DeepSeek-R1 runs move further off, already too fast: 24 metrics "
-                             "41.8% → 45.1%, median error −37.9% → −41.3%"), _moe_routing("mean APE end-to-end 12% -> 12%, TTFT 42% -> 43%, TPOT 11% -> 10%, ITL 58% -> 58%")],
+                             "41.8% → 45.1%, median error −37.9% → −41.3%"),
+          _moe_routing("mean APE end-to-end 12% -> 12%, TTFT 42% -> 43%, TPOT 11% -> 10%, ITL 58% -> 58%")],
     "j": [_moe_routing("TTFT 42% -> 41%, TPOT 38% -> 32%, ITL 51% -> 41%")],
     "n": [_moe_routing("TTFT 36% -> 35%, TPOT 20% -> 20%, end-to-end 24% -> 24%, ITL 25% -> 26%")],
 }
