@@ -84,3 +84,24 @@ def test_sglang_recv_interval_delays_admission_by_hand():
     assert four.finish_s[0] == pytest.approx(every.finish_s[0])
     with pytest.raises(Exception, match="recv_interval"):
         Policy("continuous", recv_interval=0)
+
+
+def test_amd_admit_interval_gates_admission_by_hand():
+    """AMD's MLPerf vLLM patch (Policy.admit_interval K, admit_min_running M): every pass 10 ms; r0 (100 + 20
+    tokens) at 0 opens the counter at pass 0 [0, 10]; r1 (50 + 2) at 25 ms waits for the next admitting pass, the
+    7th, [70, 80]: first token at 80 ms (40 ms ungated), under every policy that batches continuously. With M = 2
+    and one sequence running the gate is lifted. A request that finds the engine idle starts at once."""
+    wl = make_workload([0.0, 0.025], [100, 50], [20, 2])
+    for kind in ("continuous", "chunked", "separate"):
+        gated = _run(kind, wl, admit_interval=7)
+        assert gated.first_token_s[1] == pytest.approx(0.080) and gated.first_token_s[0] == pytest.approx(0.010)
+        assert _run(kind, wl, admit_interval=7, admit_min_running=2).first_token_s[1] == pytest.approx(0.040)
+        assert _run(kind, wl, admit_interval=7, admit_min_running=1).first_token_s[1] == pytest.approx(0.080)
+    idle = _run("continuous", make_workload([0.0, 0.1], [100, 50], [2, 2]), admit_interval=7)
+    assert idle.first_token_s[1] == pytest.approx(0.110)
+    for bad, match in ((dict(admit_interval=0), "admit_interval"), (dict(admit_min_running=-1), "admit-min-running"),
+                       (dict(admit_interval=3, recv_interval=2), "one of them")):
+        with pytest.raises(Exception, match=match):
+            Policy("continuous", **bad)
+    with pytest.raises(Exception, match="own rule"):
+        Policy("static", admit_interval=3)

@@ -495,9 +495,10 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"}),
                                                ("n", 82, {"n1-", "n2-", "n3-", "n4-", "n5-", "n6-"}),
                                                ("o", 11, {"o1-", "o2-"}), ("p", 52, {"p1-", "p2-", "p3-", "p6-"}),
-                                               ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"})])
-def test_sets_i_to_r_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to r (the ninth to eighteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"}),
+                                               ("s", 19, {"s1-", "s2-", "s3-"})])
+def test_sets_i_to_s_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to s (the ninth to nineteenth blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
@@ -822,3 +823,35 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypa
     other = _reproduces(run, doc, alt["runs"], central="median")
     assert other["metrics"]["ttft_mean"]["value"] > main["metrics"]["ttft_mean"]["value"] + 0.005
     _registered_before_measured("r", pred["at_commit"])
+
+
+def test_dispatch_assignments_by_hand():
+    """Harness dispatch over replicas (S.DISPATCH). Join the shortest queue (AMD's shortest_queue, NVIDIA's
+    load_balancing): arrivals at 0, 1, 2, 3 s staying 10, 10, 0.5 and 10 s go to replicas 0 (tie), 1, 0 (tie at one
+    each) and 0 (r2 has left, so one each again). Fewest prompt tokens sent (NVIDIA's isl_load_balancing, no
+    feedback): prompts 100, 50, 30, 10 go to 0, 1, 1, 1."""
+    sq = S.shortest_queue_assignment(np.array([0.0, 1.0, 2.0, 3.0]), np.array([10.0, 10.0, 0.5, 10.0]), 2)
+    assert sq.tolist() == [0, 1, 0, 0]
+    assert S.least_prompt_tokens_assignment(np.array([100.0, 50.0, 30.0, 10.0]), 2).tolist() == [0, 1, 1, 1]
+
+
+def test_dispatch_splits_the_whole_stream_and_refuses_what_it_cannot_split():
+    """Under round_robin / shortest_queue the workload is the whole stream at the full rate (replicas x the
+    requests of one replica); join-the-shortest-queue's replicas partition it and every replica is simulated; a
+    dispatch the validator does not know, or one over a --max-concurrency client, is a one-line error."""
+    from roofline.simulate import ConstantStep, Deployment, Policy, Simulation
+
+    run = {"id": "x", "rate": 40.0, "replicas": 4, "duration_s": 50.0, "dispatch": "shortest_queue"}
+    ds = {"kind": "uniform", "prompt_range": [100, 200], "output_range": [20, 40]}
+    wl = S.workload_for(run, ds, 0)
+    assert len(wl.arrival_s) == 4 * S.requests_per_replica(run) == 2000
+    assert len(wl.arrival_s) / wl.arrival_s[-1] == pytest.approx(40.0, rel=0.1)
+    wls, trs = S.shortest_queue_replicas(
+        wl, 4, lambda w: Simulation(w, Deployment(ConstantStep(0.02)), Policy("continuous", 64, 4096)).run())
+    assert len(wls) == len(trs) == 4 and sum(len(w.arrival_s) for w in wls) == 2000
+    assert np.array_equal(np.sort(np.concatenate([w.arrival_s for w in wls])), wl.arrival_s)
+    assert min(len(w.arrival_s) for w in wls) > 300  # balanced, not all on replica 0
+    for bad, match in (({"dispatch": "hash"}, "not one of random"),
+                       ({"max_concurrency": 8}, "cannot apply")):
+        with pytest.raises(S.InputError, match=match):
+            S.workload_for({**run, **bad}, ds, 0)

@@ -54,6 +54,8 @@ def register(app: typer.Typer) -> None:
         interval_s: Annotated[float, typer.Option(help="Train departure interval, seconds.")] = 0.020,
         no_preemption: Annotated[bool, typer.Option("--no-preemption", help="Reserve prompt+output KV at admission instead of preempting.")] = False,
         recv_interval: Annotated[int, typer.Option("--recv-interval", help="SGLang's --scheduler-recv-interval: while only decode passes run, new requests are taken in every N of them.")] = 1,
+        admit_interval: Annotated[int, typer.Option("--admit-interval", help="AMD's MLPerf vLLM patch: waiting requests are admitted only on every K-th pass (of any kind), while at least --admit-min-running sequences run (1 = off).")] = 1,
+        admit_min_running: Annotated[int, typer.Option("--admit-min-running", help="With --admit-interval: the gate applies only while at least M sequences run (VLLM_MIN_REQUEST_DECODE_STEP; 0 = always).")] = 0,
         long_prefill_token_threshold: Annotated[int, typer.Option("--long-prefill-token-threshold", help="vLLM's flag of that name, with --policy chunked: a prompt takes at most N tokens of any one pass, so several prompts are prefilled side by side (0 = off).")] = 0,
         kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens too on a single TP/EP group (no PP, no attention DP). auto (default): tables when --engine names a family whose tables cover the accelerator and no --expert-weights-dtype is given, else factor.")] = "auto",
         max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
@@ -127,6 +129,8 @@ def register(app: typer.Typer) -> None:
                                              block_size=block_size != 16, overlap=overlap,
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
+                                             admit_interval=admit_interval != 1,
+                                             admit_min_running=admit_min_running != 0,
                                              long_prefill_token_threshold=long_prefill_token_threshold != 0,
                                              max_concurrency=max_concurrency is not None,
                                              kernels=kernels != "auto",
@@ -145,7 +149,8 @@ def register(app: typer.Typer) -> None:
         req = SimulateRequest.of(
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
-            no_preemption=no_preemption, recv_interval=recv_interval, long_prefill_token_threshold=long_prefill_token_threshold, max_concurrency=max_concurrency, kernels=kernels, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            no_preemption=no_preemption, recv_interval=recv_interval, admit_interval=admit_interval,
+            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_concurrency=max_concurrency, kernels=kernels, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -306,7 +311,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), "
+                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), "
                          "--cuda-graph-max-batch, --in-process, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

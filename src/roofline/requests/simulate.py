@@ -48,6 +48,8 @@ class SimulateRequest(LayoutOptions):
     interval_s: Real(gt=0, le=3600, fix="train departure interval in seconds, e.g. 0.02") = 0.020
     no_preemption: bool = False
     recv_interval: Whole(1, 10_000) = 1  # SGLang --scheduler-recv-interval: new requests every N decode-only passes
+    admit_interval: Whole(1, 10_000, fix="admit waiting requests on every K-th pass, as AMD's MLPerf vLLM patch; 1 = off") = 1
+    admit_min_running: Whole(0, 10**7, fix="gate admissions only while at least M sequences run; 0 = always") = 0
     long_prefill_token_threshold: Whole(0, 10**7, fix="most tokens of one prompt per pass, as vLLM's --long-prefill-token-threshold; 0 = off") = 0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
@@ -103,6 +105,17 @@ class SimulateRequest(LayoutOptions):
         if self.in_process and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('in_process')} drops the {f('engine')}'s per-request costs (HTTP, tokeniser, "
                                    f"first-token streaming); give {f('engine')}, e.g. vllm, or drop {f('in_process')}")
+        if self.admit_interval > 1 and self.recv_interval > 1:
+            raise rules.UsageError(f"{f('admit_interval')} ({self.admit_interval}) and {f('recv_interval')} "
+                                   f"({self.recv_interval}) are two engines' admission gates (AMD's vLLM patch, "
+                                   f"SGLang's); give one of them")
+        if self.admit_interval > 1 and self.policy in ("static", "train", "disaggregated"):
+            raise rules.UsageError(f"{f('admit_interval')} gates a continuous scheduler's admissions; {f('policy')} "
+                                   f"{self.policy} admits by its own rule; use continuous, chunked or separate, or "
+                                   f"drop {f('admit_interval')}")
+        if self.admit_min_running and self.admit_interval == 1:
+            raise rules.UsageError(f"{f('admit_min_running')} ({self.admit_min_running}) says when "
+                                   f"{f('admit_interval')} gates admissions; give {f('admit_interval')} too, or drop it")
         if self.cuda_graph_max_batch is not None and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('cuda_graph_max_batch')} is the {f('engine')}'s CUDA-graph limit (decode batches "
                                    f"above it run eagerly); give {f('engine')}, e.g. sglang")
@@ -293,7 +306,8 @@ def simulate(req: SimulateRequest, progress=None):
     spec = Speculation(req.spec_gamma, req.spec_alpha, req.draft_fraction) if req.spec_gamma else None
     disagg = req.policy == "disaggregated"
     pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
-                 not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold)
+                 not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold,
+                 req.admit_interval, req.admit_min_running)
     rng = np.random.default_rng(req.seed)
     wl = workload(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
@@ -372,6 +386,8 @@ def simulate(req: SimulateRequest, progress=None):
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
     if req.long_prefill_token_threshold:
         d["long_prefill_token_threshold"] = req.long_prefill_token_threshold
+    if req.admit_interval > 1:
+        d["admit_interval"], d["admit_min_running"] = req.admit_interval, req.admit_min_running
     if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)
         d["kernels"] = req._kernels
         if req._kernels == "tables":

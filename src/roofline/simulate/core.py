@@ -75,6 +75,21 @@ def prefix_blocks(workload: Workload, block_tokens: int) -> tuple[np.ndarray, np
     return index, np.where(has, blocks, 0), int(uniq.size)
 
 
+def _passes_to(dt: float, t0: float, s: float, k: int) -> int:
+    """Decode passes (first t0 long, each s longer than the one before) until `dt` seconds have passed: the
+    first pass that starts at or after dt, at least 1; k when the k passes of the segment end before it."""
+    if dt >= k * t0 + s * k * (k - 1) / 2.0:
+        return k
+    if s > 0:
+        a = t0 - s / 2.0
+        ka = max(1, math.ceil((-a + math.sqrt(a * a + 2.0 * s * dt)) / s))
+    else:
+        ka = max(1, math.ceil(dt / t0))
+    while ka > 1 and (ka - 1) * t0 + s * (ka - 1) * (ka - 2) / 2.0 >= dt:
+        ka -= 1
+    return ka
+
+
 def _evict(lru: OrderedDict, cached: list, pinned: list, blocks: int) -> int:
     """Free up to `blocks` unpinned cached blocks, least recently released prefix first, from the tail of its
     chain (vLLM's evictor: least recently used first, the deepest block of a prefix before its parents);
@@ -227,6 +242,9 @@ class Simulation:
         # every N of them (after any other pass, or when idle, at once); `heard` = arrivals up to the last receive
         recv_every = int(pol.recv_interval)
         since_recv, heard, last_decode = 0, 0.0, False
+        # AMD's MLPerf vLLM patch: a counter `phase` cycles through admit_every passes of any kind; waiting requests
+        # are admitted only at phase 0, or at any phase while fewer than admit_min sequences run (policies.py)
+        admit_every, admit_min, phase = int(pol.admit_interval), int(pol.admit_min_running), 0
         r, g = self.ratio, self.growth
         draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
         cap, ovh = dep.kv_capacity_tokens, dep.kv_overhead_tokens
@@ -268,7 +286,7 @@ class Simulation:
         ns, seg_cap = 0, seg.capacity
         report_every, next_report, reported = 4096, 4096, 0
         # bound methods and functions used in the loop
-        heappush, heappop, ceil, sqrt = heapq.heappush, heapq.heappop, math.ceil, math.sqrt
+        heappush, heappop, ceil = heapq.heappush, heapq.heappop, math.ceil
         bucket_get, t_pass, t_decode, mixed = buckets.get, tab.t, tab.decode_segment, self.mixed
         push_stack = stack.append
         prune_at = PRUNE_STACK_AT  # finished ids are dropped from `stack` when it grows past this
@@ -359,7 +377,10 @@ class Simulation:
             blocked = static and (nd > 0 or pad > 0)
             if recv_every <= 1 or nd == 0 or not last_decode or since_recv >= recv_every:
                 heard, since_recv = now, 0  # the scheduler receives every request that has arrived
-            if not blocked:
+            gated = admit_every > 1 and nseq >= admit_min
+            if gated and nseq == 0:
+                phase = 0  # an idle engine spins through empty steps to the admitting one
+            if not blocked and not (gated and phase):
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
                 while nseq < max_seqs:
                     # head of the queues: re-queued (preempted) first, then class 0, then class 1
@@ -491,16 +512,15 @@ class Simulation:
                         k = kr if kr > 0 else 1
                 elif not blocked:
                     dt = (a0[p0] if a0[p0] < a1[p1] else a1[p1]) - now  # until the next arrival
-                    if dt <= 0:
+                    if admit_every > 1 and nseq >= admit_min:  # the first admitting pass at or after the next arrival (or at once: re-queued ones)
+                        ka = 1 if requeue or dt <= 0 else _passes_to(dt, t0, s, k)
+                        ka += -(phase + ka) % admit_every
+                        if ka < k:
+                            k = ka
+                    elif dt <= 0:
                         k = 1
                     elif dt < k * t0 + s * k * (k - 1) / 2.0:
-                        if s > 0:
-                            a = t0 - s / 2.0
-                            ka = max(1, ceil((-a + sqrt(a * a + 2.0 * s * dt)) / s))
-                        else:
-                            ka = max(1, ceil(dt / t0))
-                        while ka > 1 and (ka - 1) * t0 + s * (ka - 1) * (ka - 2) / 2.0 >= dt:
-                            ka -= 1
+                        ka = _passes_to(dt, t0, s, k)
                         if ka < k:
                             k = ka
                 if k < 1:
@@ -520,6 +540,7 @@ class Simulation:
                 ctx_sum += (nd + pad) * g * k
                 it += k
                 since_recv += k
+                phase = (phase + k) % admit_every
                 last_decode = True
                 if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
                     # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
@@ -594,6 +615,7 @@ class Simulation:
                             buckets[fin] = [rid]
                             heappush(heap, fin)
                 it += 1
+                phase = (phase + 1) % admit_every
                 last_decode = False  # a pass with prompts: SGLang's skipper receives right after it
                 if free_tok and on_demand:
                     pending = sum(e[1] for e in pf) if pf else 0

@@ -25,6 +25,13 @@ waiting requests alike).
 scheduler takes in newly arrived requests every N of them (after a pass with prompts, or when idle, at once), so a
 request arriving during a long decode stretch waits up to N − 1 passes before it can be admitted; 1 = every pass.
 
+`admit_interval` K with `admit_min_running` M (AMD's MLPerf vLLM scheduler patch, env VLLM_SUBSEQUENT_DECODE_STEPS =
+K − 1 and VLLM_MIN_REQUEST_DECODE_STEP = M; mlcommons/inference_results_v6.0 closed/AMD/setup/llama2-70b-99/patches/
+llama2-70b_vllm_gfx950.patch, vllm/v1/core/sched/scheduler.py hunk): a step counter cycles through K passes of every
+kind, and waiting requests are admitted only on its first pass, or on any pass while fewer than M sequences run. An
+idle engine spins through empty steps to the admitting one at once. Unlike `recv_interval`, prefill and mixed passes
+count too, so a request waits up to K − 1 passes of any kind; 1 = every pass (off).
+
 KV memory (vLLM, Kwon et al. SOSP 2023 §4.5): `preemption=True` allocates KV as sequences grow and,
 when the pool is full, preempts the most recently admitted sequence (recompute: it re-queues at the
 front and re-prefills prompt + generated tokens); `preemption=False` reserves prompt + output at
@@ -51,11 +58,13 @@ class Policy:
     speculation: Speculation | None = None
     recv_interval: int = 1  # SGLang --scheduler-recv-interval: new requests taken in every N decode-only passes
     long_prefill_token_threshold: int = 0  # vLLM --long-prefill-token-threshold: most tokens of one prompt per pass (0 = off)
+    admit_interval: int = 1  # AMD's MLPerf vLLM patch: waiting requests admitted on every K-th pass only (1 = off)
+    admit_min_running: int = 0  # ... and only while at least this many sequences run (VLLM_MIN_REQUEST_DECODE_STEP)
 
     def __post_init__(self):
         if self.kind not in POLICIES:
             raise InputError(f"unknown policy {self.kind!r}; expected one of {', '.join(POLICIES)}")
-        for name in ("max_seqs", "max_batched_tokens", "recv_interval"):
+        for name in ("max_seqs", "max_batched_tokens", "recv_interval", "admit_interval"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise InputError(f"{name} must be a whole number >= 1, got {v}; zero capacity serves nobody")
@@ -65,6 +74,15 @@ class Policy:
         if lp and self.kind != "chunked":
             raise InputError(f"--long-prefill-token-threshold ({lp}) caps prompt chunks, so it needs policy 'chunked', got "
                              f"{self.kind!r}; drop it or use --policy chunked")
+        am = self.admit_min_running
+        if int(am) != am or am < 0:
+            raise InputError(f"--admit-min-running must be a whole number >= 0 (0 = gate at any batch), got {am}")
+        if self.admit_interval > 1 and self.recv_interval > 1:
+            raise InputError(f"--admit-interval ({self.admit_interval}) and --recv-interval ({self.recv_interval}) are "
+                             "two engines' admission gates (AMD's vLLM patch, SGLang's); give one of them")
+        if self.admit_interval > 1 and self.kind in ("static", "train"):
+            raise InputError(f"--admit-interval gates a continuous scheduler's admissions; policy {self.kind!r} "
+                             "admits by its own rule; drop it or use continuous, chunked or separate")
         require_positive("train interval", self.interval_s, fix="departures need a positive interval in seconds")
 
 

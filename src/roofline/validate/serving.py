@@ -31,9 +31,19 @@ Metrics (as the benchmark tools define them, over the requests of one replica):
           engines that stream several tokens per chunk (vLLM multi-step) — those ITLs are `not_modelled`.
 
 Arrivals are Poisson at rate / replicas per replica (a random split of a Poisson stream is Poisson; LoadGen's
-Server scenario and the bench tools' --request-rate are Poisson). Ignores: load-balancer imbalance and
-round-robin smoothing across replicas, warm-up, the clients' own overhead, harness batchers in front of the
-engine (AMD's MLPerf --enable-batcher). `rate: .inf` releases every request at t = 0 (`--request-rate inf`, or
+Server scenario and the bench tools' --request-rate are Poisson). A run's `dispatch` says how its harness splits
+the stream over the replicas: `random` (the default, as above), `round_robin` (replica j gets arrivals j, j + N, …
+of the Poisson stream at the full rate: Erlang-N gaps; one replica simulated), `least_prompt_tokens` (each arrival
+goes to the replica sent the fewest prompt tokens so far, the lowest index on ties: NVIDIA's MLPerf harness
+`isl_load_balancing`, whose LLMCore.isl_sum only grows — closed/NVIDIA/code/llmlib/cores/base.py of
+mlcommons/inference_results_v6.0; no feedback from completions, so replica 0 alone is simulated) or `shortest_queue` (each arrival goes
+to the replica with the fewest requests in flight, the lowest index on ties: NVIDIA's MLPerf harness
+`load_balancing` in Server, AMD's `shortest_queue`). Join-the-shortest-queue couples the replicas, which are
+simulated one at a time, so it is solved as a fixed point (`shortest_queue_assignment`): round-robin first, then
+each arrival is sent where the fewest requests are in flight, each in flight until its arrival plus its sojourn in
+the previous round, and every replica is simulated again (JSQ_ROUNDS rounds in all); the metrics pool every
+replica's requests. Ignores: warm-up, the clients' own overhead, harness batchers in front of the engine (AMD's
+MLPerf --enable-batcher). `rate: .inf` releases every request at t = 0 (`--request-rate inf`, or
 benchmark_latency's one batched call: a burst, not a saturated queue). `max_concurrency: C` is the client's
 `--max-concurrency` semaphore: a request is sent at the later of its release and the completion that frees a slot
 (the fixed point of validate/bench.closed_loop_run, exact after ⌈n/C⌉ + 1 simulations); TTFT and end-to-end run from
@@ -63,8 +73,8 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
 # benchmarks), gathered after set d was scored (suffix _e), "f" = the sixth (SGLang cookbook hold-outs and Kimi-K2.5,
 # vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator; "g" to
-# "r" the seventh to eighteenth (suffixes _g to _r), each gathered after the one before was scored.
-SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r")
+# "s" the seventh to nineteenth (suffixes _g to _s), each gathered after the one before was scored.
+SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s")
 
 
 #: the per-worker term on NVIDIA only (2026-11-26): every set with vLLM V0/V1-sync runs at TP > 1 on MI300X discloses it
@@ -199,7 +209,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to r = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to s = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
@@ -312,18 +322,38 @@ def requests_per_replica(run: dict) -> int:
     return min(n, MAX_REQUESTS)
 
 
+DISPATCH = ("random", "round_robin", "least_prompt_tokens", "shortest_queue")
+JSQ_ROUNDS = 3  # simulations of every replica under `shortest_queue`: round-robin, then two fixed-point rounds
+
+
+def dispatch_of(run: dict) -> str:
+    """The run's `dispatch` (module docstring), checked: one line naming the run when it is not one of DISPATCH
+    or cannot apply."""
+    d = run.get("dispatch", "random")
+    if d not in DISPATCH:
+        raise InputError(f"serving run {run.get('id')!r}: dispatch {d!r} is not one of {', '.join(DISPATCH)}; "
+                         "give how the harness splits requests over the replicas")
+    if d != "random" and ("lengths" in run or "max_concurrency" in run or math.isinf(float(run["rate"]))):
+        raise InputError(f"serving run {run.get('id')!r}: dispatch {d!r} splits a Poisson stream over replicas; "
+                         "it cannot apply to given lengths, a --max-concurrency client or rate .inf; drop it")
+    return d
+
+
 def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     """One replica's workload: Poisson arrivals at rate / replicas, lengths from the dataset (a run's
-    `output_scale`, where given, replaces the dataset's: the run's own generated tokens per sample); seeded."""
+    `output_scale`, where given, replaces the dataset's: the run's own generated tokens per sample); seeded.
+    Under `dispatch` round_robin or shortest_queue: the whole stream of every replica (`replica_workloads`)."""
     from ..simulate.workload import make_workload, poisson_arrivals
 
     if "output_scale" in run:
         ds = {**ds, "output_scale": float(run["output_scale"])}
     rng = np.random.default_rng([int(seed), 2020])
     n = requests_per_replica(run)
-    rate = float(run["rate"])
+    lam = float(run["rate"]) / int(run["replicas"])
+    if dispatch_of(run) != "random":  # the whole stream, at the full rate, for the harness to split
+        n, lam = n * int(run["replicas"]), float(run["rate"])
     # rate .inf: every request at t = 0 (`--request-rate inf`; benchmark_latency's one batched call)
-    t = np.zeros(n) if math.isinf(rate) else poisson_arrivals(rng, rate / int(run["replicas"]), n)
+    t = np.zeros(n) if math.isinf(lam) else poisson_arrivals(rng, lam, n)
     p, o = draw_lengths(rng, n, ds, sigma)
     if "lengths" in run:  # the run's own requests, in send order (published or reproduced): no draw
         p, o = exact_lengths(run, n)
@@ -360,7 +390,25 @@ def itl_stats(trace, separate: bool = False) -> dict:
     """Mean and percentiles of the inter-token latency: pass times weighted by the sequences in the pass
     (module docstring). `separate` (policy 'separate': prefill-only passes that the decoding sequences wait for):
     a prefill-only pass makes no gap of its own; the decoding sequences it stalled (the next decode pass's
-    batch less the sequences the prefill passes just started) have that gap plus the prefill passes before it."""
+    batch less the sequences the prefill passes just started) have that gap plus the prefill passes before it.
+    `trace` may be a list of traces (replicas): their gaps pooled."""
+    if isinstance(trace, list):
+        tw = [_itl_gaps(x, separate) for x in trace]
+        t, w = np.concatenate([a for a, _ in tw]), np.concatenate([b for _, b in tw])
+    else:
+        t, w = _itl_gaps(trace, separate)
+    order = np.argsort(t, kind="stable")
+    t, w = t[order], w[order]
+    cw = np.cumsum(w)
+
+    def pct(q: float) -> float:
+        return float(t[min(int(np.searchsorted(cw, q / 100 * cw[-1])), t.size - 1)])
+
+    return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
+
+
+def _itl_gaps(trace, separate: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One trace's inter-token gaps and their weights (itl_stats)."""
     iters = np.asarray(trace.seg_iters, dtype=np.int64)
     keep = iters > 0
     iters = iters[keep]
@@ -382,25 +430,21 @@ def itl_stats(trace, separate: bool = False) -> dict:
         stalled = np.clip(w[dec] - started, 0.0, w[dec])
         t = np.concatenate((t[dec] + stall, t[dec]))
         w = np.concatenate((stalled, w[dec] - stalled))
-    order = np.argsort(t, kind="stable")
-    t, w = t[order], w[order]
-    cw = np.cumsum(w)
-
-    def pct(q: float) -> float:
-        return float(t[min(int(np.searchsorted(cw, q / 100 * cw[-1])), t.size - 1)])
-
-    return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
+    return t, w
 
 
 def trace_metrics(trace, ttft_zero=None, separate: bool = False) -> dict:
-    """Every metric of METRICS from a Trace (seconds). `ttft_zero`: a mask of requests whose TTFT the client
-    records as 0 (vLLM's benchmark_serving before v0.6 for a response that streamed no text: run key
-    `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs)."""
+    """Every metric of METRICS from a Trace (seconds), or from a list of traces (replicas) pooled. `ttft_zero`: a
+    mask of requests whose TTFT the client records as 0 (vLLM's benchmark_serving before v0.6 for a response that
+    streamed no text: run key `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs)."""
     from ..simulate.metrics import e2e_s, tpot_s, ttft_s
 
     out: dict[str, float | None] = {}
-    ttft = ttft_s(trace) if ttft_zero is None else np.where(ttft_zero, 0.0, ttft_s(trace))
-    for name, x in (("ttft", ttft), ("tpot", tpot_s(trace)), ("e2e", e2e_s(trace))):
+    traces = trace if isinstance(trace, list) else [trace]
+    ttft, tpot, e2e = (np.concatenate([f(x) for x in traces]) for f in (ttft_s, tpot_s, e2e_s))
+    if ttft_zero is not None:
+        ttft = np.where(ttft_zero, 0.0, ttft)
+    for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
         x = x[np.isfinite(x)]
         if not x.size:  # no request has the metric (TPOT of one-token outputs): undefined, not a crash
             out.update({f"{name}_{s}": None for s in ("mean", "p50", "p99")})
@@ -420,7 +464,10 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
 
     pol = Policy(run["policy"], int(run["max_seqs"]), int(run["max_batched_tokens"]),
-                 long_prefill_token_threshold=int(run.get("long_prefill_token_threshold", 0)))
+                 recv_interval=int(run.get("recv_interval", 1)),  # SGLang's --scheduler-recv-interval
+                 long_prefill_token_threshold=int(run.get("long_prefill_token_threshold", 0)),
+                 admit_interval=int(run.get("admit_interval", 1)),  # AMD's MLPerf vLLM patch (policies.py)
+                 admit_min_running=int(run.get("admit_min_running", 0)))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
     if run.get("in_process"):  # the client calls the engine in process (run key; simulate --in-process)
         ovh = ovh.in_process()
@@ -445,6 +492,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     def simulate(w):
         return run_with_engine(w, ovh, one)
 
+    dispatch = dispatch_of(run)
+    traces = None
     if "max_concurrency" in run:  # the client's --max-concurrency: a closed loop over the run's own releases
         from .bench import closed_loop_run
 
@@ -452,6 +501,16 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
         tr = closed_loop_run(lambda sends: simulate(replace(wl, arrival_s=sends)), n, c, release_s=wl.arrival_s,
                              iterations=-(-n // c) + 1)
         wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+    elif dispatch == "round_robin":  # replica 0's share: every N-th arrival (the replicas are alike)
+        wl = _subset(wl, np.arange(0, len(wl.arrival_s), int(run["replicas"])))
+        tr = simulate(wl)
+    elif dispatch == "least_prompt_tokens":  # replica 0's share under greedy prompt-token balancing
+        wl = _subset(wl, np.flatnonzero(least_prompt_tokens_assignment(wl.prompt_tokens, int(run["replicas"])) == 0))
+        tr = simulate(wl)
+    elif dispatch == "shortest_queue":
+        wls, traces = shortest_queue_replicas(wl, int(run["replicas"]), simulate)
+        # the verdict of the most loaded replica (the lowest index takes ties)
+        wl, tr = max(zip(wls, traces), key=lambda x: len(x[0].arrival_s))
     else:
         tr = simulate(wl)
     sat = run_saturation(wl, tr, dep, None, pol)
@@ -460,10 +519,81 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     zero = None
     if run.get("client_zero_ttft_when_empty") and "lengths" in run:
         zero = np.asarray(run["lengths"]["output"], dtype=float) == 0
-    return {**trace_metrics(tr, zero, run["policy"] == "separate"), "saturation": {k: sat.get(k) for k in (
+    return {**trace_metrics(traces or tr, zero, run["policy"] == "separate"), "saturation": {k: sat.get(k) for k in (
         "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
         "latency_sensitivity", "burst", "closed_loop")},
         "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
+
+
+def _subset(wl, idx: np.ndarray):
+    """The requests `idx` of a workload, in order."""
+    from ..simulate.workload import make_workload
+
+    return make_workload(wl.arrival_s[idx], wl.prompt_tokens[idx], wl.output_tokens[idx])
+
+
+def least_prompt_tokens_assignment(prompt_tokens: np.ndarray, replicas: int) -> np.ndarray:
+    """Each request, in arrival order, to the replica sent the fewest prompt tokens so far (the lowest index on
+    ties): NVIDIA's MLPerf `isl_load_balancing`. Returns each request's replica."""
+    import heapq
+
+    heap = [(0.0, j) for j in range(replicas)]  # (prompt tokens sent, replica): a valid heap as built
+    out = np.empty(len(prompt_tokens), dtype=np.int64)
+    replace_top = heapq.heapreplace
+    for i, p in enumerate(prompt_tokens.tolist()):
+        sent, j = heap[0]
+        replace_top(heap, (sent + p, j))
+        out[i] = j
+    return out
+
+
+def shortest_queue_assignment(arrival_s: np.ndarray, sojourn_s: np.ndarray, replicas: int) -> np.ndarray:
+    """Join the shortest queue: each arrival (in time order) goes to the replica with the fewest requests in
+    flight, the lowest index on ties (NVIDIA's MLPerf harness `load_balancing`: min over get_num_pending_samples();
+    AMD's `shortest_queue`), a request in flight from its arrival until arrival + `sojourn_s`. Returns each
+    request's replica."""
+    import heapq
+
+    order = np.argsort(arrival_s, kind="stable")
+    ts, ends = arrival_s[order].tolist(), (arrival_s[order] + sojourn_s[order]).tolist()
+    picks = [0] * len(ts)
+    counts = [0] * replicas  # requests in flight per replica
+    heap: list[tuple[float, int]] = []  # (finish, replica) of the requests in flight
+    pop, push, index = heapq.heappop, heapq.heappush, counts.index
+    for i, t in enumerate(ts):
+        while heap and heap[0][0] <= t:
+            counts[pop(heap)[1]] -= 1
+        j = index(min(counts))
+        counts[j] += 1
+        push(heap, (ends[i], j))
+        picks[i] = j
+    out = np.empty(len(ts), dtype=np.int64)
+    out[order] = picks
+    return out
+
+
+def shortest_queue_replicas(wl, replicas: int, simulate) -> tuple[list, list]:
+    """Every replica's workload and trace under join-the-shortest-queue dispatch (module docstring): round-robin
+    first, then JSQ_ROUNDS − 1 rounds that assign by the previous round's sojourn times and simulate again
+    (stopping early when the assignment repeats)."""
+    n = len(wl.arrival_s)
+    assign = np.arange(n) % replicas
+    wls: list = []
+    traces: list = []
+    for rnd in range(JSQ_ROUNDS):
+        parts = [np.flatnonzero(assign == j) for j in range(replicas)]
+        wls = [_subset(wl, p) for p in parts]
+        traces = [simulate(w) for w in wls]
+        if rnd == JSQ_ROUNDS - 1:
+            break
+        sojourn = np.empty(n)
+        for p, tr in zip(parts, traces):
+            sojourn[p] = np.asarray(tr.finish_s) - np.asarray(tr.arrival_s)
+        new = shortest_queue_assignment(wl.arrival_s, sojourn, replicas)
+        if np.array_equal(new, assign):
+            break
+        assign = new
+    return wls, traces
 
 
 def variants(run: dict, ds: dict) -> list[dict]:
