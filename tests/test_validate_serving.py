@@ -825,6 +825,29 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("r", pred["at_commit"])
 
 
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
+    admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
+    isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
+    split at random) is what the code gives with the dispatch ignored; every AMD run carries the gate and
+    join-the-shortest-queue; at the commit they record, the measured values were not in the repository."""
+    sp = S.set_paths("s")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_s_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "s" not in S.DISCLOSURES
+    assert pred["at_commit"].startswith("7b65bc9") and alt["at_commit"] == pred["at_commit"]
+    assert "declared alternative" in alt["variant"]
+    amd = [r for r in doc["runs"] if r["engine"] == "vllm"]
+    assert len(amd) == 12 and all(r["dispatch"] == "shortest_queue" and r["admit_interval"] in (3, 7) for r in amd)
+    run = next(r for r in doc["runs"] if r["id"] == "s3-oracle_gb300x4_l2_70b_server")
+    assert run["dispatch"] == "least_prompt_tokens"
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.setattr(S, "dispatch_of", lambda r: "random")
+    other = _reproduces(run, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("s", pred["at_commit"])
+
+
 def test_dispatch_assignments_by_hand():
     """Harness dispatch over replicas (S.DISPATCH). Join the shortest queue (AMD's shortest_queue, NVIDIA's
     load_balancing): arrivals at 0, 1, 2, 3 s staying 10, 10, 0.5 and 10 s go to replicas 0 (tie), 1, 0 (tie at one
