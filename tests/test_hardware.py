@@ -83,6 +83,15 @@ def test_mi355x_platform_by_hand():
     assert s.scale_up_bytes_per_s == pytest.approx(7 * 153.6e9 / 2, rel=1e-12)
 
 
+def test_hgx_b300_platform_by_hand():
+    """8 x B300 (HGX/DGX B300, 1100 W): 270 GB each as MLPerf's systems report, 8 TB/s; NVLink 5 1.8 TB/s
+    bidirectional = 900 GB/s per direction; ConnectX-8 800 Gb/s = 100 GB/s; dense FP4 13.1 PF, below GB300's 15."""
+    s = get_system("hgx-b300")
+    assert s.chips == 8 and s.accelerator.id == "b300" and s.accelerator.vendor == "nvidia"
+    assert s.hbm_bytes == 8 * 270e9 and s.hbm_bytes_per_s == pytest.approx(8 * 8e12, rel=1e-12)
+    assert (s.scale_up_bytes_per_s, s.scale_out_bytes_per_s) == (900e9, 100e9)
+    assert s.accelerator.flops_per_s["fp4"] == 13125e12 < get_accelerator("gb300").flops_per_s["fp4"]
+
 def test_single_accelerator_system():
     acc = get_accelerator("h100-sxm")
     s = single_accelerator_system(acc, 4)

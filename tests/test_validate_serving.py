@@ -848,6 +848,21 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("s", pred["at_commit"])
 
 
+def test_kv_memory_run_keys_by_hand():
+    """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
+    (163,840 B a token) on one MI355X (288 GB): vLLM's gpu_memory_utilization 0.95 of the whole memory gives
+    (0.95 x 288e9 - W) / 163,840 tokens; TensorRT-LLM's 0.95 of what the weights leave, (0.95 x (288e9 - W)) / 163,840;
+    without the keys, 0.90 of the whole memory."""
+    run = {"model": "llama-2-70b", "system": "mi355x-8", "gpus": 1, "weights_dtype": "fp4", "kv_dtype": "fp8"}
+    base = S.deployment_for(run).kv_capacity_tokens
+    total = S.deployment_for({**run, "kv_memory_fraction": 0.95}).kv_capacity_tokens
+    free = S.deployment_for({**run, "kv_memory_fraction": 0.95, "kv_memory_of": "free"}).kv_capacity_tokens
+    w = 0.90 * 288e9 - base * 163840  # the weights' bytes, from the default
+    assert total == pytest.approx((0.95 * 288e9 - w) / 163840, rel=1e-9)
+    assert free == pytest.approx(0.95 * (288e9 - w) / 163840, rel=1e-9)
+    assert 30e9 < w < 40e9 and free > total > base
+
+
 def test_dispatch_assignments_by_hand():
     """Harness dispatch over replicas (S.DISPATCH). Join the shortest queue (AMD's shortest_queue, NVIDIA's
     load_balancing): arrivals at 0, 1, 2, 3 s staying 10, 10, 0.5 and 10 s go to replicas 0 (tie), 1, 0 (tie at one

@@ -379,7 +379,9 @@ def deployment_for(run: dict, which: str = "mid"):
     from ..catalog import model, system
     from ..simulate.steptable import roofline_deployment
 
-    extra = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
+    extra: dict[str, Any] = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
+    if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
+        extra.update(usable_memory=float(run["kv_memory_fraction"]), kv_memory_of=str(run.get("kv_memory_of", "total")))
     dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
                               weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
     step: Any = dep.step  # an EngineStep (realistic): the corner is its `which`
