@@ -105,3 +105,18 @@ def test_amd_admit_interval_gates_admission_by_hand():
             Policy("continuous", **bad)
     with pytest.raises(Exception, match="own rule"):
         Policy("static", admit_interval=3)
+
+
+def test_simulate_kv_memory_flags_set_the_pool_by_hand():
+    """simulate --kv-memory-fraction F --kv-memory-of total|free: Llama 2 70B (fp4 weights, fp8 KV: 163,840 B a token)
+    on one MI355X (288 GB): the pool is (F x 288e9 - W) / 163,840 tokens of the whole memory (vLLM's
+    gpu_memory_utilization; default 0.9) or F x (288e9 - W) / 163,840 of what the weights leave (TensorRT-LLM)."""
+    from roofline.requests.simulate import SimulateRequest, simulate
+
+    base = dict(model="llama-2-70b", system="mi355x-8", gpus=1, rate=5.0, requests=20, weights_dtype="fp4",
+                kv_dtype="fp8", realistic=True)
+    caps = [simulate(SimulateRequest.of(**base, **kw))[0]["kv_capacity_tokens"]
+            for kw in ({}, {"kv_memory_fraction": 0.95}, {"kv_memory_fraction": 0.95, "kv_memory_of": "free"})]
+    w = 0.9 * 288e9 - caps[0] * 163840
+    assert caps[1] == pytest.approx((0.95 * 288e9 - w) / 163840, rel=1e-9)
+    assert caps[2] == pytest.approx(0.95 * (288e9 - w) / 163840, rel=1e-9)

@@ -76,6 +76,8 @@ def register(app: typer.Typer) -> None:
         prefix_groups: Annotated[int, typer.Option(help="Distinct system prompts of --shared-prefix-tokens, each request's drawn uniformly.")] = 1,
         prefix_cache: Annotated[str, typer.Option(help="Prefix caching: auto (on when requests share prefixes), on or off.")] = "auto",
         block_size: Annotated[int, typer.Option(help="KV block size in tokens: only whole blocks of a prefix are reused (vLLM 16, SGLang 1).")] = 16,
+        kv_memory_fraction: Annotated[float, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free).")] = 0.9,
+        kv_memory_of: Annotated[str, typer.Option("--kv-memory-of", help="total: the fraction is of the whole HBM, less the weights (vLLM, SGLang); free: of what the weights leave (TensorRT-LLM).")] = "total",
         fast_fraction: Annotated[float, typer.Option(help="Share of requests in the fast (priority) class.")] = 0.0,
         spec_gamma: Annotated[int, typer.Option(help="Speculative draft length (0 = off).")] = 0,
         spec_alpha: Annotated[float, typer.Option(help="Speculative acceptance rate per draft token.")] = 0.7,
@@ -127,6 +129,7 @@ def register(app: typer.Typer) -> None:
                                              ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
                                              block_size=block_size != 16, overlap=overlap,
+                                             kv_memory=kv_memory_fraction != 0.9 or kv_memory_of != "total",
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
                                              admit_interval=admit_interval != 1,
@@ -154,7 +157,8 @@ def register(app: typer.Typer) -> None:
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
-            block_size=block_size, fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
+            block_size=block_size, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
+            fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
             moe_imbalance=moe_imbalance, ttft_target_s=ttft_target_s,
@@ -311,7 +315,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), "
+                         "--prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), "
                          "--cuda-graph-max-batch, --in-process, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -70,6 +70,8 @@ class SimulateRequest(LayoutOptions):
     prefix_groups: Whole(1, 10**6, fix="number of distinct system prompts, e.g. 4") = 1
     prefix_cache: Choice("auto", "on", "off") = "auto"
     block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
+    kv_memory_fraction: Real(gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9") = 0.9
+    kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
     spec_gamma: Whole(0, 64, fix="draft tokens per step, 0 = off") = 0
     spec_alpha: Real(ge=0, lt=1, fix="acceptance rate per draft token in [0, 1), e.g. 0.7") = 0.7
@@ -312,7 +314,8 @@ def simulate(req: SimulateRequest, progress=None):
     wl = workload(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
-                usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic)
+                usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic,
+                usable_memory=req.kv_memory_fraction, kv_memory_of=req.kv_memory_of)
     if req.expert_weights_dtype is not None:
         opts["expert_weights_dtype"] = req.expert_weights_dtype
     if req.overlap:  # the family's factors with communication overlapped, given explicitly (as `step --overlap`)
