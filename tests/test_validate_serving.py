@@ -848,6 +848,30 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("s", pred["at_commit"])
 
 
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
+    dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
+    the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
+    tables) is what the code gives with that swap; at the commit they record, the measured values were not in the
+    repository."""
+    sp = S.set_paths("t")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_t_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "t" not in S.DISCLOSURES
+    assert pred["at_commit"].startswith("f6d1186") and alt["at_commit"] == pred["at_commit"]
+    assert "declared alternative" in alt["variant"]
+    assert sum(r["system"] == "hgx-b300" for r in doc["runs"]) == 28
+    run = next(r for r in doc["runs"] if r["id"] == "t1-giga_b300x8_l2_70b_interactive")
+    assert run["dispatch"] == "round_robin" and run.get("kernels", "factor") == "factor"
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    orig = S.simulate_run
+    monkeypatch.setattr(S, "simulate_run", lambda r, ds, **kw: orig(
+        {**r, "system": "gb300-nvl72", "kernels": "tables"} if r["system"] == "hgx-b300" else r, ds, **kw))
+    other = _reproduces(run, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("t", pred["at_commit"])
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (288 GB): vLLM's gpu_memory_utilization 0.95 of the whole memory gives
