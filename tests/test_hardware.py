@@ -92,6 +92,14 @@ def test_hgx_b300_platform_by_hand():
     assert (s.scale_up_bytes_per_s, s.scale_out_bytes_per_s) == (900e9, 100e9)
     assert s.accelerator.flops_per_s["fp4"] == 13125e12 < get_accelerator("gb300").flops_per_s["fp4"]
 
+def test_mi325x_platform_by_hand():
+    """8 x MI325X: the MI300X platform with 256 GB HBM3E at 6 TB/s each; Infinity Fabric 7 x 64 = 448 GB/s per
+    direction over all peers."""
+    s = get_system("mi325x-8")
+    assert s.chips == 8 and s.accelerator.id == "mi325x" and s.accelerator.vendor == "amd"
+    assert s.hbm_bytes == 8 * 256e9 and s.hbm_bytes_per_s == pytest.approx(8 * 6e12, rel=1e-12)
+    assert s.scale_up_bytes_per_s == pytest.approx(448e9, rel=1e-12)
+
 def test_single_accelerator_system():
     acc = get_accelerator("h100-sxm")
     s = single_accelerator_system(acc, 4)
