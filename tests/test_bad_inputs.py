@@ -40,7 +40,7 @@ CASES = [
     ("step -m deepseek-v3 -s gb200-nvl72 --ep 0", 1, "--ep must be a whole number >= 1, got 0"),
     (f"{STEP} --domains 0", 1, "--domains must be a whole number between 1 and 1024, got 0"),
     (f"{SIM} --policy disaggregated --prefill-gpus 0", 1, "--prefill-gpus must be a whole number >= 1"),
-    (f"{SIM} --engine sglang --cuda-graph-max-batch 0", 1, "--cuda-graph-max-batch must be a whole number >= 1"),
+    (f"{SIM} --engine sglang --cuda-graph-max-batch -1", 1, "--cuda-graph-max-batch must be a whole number >= 0"),
     (f"{SIM} --cuda-graph-max-batch 160", 2, "--cuda-graph-max-batch is the --engine's CUDA-graph limit"),
     (f"{SIM} --in-process", 2, "--in-process drops the --engine's per-request costs"),
     (f"{STEP} -g 3 --tp 8", 1, "--gpus 3 disagrees with the layout"),

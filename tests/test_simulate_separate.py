@@ -120,3 +120,22 @@ def test_simulate_kv_memory_flags_set_the_pool_by_hand():
     w = 0.9 * 288e9 - caps[0] * 163840
     assert caps[1] == pytest.approx((0.95 * 288e9 - w) / 163840, rel=1e-9)
     assert caps[2] == pytest.approx(0.95 * (288e9 - w) / 163840, rel=1e-9)
+
+
+def test_enforce_eager_is_a_graph_limit_of_zero_by_hand():
+    """--cuda-graph-max-batch 0 (vLLM's --enforce-eager): every decode pass takes at least the engine row's eager
+    floor (eager_s_per_kernel x the model's kernels per pass, here ~1,300 x 57 µs; checked to 10%); the row's own
+    limit (vllm-v0: 256) graphs them."""
+    from roofline.catalog import model
+    from roofline.model import kernels_per_pass
+    from roofline.requests.simulate import SimulateRequest, simulate
+    from roofline.simulate.overheads import EngineOverheads
+
+    base = dict(model="llama-2-70b", system="mi325x-8", gpus=1, rate=2.0, requests=100, weights_dtype="fp8",
+                kv_dtype="fp8", realistic=True, engine="vllm-v0")
+    graphed = simulate(SimulateRequest.of(**base))[0]
+    eager = simulate(SimulateRequest.of(**base, cuda_graph_max_batch=0))[0]
+    gemms, elementwise, attention = kernels_per_pass(model("llama-2-70b"), low_precision_gemms=True)
+    floor = EngineOverheads.load("vllm-v0").eager_s_per_kernel * (gemms + float(elementwise) + attention) * 0.9
+    assert graphed["engine_cuda_graph_max_batch"] == 256 and eager["engine_cuda_graph_max_batch"] == 0
+    assert graphed["tpot_p50_s"] < floor <= eager["tpot_p50_s"]

@@ -92,7 +92,7 @@ class SimulateRequest(LayoutOptions):
     overlap: bool = False
     engine: Text = "none"
     in_process: bool = False  # the client calls the engine in process: no per-request HTTP/tokeniser/streaming costs
-    cuda_graph_max_batch: OptWhole(1, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160") = None
+    cuda_graph_max_batch: OptWhole(0, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160; 0 for --enforce-eager") = None
     plot: OptText = None
 
     def check(self) -> None:

@@ -44,8 +44,9 @@ Relation to the realistic families (efficiency.yaml): a family's `pass_overhead_
 per-step host work, so `with_engine` sets it to 0 when an engine is given (the engine's τ_pass + τ_seq·B
 replace it); `layer_overhead_s` (kernel launch gaps inside the forward) is GPU-side and kept.
 Ignores: CPU contention between the API server and the engine under load (the figures are those of the
-engines' split-process designs), multi-step scheduling (one host round per n steps), --enforce-eager decode
-(CUDA graphs for decode are every engine's default), and network time between the user and the server.
+engines' split-process designs), multi-step scheduling (one host round per n steps; its admission boundaries can be given as the policy's
+admit_interval), eager decode in engines whose row has no eager floor (the vllm row: vLLM V1's --enforce-eager;
+`cuda_graph_max_batch` 0 gives the floor to every decode pass where the row has one), and network time between the user and the server.
 """
 
 from __future__ import annotations
@@ -154,9 +155,9 @@ class EngineOverheads:
             v = getattr(self, name)
             if not (np.isfinite(v) and v >= 0):
                 raise InputError(f"engine overhead {name} must be a time >= 0 s, got {v!r}")
-        if not self.cuda_graph_max_batch >= 1:
-            raise InputError(f"cuda_graph_max_batch must be a batch >= 1 (inf: every decode batch graphed), got "
-                             f"{self.cuda_graph_max_batch!r}")
+        if not self.cuda_graph_max_batch >= 0:
+            raise InputError(f"cuda_graph_max_batch must be a batch >= 0 (inf: every decode batch graphed; 0: none, "
+                             f"as vLLM's --enforce-eager), got {self.cuda_graph_max_batch!r}")
 
     @classmethod
     def load(cls, engine: str, which: str = "mid") -> "EngineOverheads":
