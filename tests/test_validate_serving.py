@@ -496,9 +496,10 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("n", 82, {"n1-", "n2-", "n3-", "n4-", "n5-", "n6-"}),
                                                ("o", 11, {"o1-", "o2-"}), ("p", 52, {"p1-", "p2-", "p3-", "p6-"}),
                                                ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"}),
-                                               ("s", 19, {"s1-", "s2-", "s3-"}), ("t", 31, {"t1-", "t2-", "t3-"})])
-def test_sets_i_to_t_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to t (the ninth to twentieth blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("s", 19, {"s1-", "s2-", "s3-"}), ("t", 31, {"t1-", "t2-", "t3-"}),
+                                               ("u", 20, {"u1-", "u2-"})])
+def test_sets_i_to_u_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to u (the ninth to twenty-first blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
