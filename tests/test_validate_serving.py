@@ -873,6 +873,33 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("t", pred["at_commit"])
 
 
+def test_set_u_committed_predictions_and_declared_alternative_reproduce():
+    """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
+    admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
+    run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
+    microbenchmarks, tests/data/efficiency_amd_microbenchmarks.yaml) is what the code gives with that overlay, its
+    passes slower; at the commit they record, the measured values were not in the repository."""
+    from pathlib import Path
+
+    from roofline.catalog import add_catalog_file
+
+    sp = S.set_paths("u")
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_u_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "u" not in S.DISCLOSURES
+    assert pred["at_commit"].startswith("cddf527") and alt["at_commit"] == pred["at_commit"]
+    assert "declared alternative" in alt["variant"]
+    runs = {r["id"]: r for r in doc["runs"]}
+    assert all(runs[i]["admit_interval"] == 18 and runs[i]["max_seqs"] == 832 and runs[i]["cuda_graph_max_batch"] == 0
+               for i in runs if i.startswith("u1-") and i.endswith("l2_70b_server"))
+    run = runs["u1-giga_mi325x8_l2_70b_interactive"]
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    add_catalog_file(Path(__file__).parent / "data" / "efficiency_amd_microbenchmarks.yaml")
+    other = _reproduces(run, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] > main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("u", pred["at_commit"])
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (288 GB): vLLM's gpu_memory_utilization 0.95 of the whole memory gives
