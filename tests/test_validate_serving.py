@@ -826,18 +826,24 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("r", pred["at_commit"])
 
 
+def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, dict]:
+    """Set `name`'s runs, predictions and declared alternative: the same runs, both at `commit`, no disclosure."""
+    sp = S.set_paths(name)
+    doc = S.load_runs(sp["runs"])
+    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name(f"serving_predictions_{name}_alt.yaml"))
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and name not in S.DISCLOSURES
+    assert pred["at_commit"].startswith(commit) and alt["at_commit"] == pred["at_commit"]
+    assert "declared alternative" in alt["variant"]
+    return doc, pred, alt
+
+
 def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
     split at random) is what the code gives with the dispatch ignored; every AMD run carries the gate and
     join-the-shortest-queue; at the commit they record, the measured values were not in the repository."""
-    sp = S.set_paths("s")
-    doc = S.load_runs(sp["runs"])
-    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_s_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "s" not in S.DISCLOSURES
-    assert pred["at_commit"].startswith("7b65bc9") and alt["at_commit"] == pred["at_commit"]
-    assert "declared alternative" in alt["variant"]
+    doc, pred, alt = _registered_with_alternative("s", "7b65bc9")
     amd = [r for r in doc["runs"] if r["engine"] == "vllm"]
     assert len(amd) == 12 and all(r["dispatch"] == "shortest_queue" and r["admit_interval"] in (3, 7) for r in amd)
     run = next(r for r in doc["runs"] if r["id"] == "s3-oracle_gb300x4_l2_70b_server")
@@ -855,12 +861,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypa
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
     tables) is what the code gives with that swap; at the commit they record, the measured values were not in the
     repository."""
-    sp = S.set_paths("t")
-    doc = S.load_runs(sp["runs"])
-    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_t_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "t" not in S.DISCLOSURES
-    assert pred["at_commit"].startswith("f6d1186") and alt["at_commit"] == pred["at_commit"]
-    assert "declared alternative" in alt["variant"]
+    doc, pred, alt = _registered_with_alternative("t", "f6d1186")
     assert sum(r["system"] == "hgx-b300" for r in doc["runs"]) == 28
     run = next(r for r in doc["runs"] if r["id"] == "t1-giga_b300x8_l2_70b_interactive")
     assert run["dispatch"] == "round_robin" and run.get("kernels", "factor") == "factor"
@@ -883,12 +884,7 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce():
 
     from roofline.catalog import add_catalog_file
 
-    sp = S.set_paths("u")
-    doc = S.load_runs(sp["runs"])
-    pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_u_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and "u" not in S.DISCLOSURES
-    assert pred["at_commit"].startswith("cddf527") and alt["at_commit"] == pred["at_commit"]
-    assert "declared alternative" in alt["variant"]
+    doc, pred, alt = _registered_with_alternative("u", "cddf527")
     runs = {r["id"]: r for r in doc["runs"]}
     assert all(runs[i]["admit_interval"] == 18 and runs[i]["max_seqs"] == 832 and runs[i]["cuda_graph_max_batch"] == 0
                for i in runs if i.startswith("u1-") and i.endswith("l2_70b_server"))
