@@ -420,8 +420,9 @@ def test_decode_batches_above_the_graph_limit_run_eagerly_by_hand():
     mp = mixed_pass(step, 4096, 4096)
     assert mp(8, 1, 800.0, []) < floor and mp(9, 1, 900.0, []) == pytest.approx(floor)
     assert [EngineOverheads.load(e).cuda_graph_max_batch for e in ("sglang", "vllm-v0", "vllm")] == [160, 256, np.inf]
-    with pytest.raises(InputError, match="cuda_graph_max_batch must be a batch >= 1"):
-        EngineOverheads("test", cuda_graph_max_batch=0)
+    assert EngineOverheads("test", cuda_graph_max_batch=0).cuda_graph_max_batch == 0  # --enforce-eager: none graphed
+    with pytest.raises(InputError, match="cuda_graph_max_batch must be a batch >= 0"):
+        EngineOverheads("test", cuda_graph_max_batch=-1)
 
 
 def test_cli_cuda_graph_max_batch_overrides_the_engine_row(run_cli):
