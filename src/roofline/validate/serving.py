@@ -52,6 +52,7 @@ that send. A closed loop offers what it is served, so only a growing queue marks
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import replace
 from functools import lru_cache
@@ -342,7 +343,7 @@ def dispatch_of(run: dict) -> str:
 def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     """One replica's workload: Poisson arrivals at rate / replicas, lengths from the dataset (a run's
     `output_scale`, where given, replaces the dataset's: the run's own generated tokens per sample); seeded.
-    Under `dispatch` round_robin or shortest_queue: the whole stream of every replica (`replica_workloads`)."""
+    Under any `dispatch` but random: the whole stream, every replica's requests, for simulate_run to split."""
     from ..simulate.workload import make_workload, poisson_arrivals
 
     if "output_scale" in run:
@@ -537,8 +538,6 @@ def _subset(wl, idx: np.ndarray):
 def least_prompt_tokens_assignment(prompt_tokens: np.ndarray, replicas: int) -> np.ndarray:
     """Each request, in arrival order, to the replica sent the fewest prompt tokens so far (the lowest index on
     ties): NVIDIA's MLPerf `isl_load_balancing`. Returns each request's replica."""
-    import heapq
-
     heap = [(0.0, j) for j in range(replicas)]  # (prompt tokens sent, replica): a valid heap as built
     out = np.empty(len(prompt_tokens), dtype=np.int64)
     replace_top = heapq.heapreplace
@@ -554,8 +553,6 @@ def shortest_queue_assignment(arrival_s: np.ndarray, sojourn_s: np.ndarray, repl
     flight, the lowest index on ties (NVIDIA's MLPerf harness `load_balancing`: min over get_num_pending_samples();
     AMD's `shortest_queue`), a request in flight from its arrival until arrival + `sojourn_s`. Returns each
     request's replica."""
-    import heapq
-
     order = np.argsort(arrival_s, kind="stable")
     ts, ends = arrival_s[order].tolist(), (arrival_s[order] + sojourn_s[order]).tolist()
     picks = [0] * len(ts)
