@@ -497,9 +497,9 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("o", 11, {"o1-", "o2-"}), ("p", 52, {"p1-", "p2-", "p3-", "p6-"}),
                                                ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"}),
                                                ("s", 19, {"s1-", "s2-", "s3-"}), ("t", 31, {"t1-", "t2-", "t3-"}),
-                                               ("u", 20, {"u1-", "u2-"})])
-def test_sets_i_to_u_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to u (the ninth to twenty-first blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("u", 20, {"u1-", "u2-"}), ("v", 24, {"v1-"})])
+def test_sets_i_to_v_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to v (the ninth to twenty-second blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
@@ -941,3 +941,95 @@ def test_dispatch_splits_the_whole_stream_and_refuses_what_it_cannot_split():
                        ({"max_concurrency": 8}, "cannot apply")):
         with pytest.raises(S.InputError, match=match):
             S.workload_for({**run, **bad}, ds, 0)
+
+
+# ---- load stages, inference-perf's client and its shared-prefix data (set v's run keys) ---------------------------
+def _staged(**over):
+    run = {"id": "x", "engine": "vllm", "model": "llama-2-7b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "stages": [[5.0, 20.0], [0.0, 5.0], [10.0, 20.0]], "stage": 2, "dataset": "d", "policy": "chunked",
+           "max_seqs": 128, "max_batched_tokens": 2048, "weights_dtype": "fp16", "kv_dtype": "fp16", "metrics": ["e2e_mean"]}
+    return {**run, **over}
+
+
+@pytest.mark.parametrize("over, expect", [
+    ({"stages": [[5, 0]]}, "needs pairs of rate >= 0 and duration > 0"),
+    ({"stages": [[0, 10]], "stage": 0}, "needs pairs of rate >= 0 and duration > 0, one rate > 0"),
+    ({"stages": "8:60"}, "is not a list of [rate, duration_s] pairs"),
+    ({"stage": 1}, "must index a stage of rate > 0"),
+    ({"stage": 3}, "must index a stage of rate > 0"),
+    ({"stage": None}, "must index a stage of rate > 0"),
+    ({"rate": 5.0}, "drop rate"),
+    ({"max_concurrency": 8}, "drop max_concurrency"),
+    ({"replicas": 2}, "drop replicas > 1"),
+    ({"arrivals": "gamma"}, "arrivals 'gamma' is not one of poisson, constant"),
+])
+def test_a_staged_runs_keys_are_checked_in_one_line(over, expect):
+    from roofline.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        S.stages_of(_staged(**over))
+    assert expect in str(e.value) and "\n" not in str(e.value) and "'x'" in str(e.value)
+
+
+def test_staged_arrivals_send_each_stages_count_inside_it():
+    prof = [(5.0, 20.0), (0.0, 5.0), (10.0, 20.0)]
+    t = S.staged_arrivals(np.random.default_rng(1), prof, "poisson")
+    assert t.size == 100 + 200 and np.all(np.diff(t) >= 0)
+    assert np.all((t[:100] >= 0) & (t[:100] < 20)) and np.all((t[100:] >= 25) & (t[100:] < 45))
+    c = S.staged_arrivals(np.random.default_rng(1), prof, "constant")
+    assert c[:3] == pytest.approx([0.0, 0.2, 0.4]) and c[100:103] == pytest.approx([25.0, 25.1, 25.2])
+    assert S.requests_per_replica(_staged()) == 300
+
+
+def test_a_drained_stage_is_simulated_alone_and_an_undrained_one_is_read_from_its_window():
+    ds = {"kind": "uniform", "prompt_range": [100, 100], "output_range": [20, 20]}
+    whole = S.workload_for(_staged(), ds, 0)
+    alone = S.workload_for(_staged(stage_drain=True), ds, 0)
+    assert whole.n == 300 and alone.n == 200 and alone.arrival_s.max() < 20.0
+    assert S.stage_window(_staged()) == (25.0, 45.0) and S.stage_window(_staged(stage_drain=True)) == (0.0, np.inf)
+    assert S.stage_window({"id": "y", "rate": 1.0}) is None
+    staged = S.simulate_run(_staged(), ds)
+    assert staged["saturation"]["offered_requests_per_s"] == pytest.approx(10.0)  # the stage's own rate
+    assert not staged["saturation"]["saturated"]
+
+
+def test_sse_line_client_timing_by_hand():
+    """One request of N = 4 tokens sent at 0: first token at 0.1 s, then passes of 10 ms, finish at 0.13 s. The
+    inference-perf client stamps 2N + 2 = 10 lines: TPOT = 0.03 / 9; ITL pools the 3 token gaps with 6 zeros."""
+    tr = SimpleNamespace(arrival_s=np.array([0.0]), first_token_s=np.array([0.1]), finish_s=np.array([0.13]),
+                         output_tokens=np.array([4.0]), seg_iters=np.array([3]), seg_t0_s=np.array([0.010]),
+                         seg_slope_s=np.array([0.0]), seg_batch=np.array([1]), seg_start_s=np.array([0.1]))
+    tokens = S.trace_metrics(tr)
+    lines = S.trace_metrics(tr, client_timing="sse_lines")
+    assert tokens["tpot_mean"] == pytest.approx(0.01) and lines["tpot_mean"] == pytest.approx(0.03 / 9)
+    assert lines["ttft_mean"] == tokens["ttft_mean"] == pytest.approx(0.1) and lines["e2e_mean"] == pytest.approx(0.13)
+    assert lines["itl_mean"] == pytest.approx(0.03 / 9) and lines["itl_p50"] == 0.0 and lines["itl_p99"] == pytest.approx(0.01)
+    assert tokens["itl_p50"] == pytest.approx(0.01)
+    with pytest.raises(S.InputError, match="client_timing 'lines' is not one of tokens, sse_lines"):
+        S.trace_metrics(tr, client_timing="lines")
+
+
+def test_itl_window_keeps_the_passes_that_start_inside_it():
+    # one segment of 3 passes from t = 1 s: 10, 12, 14 ms long, starting at 1.000, 1.010, 1.022
+    tr = SimpleNamespace(seg_iters=np.array([3]), seg_t0_s=np.array([0.010]), seg_slope_s=np.array([0.002]),
+                         seg_batch=np.array([2]), seg_start_s=np.array([1.0]))
+    assert S.itl_stats(tr, window=(1.005, 1.02))["itl_mean"] == pytest.approx(0.012)
+    assert S.itl_stats(tr, window=(1.021, 2.0))["itl_p50"] == pytest.approx(0.014)
+    assert S.itl_stats(tr, window=(5.0, 6.0)) == {"itl_mean": None, "itl_p50": None, "itl_p99": None}
+
+
+def test_inference_perf_shared_prefix_prompts_recur_and_hit_the_cache_by_hand():
+    """10 x 10 prompts of 575 tokens: request j sends prompt j mod 100, whole. From its second sending a prompt finds
+    floor(574 / 16) = 35 blocks = 560 tokens cached (vLLM caps a hit at prompt - 1 and shares full blocks only)."""
+    from roofline.simulate import Policy, Simulation
+
+    ds = {"kind": "inference_perf_shared_prefix", "groups": 10, "prompts_per_group": 10, "system_prompt_len": 100,
+          "question_len": 447, "output_len": 8}
+    run = _staged(stages=[[20.0, 15.0]], stage=0, stage_drain=True, dataset="ip", prompt_tokens=575.0)
+    wl = S.workload_for(run, ds, 0)
+    assert wl.n == 300 and set(wl.prompt_tokens) == {575.0} and set(wl.output_tokens) == {8.0}
+    assert list(wl.prefix_id[98:102]) == [98, 99, 0, 1] and np.array_equal(wl.shared_prefix_tokens, wl.prompt_tokens)
+    assert S.workload_for({k: v for k, v in run.items() if k != "prompt_tokens"}, ds, 0).prompt_tokens[0] == 548.0
+    tr = Simulation(wl, S.deployment_for(run), Policy("chunked", 128, 2048)).run()
+    hit = np.asarray(tr.prefix_hit_tokens)
+    assert np.all(hit[:100] == 0) and np.all(hit[100:] == 560.0)

@@ -48,6 +48,17 @@ benchmark_latency's one batched call: a burst, not a saturated queue). `max_conc
 `--max-concurrency` semaphore: a request is sent at the later of its release and the completion that frees a slot
 (the fixed point of validate/bench.closed_loop_run, exact after ⌈n/C⌉ + 1 simulations); TTFT and end-to-end run from
 that send. A closed loop offers what it is served, so only a growing queue marks it saturated.
+
+Staged runs (a load generator's stepped profile, inference-perf `load.stages`): `stages: [[rate, duration_s], ...]`
+is the whole profile and `stage: k` the stage a run scores (one run per stage, one replica). Stage k sends
+round(r_k·d_k) requests (`arrivals`: `poisson` — sorted uniform times in the stage, a Poisson process given its count,
+which is what inference-perf's `constant` load draws — or `constant`, a fixed interval). `stage_drain: true` when the
+client waits for every request of a stage before the next (inference-perf does): stage k is simulated alone; else
+the whole profile is simulated and the stage's metrics are its own window's (requests sent in it, passes started in
+it) and its saturation verdict is simulate/metrics.stage_metrics'. `client_timing: sse_lines` is a client that stamps
+every line of the event stream (CLIENT_TIMING). Dataset kind `inference_perf_shared_prefix`: inference-perf's
+shared-prefix prompts, each recurring whole (shared_prefix_workload); the run's `prompt_tokens` is their length.
+`prefix_caching: false` turns the simulator's prefix cache off (on where requests share prefixes).
 """
 
 from __future__ import annotations
@@ -74,8 +85,8 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
 # benchmarks), gathered after set d was scored (suffix _e), "f" = the sixth (SGLang cookbook hold-outs and Kimi-K2.5,
 # vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator; "g" to
-# "u" the seventh to twenty-first (suffixes _g to _u), each gathered after the one before was scored.
-SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u")
+# "v" the seventh to twenty-second (suffixes _g to _v), each gathered after the one before was scored.
+SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v")
 
 
 #: the per-worker term on NVIDIA only (2026-11-26): every set with vLLM V0/V1-sync runs at TP > 1 on MI300X discloses it
@@ -210,7 +221,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to u = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to v = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
@@ -314,9 +325,61 @@ def draw_lengths(rng: np.random.Generator, n: int, ds: dict, sigma: float | None
     raise InputError(f"unknown dataset kind {ds['kind']!r}; expected lognormal, quantiles or uniform")
 
 
+ARRIVALS = ("poisson", "constant")
+
+
+def stages_of(run: dict) -> list[tuple[float, float]] | None:
+    """A staged run's load profile, checked (run keys `stages`: [[rate, duration_s], ...], the whole profile the
+    client ran, and `stage`: the index of the stage this run scores); None for a run at one rate. One line naming
+    the run for a profile that is not a list of (rate >= 0, duration > 0) pairs with a rate > 0 somewhere, a stage
+    index outside it, or a key that cannot go with stages (one replica, open loop, drawn lengths only)."""
+    if "stages" not in run and "stage" not in run:
+        return None
+    rid, st = run.get("id"), run.get("stages")
+    form = "stages: [[rate, duration_s], ...] (rates >= 0 requests/s, durations > 0 s) and stage: k, the stage scored"
+    try:
+        prof = [(float(r), float(d)) for r, d in st]  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise InputError(f"serving run {rid!r}: stages {st!r} is not a list of [rate, duration_s] pairs; "
+                         f"expected {form}") from None
+    if not prof or any(not (math.isfinite(r) and r >= 0 and math.isfinite(d) and d > 0) for r, d in prof) \
+            or not any(r > 0 for r, _ in prof):
+        raise InputError(f"serving run {rid!r}: stages {st!r} needs pairs of rate >= 0 and duration > 0, one rate "
+                         f"> 0; expected {form}")
+    k = run.get("stage")
+    if not isinstance(k, int) or isinstance(k, bool) or not 0 <= k < len(prof) or prof[k][0] <= 0:
+        raise InputError(f"serving run {rid!r}: stage {k!r} must index a stage of rate > 0 among the "
+                         f"{len(prof)} stages (0-based); expected {form}")
+    clash = [key for key in ("rate", "duration_s", "requests", "max_concurrency", "lengths", "dispatch") if key in run]
+    if clash or int(run.get("replicas", 1)) != 1:
+        raise InputError(f"serving run {rid!r}: a staged run sets its load by `stages` alone, on one replica; "
+                         f"drop {', '.join(clash) or 'replicas > 1'}")
+    if run.get("arrivals", "poisson") not in ARRIVALS:
+        raise InputError(f"serving run {rid!r}: arrivals {run.get('arrivals')!r} is not one of {', '.join(ARRIVALS)}")
+    return prof
+
+
+def stage_window(run: dict) -> tuple[float, float] | None:
+    """[start, end) of the stage a staged run scores (s from the first stage's start); None for other runs."""
+    prof = stages_of(run)
+    if prof is None:
+        return None
+    if run.get("stage_drain"):  # simulated alone (workload_for): all of its requests and passes
+        return 0.0, math.inf
+    from ..simulate.workload import stage_bounds
+
+    b = stage_bounds(prof)
+    k = int(run["stage"])
+    return float(b[k]), float(b[k + 1])
+
+
 def requests_per_replica(run: dict) -> int:
-    """The run's prompts (`requests`), else rate / replicas x duration_s; at most MAX_REQUESTS."""
-    if "requests" in run:
+    """The run's prompts (`requests`), else rate / replicas x duration_s (a staged run: the sum over its
+    stages); at most MAX_REQUESTS."""
+    prof = stages_of(run)
+    if prof is not None:
+        n = sum(int(round(r * d)) for r, d in prof)
+    elif "requests" in run:
         n = int(run["requests"])
     else:
         n = int(round(float(run["rate"]) / int(run["replicas"]) * float(run["duration_s"])))
@@ -331,6 +394,8 @@ def dispatch_of(run: dict) -> str:
     """The run's `dispatch` (module docstring), checked: one line naming the run when it is not one of DISPATCH
     or cannot apply."""
     d = run.get("dispatch", "random")
+    if stages_of(run) is not None:  # one replica (stages_of refuses a dispatch key)
+        return d
     if d not in DISPATCH:
         raise InputError(f"serving run {run.get('id')!r}: dispatch {d!r} is not one of {', '.join(DISPATCH)}; "
                          "give how the harness splits requests over the replicas")
@@ -349,6 +414,11 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     if "output_scale" in run:
         ds = {**ds, "output_scale": float(run["output_scale"])}
     rng = np.random.default_rng([int(seed), 2020])
+    prof = stages_of(run)
+    if prof is not None:
+        if run.get("stage_drain"):  # the client drains each stage before the next: stage k runs alone
+            prof = [prof[int(run["stage"])]]
+        return _lengths_for(run, rng, staged_arrivals(rng, prof, run.get("arrivals", "poisson")), ds, sigma)
     n = requests_per_replica(run)
     lam = float(run["rate"]) / int(run["replicas"])
     if dispatch_of(run) != "random":  # the whole stream, at the full rate, for the harness to split
@@ -359,6 +429,58 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     if "lengths" in run:  # the run's own requests, in send order (published or reproduced): no draw
         p, o = exact_lengths(run, n)
     return make_workload(t, p, o)
+
+
+def staged_arrivals(rng: np.random.Generator, stages: list[tuple[float, float]], arrivals: str) -> np.ndarray:
+    """Send times of a staged profile: stage k (rate r_k for d_k seconds from T_k = d_1 + ... + d_{k-1}, back to
+    back) sends n_k = round(r_k·d_k) requests — `constant` at T_k + i/r_k (i = 0 … n_k − 1: a fixed interval, as
+    inference-perf's `load.type: constant` schedules them), `poisson` at T_k plus n_k sorted uniform draws on
+    [0, d_k) (a Poisson process given its count). A stage of rate 0 is a pause."""
+    from ..simulate.workload import stage_bounds
+
+    b = stage_bounds(stages)
+    parts = []
+    for k, (r, d) in enumerate(stages):
+        n = int(round(r * d))
+        if r <= 0 or n == 0:
+            continue
+        parts.append(b[k] + (np.arange(n) / r if arrivals == "constant" else np.sort(rng.uniform(0.0, d, n))))
+    return np.concatenate(parts)
+
+
+def _lengths_for(run: dict, rng: np.random.Generator, t: np.ndarray, ds: dict, sigma: float | None):
+    """The workload of send times `t` with the dataset's lengths (and prefixes, for a shared-prefix dataset)."""
+    from ..simulate.workload import make_workload
+
+    if ds["kind"] == "inference_perf_shared_prefix":
+        return shared_prefix_workload(t, ds, run.get("prompt_tokens"))
+    p, o = draw_lengths(rng, t.size, ds, sigma)
+    return make_workload(t, p, o)
+
+
+def shared_prefix_workload(t: np.ndarray, ds: dict, prompt_tokens: float | None = None):
+    """inference-perf's `shared_prefix` data (kubernetes-sigs/inference-perf inference_perf/datagen/
+    shared_prefix_datagen.py, before v0.3.0): `groups` system prompts of `system_prompt_len` random tokens, each
+    with `prompts_per_group` questions of `question_len` random tokens; the groups x prompts_per_group prompts
+    (system + " " + question, decoded to text) are shuffled once and request j of a stage sends prompt
+    j mod (groups x prompts_per_group), with max_tokens = `output_len` and ignore_eos (every output that long).
+    So each prompt recurs, whole, every groups x prompts_per_group requests: here each prompt is its own prefix
+    (prefix id = j mod prompts, shared = the whole prompt), which vLLM's prefix cache serves from its second
+    sending on (all but the last partial block; simulate/core.prefix_blocks). Prompt length: `prompt_tokens`
+    (the run's own: the client's count of the server's tokens, BOS included, since random token ids decoded and
+    re-encoded change in number), else system_prompt_len + question_len + 1 (BOS). Ignores: the system prompt
+    shared by a group's different questions (it helps only each prompt's first sending), and the prompts'
+    differing lengths (one length for all)."""
+    from ..simulate.workload import Workload, make_workload
+
+    prompts = int(ds["groups"]) * int(ds["prompts_per_group"])
+    n = t.size
+    length = float(prompt_tokens) if prompt_tokens else float(ds["system_prompt_len"]) + float(ds["question_len"]) + 1
+    p = np.full(n, float(round(length)))
+    o = np.full(n, float(ds["output_len"]))
+    wl = make_workload(t, p, o)
+    pid = np.arange(n, dtype=np.int64) % prompts
+    return Workload(wl.arrival_s, wl.prompt_tokens, wl.output_tokens, wl.priority, None, pid, wl.prompt_tokens.copy())
 
 
 def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -389,17 +511,23 @@ def deployment_for(run: dict, which: str = "mid"):
     return dep if which == "mid" else replace(dep, step=replace(step, which=which))
 
 
-def itl_stats(trace, separate: bool = False) -> dict:
+def itl_stats(trace, separate: bool = False, window: tuple[float, float] | None = None, zeros: float = 0.0) -> dict:
     """Mean and percentiles of the inter-token latency: pass times weighted by the sequences in the pass
     (module docstring). `separate` (policy 'separate': prefill-only passes that the decoding sequences wait for):
     a prefill-only pass makes no gap of its own; the decoding sequences it stalled (the next decode pass's
     batch less the sequences the prefill passes just started) have that gap plus the prefill passes before it.
-    `trace` may be a list of traces (replicas): their gaps pooled."""
+    `trace` may be a list of traces (replicas): their gaps pooled. `window` (t0, t1): only the passes that start
+    in [t0, t1) (a load stage's own passes). `zeros`: that many more gaps of 0 s pooled in (a client that stamps
+    every line of the stream: CLIENT_TIMING)."""
     if isinstance(trace, list):
-        tw = [_itl_gaps(x, separate) for x in trace]
+        tw = [_itl_gaps(x, separate, window) for x in trace]
         t, w = np.concatenate([a for a, _ in tw]), np.concatenate([b for _, b in tw])
     else:
-        t, w = _itl_gaps(trace, separate)
+        t, w = _itl_gaps(trace, separate, window)
+    if zeros > 0:
+        t, w = np.concatenate([[0.0], t]), np.concatenate([[float(zeros)], w])
+    if not t.size or w.sum() <= 0:  # no decode pass in the window
+        return {"itl_mean": None, "itl_p50": None, "itl_p99": None}
     order = np.argsort(t, kind="stable")
     t, w = t[order], w[order]
     cw = np.cumsum(w)
@@ -410,14 +538,18 @@ def itl_stats(trace, separate: bool = False) -> dict:
     return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
 
 
-def _itl_gaps(trace, separate: bool) -> tuple[np.ndarray, np.ndarray]:
-    """One trace's inter-token gaps and their weights (itl_stats)."""
+def _itl_gaps(trace, separate: bool, window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One trace's inter-token gaps and their weights (itl_stats); `window`: the passes starting inside it."""
     iters = np.asarray(trace.seg_iters, dtype=np.int64)
     keep = iters > 0
     iters = iters[keep]
     j = np.arange(int(iters.sum())) - np.repeat(np.cumsum(iters) - iters, iters)
-    t = np.repeat(np.asarray(trace.seg_t0_s)[keep], iters) + np.repeat(np.asarray(trace.seg_slope_s)[keep], iters) * j
+    t0, slope = np.repeat(np.asarray(trace.seg_t0_s)[keep], iters), np.repeat(np.asarray(trace.seg_slope_s)[keep], iters)
+    t = t0 + slope * j
     w = np.repeat(np.asarray(trace.seg_batch, dtype=float)[keep], iters)
+    if window is not None:  # pass j of a segment starts after its j earlier passes: t0·j + slope·j(j − 1)/2
+        start = np.repeat(np.asarray(trace.seg_start_s)[keep], iters) + t0 * j + slope * j * (j - 1) / 2
+        w = np.where((start >= window[0]) & (start < window[1]), w, 0.0)
     if separate:
         tok = np.repeat(np.asarray(trace.seg_tokens, dtype=float)[keep], iters)
         pre = tok > w + 1e-9  # a prefill-only pass (decode passes carry one token per sequence)
@@ -436,10 +568,25 @@ def _itl_gaps(trace, separate: bool) -> tuple[np.ndarray, np.ndarray]:
     return t, w
 
 
-def trace_metrics(trace, ttft_zero=None, separate: bool = False) -> dict:
+#: How a client times a streamed response (run key `client_timing`): `tokens` — a stamp per token (the bench tools:
+#: TPOT = (last − first token)/(N − 1), ITL = the gaps between tokens); `sse_lines` — a stamp per LINE of the
+#: server-sent-event stream (kubernetes-sigs/inference-perf before v0.3.0, inference_perf/apis/completion.py
+#: process_response: `async for chunk_bytes in response.content` stamps each line, the blank line after every
+#: `data:` event and the `data: [DONE]` event included): N tokens, one event each, give 2N + 2 stamps, so its
+#: time_per_output_token = (last − first stamp)/(2N + 1) and its inter_token_latency pools the N − 1 token gaps
+#: with N + 2 gaps of about 0 (a blank line read from the buffer right after its event; reportgen/base.py
+#: summarize_requests). Ignores: the microseconds of those near-zero gaps; an engine that merges tokens into
+#: one event under load (fewer lines).
+CLIENT_TIMING = ("tokens", "sse_lines")
+
+
+def trace_metrics(trace, ttft_zero=None, separate: bool = False, window: tuple[float, float] | None = None,
+                  client_timing: str = "tokens") -> dict:
     """Every metric of METRICS from a Trace (seconds), or from a list of traces (replicas) pooled. `ttft_zero`: a
     mask of requests whose TTFT the client records as 0 (vLLM's benchmark_serving before v0.6 for a response that
-    streamed no text: run key `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs)."""
+    streamed no text: run key `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs). `window`
+    (t0, t1): a load stage's metrics — the requests SENT in [t0, t1) and the decode passes that start in it.
+    `client_timing`: CLIENT_TIMING."""
     from ..simulate.metrics import e2e_s, tpot_s, ttft_s
 
     out: dict[str, float | None] = {}
@@ -447,14 +594,23 @@ def trace_metrics(trace, ttft_zero=None, separate: bool = False) -> dict:
     ttft, tpot, e2e = (np.concatenate([f(x) for x in traces]) for f in (ttft_s, tpot_s, e2e_s))
     if ttft_zero is not None:
         ttft = np.where(ttft_zero, 0.0, ttft)
+    sent = np.concatenate([np.asarray(x.arrival_s, dtype=float) for x in traces])
+    inside = np.ones(sent.size, bool) if window is None else (sent >= window[0]) & (sent < window[1])
+    zeros = 0.0
+    if client_timing == "sse_lines":  # CLIENT_TIMING: a stamp per stream line, 2N + 2 per request
+        n_out = np.concatenate([np.asarray(x.output_tokens, dtype=float) for x in traces])
+        tpot = (e2e - ttft) / (2.0 * n_out + 1.0)
+        zeros = float((n_out[inside] + 2.0).sum())
+    elif client_timing != "tokens":
+        raise InputError(f"client_timing {client_timing!r} is not one of {', '.join(CLIENT_TIMING)}")
     for name, x in (("ttft", ttft), ("tpot", tpot), ("e2e", e2e)):
-        x = x[np.isfinite(x)]
+        x = x[np.isfinite(x) & inside]
         if not x.size:  # no request has the metric (TPOT of one-token outputs): undefined, not a crash
             out.update({f"{name}_{s}": None for s in ("mean", "p50", "p99")})
             continue
         out.update({f"{name}_mean": float(x.mean()), f"{name}_p50": float(np.percentile(x, 50)),
                     f"{name}_p99": float(np.percentile(x, 99))})
-    out.update(itl_stats(trace, separate))
+    out.update(itl_stats(trace, separate, window, zeros))
     return out
 
 
@@ -487,7 +643,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
 
     def one(x):
-        sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True))
+        sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
+                         prefix_cache=run.get("prefix_caching"))  # None: on where requests share prefixes
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
@@ -522,10 +679,26 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     zero = None
     if run.get("client_zero_ttft_when_empty") and "lengths" in run:
         zero = np.asarray(run["lengths"]["output"], dtype=float) == 0
-    return {**trace_metrics(traces or tr, zero, run["policy"] == "separate"), "saturation": {k: sat.get(k) for k in (
-        "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
-        "latency_sensitivity", "burst", "closed_loop")},
-        "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
+    window = stage_window(run)
+    if window is not None and not run.get("stage_drain"):  # the verdict of its own stage (metrics.stage_metrics)
+        sat = {**sat, **_stage_verdict(tr, stages_of(run) or [], int(run["stage"]), sat.get("capacity_requests_per_s"))}
+    return {**trace_metrics(traces or tr, zero, run["policy"] == "separate", window, run.get("client_timing", "tokens")),
+            "saturation": {k: sat.get(k) for k in (
+                "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
+                "latency_sensitivity", "burst", "closed_loop")},
+            "kv_capacity_tokens": float(dep.kv_capacity_tokens)}
+
+
+def _stage_verdict(tr, stages: list[tuple[float, float]], k: int, capacity: float | None) -> dict:
+    """Stage k's offered rate, load, queue growth and saturated flag, judged on its own arrivals
+    (simulate/metrics.stage_metrics)."""
+    from ..simulate.metrics import stage_metrics
+
+    d = stage_metrics(tr, stages, capacity)[k]
+    load = d["load"]
+    return {"offered_requests_per_s": d["offered_rate_per_s"], "load": load,
+            "queue_growth_s_per_s": d["queue_growth_s_per_s"], "saturated": d["saturated"],
+            "latency_sensitivity": load / (1.0 - load) if load is not None and 0 <= load < 1 else None}
 
 
 def _subset(wl, idx: np.ndarray):
