@@ -1017,6 +1017,16 @@ def _load_cell(sat: dict) -> str:
     return "–" if sat.get("load") is None else f"{sat['load']:.2f}"
 
 
+def _rate_cell(run: dict) -> str:
+    """The offered rate of a run's row: its `rate`, or a staged run's stage rate and profile."""
+    prof = stages_of(run)
+    if prof is None:
+        return str(run["rate"])
+    k = int(run["stage"])
+    return (f"{prof[k][0]:g} (stage {k} of " + ", ".join(f"{r:g}/s x {d:g} s" for r, d in prof) + ")"
+            + (", drained" if run.get("stage_drain") else ""))
+
+
 def _ms(x: float) -> str:
     return f"{x * 1e3:,.1f} ms" if x < 1 else f"{x:,.2f} s"
 
@@ -1044,7 +1054,7 @@ def _alternative_section(rows: list[dict], alt_path: Path, set_name: str, goal: 
     other = {(r["run"], r["metric"]): r for r in alt}
     differ = [(r, other[(r["run"], r["metric"])]) for r in rows if (r["run"], r["metric"]) in other
               and r.get("predicted") is not None and other[(r["run"], r["metric"])].get("predicted") is not None
-              and abs(r["predicted"] / other[(r["run"], r["metric"])]["predicted"] - 1) > 1e-9]
+              and abs(r["predicted"] - other[(r["run"], r["metric"])]["predicted"]) > 1e-9 * abs(r["predicted"])]
     runs = sorted({r["run"] for r, _ in differ})
     out += ["", f"Runs whose predictions differ: {len(runs)} of {len({r['run'] for r in rows})}."]
     if differ:
@@ -1178,7 +1188,7 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["runs"]:
         out.append(f"| {r['id']} | {r['engine']} {r['engine_version']} | {r['model']} | {r['gpus']} x {r['replicas']} "
-                   f"{r['system']} | {r['rate']} | {requests_per_replica(r)} | {r['dataset']} | {r['policy']} "
+                   f"{r['system']} | {_rate_cell(r)} | {requests_per_replica(r)} | {r['dataset']} | {r['policy']} "
                    f"(max_seqs {r['max_seqs']}, budget {r['max_batched_tokens']}) | {r['weights_dtype']}/{r['kv_dtype']} | "
                    f"{r.get('assumed', '')} |")
     out += ["", "Datasets:", ""]
