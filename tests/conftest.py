@@ -63,6 +63,14 @@ def engines_before_eager_floor(tmp_path):
 
 
 @pytest.fixture
+def engines_before_schedule_ahead(tmp_path):
+    """The engine rows before `schedule_ahead` (2026-11-26, after serving set v was scored: vLLM V1's asynchronous
+    scheduling, SGLang's overlap loop and TensorRT-LLM's overlap executor form the next batch while one runs)."""
+    _engines_without(tmp_path, keys=("schedule_ahead",))
+    yield
+
+
+@pytest.fixture
 def engines_before_graph_limit(tmp_path):
     """The engine rows before the CUDA-graph batch limit (2026-11-26, after serving set g was scored)."""
     _engines_without(tmp_path, keys=("cuda_graph_max_batch",))

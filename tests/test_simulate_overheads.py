@@ -278,6 +278,15 @@ def test_per_worker_term_applies_on_the_vendors_its_row_lists(tmp_path):
         engine_names()
 
 
+@pytest.mark.parametrize("value", ["[2, \"x\"]", "[true, \"x\"]", "[1]", "1"])
+def test_a_malformed_schedule_ahead_row_key_is_refused(tmp_path, value):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(ROW.format(id="other", seq=0.0).replace("    figures:", f"    schedule_ahead: {value}\n    figures:"))
+    add_catalog_file(bad)
+    with pytest.raises(CatalogError, match="schedule_ahead must be"):
+        engine_names()
+
+
 # ---- through the CLI -----------------------------------------------------------------------------------
 ONE = ("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "1", "--lengths", "fixed", "--prompt-tokens", "500",
        "--output-tokens", "21", "--json")
@@ -390,13 +399,16 @@ def test_eager_floor_binds_prompt_passes_only_by_hand():
 
 def test_trtllm_engine_row_is_trtllm_without_the_eager_floor():
     """`trtllm-engine` (TensorRT engine builds in the C++ executor: MLPerf's NVIDIA harness, Triton) differs from the
-    `trtllm` row (PyTorch backend) only in having no eager floor, at every corner, and takes the trtllm kernel tables."""
+    `trtllm` row (PyTorch backend) only in having no eager floor and no overlap loop scheduling one batch ahead (not
+    read from the C++ executor), at every corner, and takes the trtllm kernel tables."""
     from roofline.kernels import default_kernels, table_family
 
     for which in ("mid", "fast", "slow"):
         py, cpp = EngineOverheads.load("trtllm", which=which), EngineOverheads.load("trtllm-engine", which=which)
         assert cpp.eager_s_per_kernel == 0.0 < py.eager_s_per_kernel
-        assert replace(cpp, engine="trtllm", eager_s_per_kernel=py.eager_s_per_kernel, sources=py.sources) == py
+        assert cpp.schedule_ahead == 0 < py.schedule_ahead
+        assert replace(cpp, engine="trtllm", eager_s_per_kernel=py.eager_s_per_kernel, sources=py.sources,
+                       schedule_ahead=1) == py
     assert table_family("trtllm-engine") == "trtllm"
     assert default_kernels("b200", "trtllm-engine", realistic=True) == "tables"
     dep = roofline_deployment(model("llama-3-8b"), system("dgx-h100"), chips=1)

@@ -139,3 +139,29 @@ def test_enforce_eager_is_a_graph_limit_of_zero_by_hand():
     floor = EngineOverheads.load("vllm-v0").eager_s_per_kernel * (gemms + float(elementwise) + attention) * 0.9
     assert graphed["engine_cuda_graph_max_batch"] == 256 and eager["engine_cuda_graph_max_batch"] == 0
     assert graphed["tpot_p50_s"] < floor <= eager["tpot_p50_s"]
+
+
+def test_scheduling_one_batch_ahead_delays_a_busy_engines_admissions_by_one_pass_by_hand():
+    """Policy.schedule_ahead 1 (vLLM V1 asynchronous scheduling): every pass 10 ms; r0 (100 + 20 tokens) at 0 runs at
+    once (first token 10 ms); r1 (50 + 2) arrives at 25 ms, during pass [20, 30]. Synchronously it joins the pass
+    scheduled at 30 ms (first token 40 ms); one batch ahead, the pass [30, 40] was scheduled at 20 ms, before it
+    arrived, so it joins [40, 50] (50 ms). A request that finds the engine empty starts at once either way, and the
+    engine rows carry the setting (vllm: 1, cited; the others 0)."""
+    from roofline.simulate.overheads import EngineOverheads, engine_policy
+
+    wl = make_workload([0.0, 0.025], [100, 50], [20, 2])
+    for kind in ("continuous", "chunked", "separate"):
+        assert _run(kind, wl).first_token_s[1] == pytest.approx(0.040)
+        ahead = _run(kind, wl, schedule_ahead=1)
+        assert ahead.first_token_s[0] == pytest.approx(0.010) and ahead.first_token_s[1] == pytest.approx(0.050)
+    idle = make_workload([0.0, 0.3], [100, 50], [2, 2])
+    assert _run("chunked", idle, schedule_ahead=1).first_token_s[1] == pytest.approx(0.310)
+    at_start = make_workload([0.0, 0.020], [100, 50], [20, 2])  # arrives as the pass that schedules [30, 40] starts
+    assert _run("chunked", at_start, schedule_ahead=1).first_token_s[1] == pytest.approx(0.040)
+    with pytest.raises(Exception, match="schedule_ahead must be 0"):
+        Policy("chunked", schedule_ahead=2)
+    vllm, sync = EngineOverheads.load("vllm"), EngineOverheads.load("vllm-v1-sync")
+    assert vllm.schedule_ahead == 1 and "step_with_batch_queue" in vllm.sources["schedule_ahead"]
+    assert sync.schedule_ahead == 0 and engine_policy(Policy("chunked"), sync) == Policy("chunked")
+    assert engine_policy(Policy("chunked"), vllm).schedule_ahead == 1
+    assert engine_policy(Policy("static"), vllm).schedule_ahead == 0  # a static batch keeps its own rule

@@ -189,7 +189,8 @@ def test_kv_capacity_batch_by_hand():
         kv_capacity_batch(tiny, m, extra)
 
 
-def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(factors_before_kernel_latency):
+def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(factors_before_kernel_latency,
+                                                                              engines_before_schedule_ahead):
     """`roofline validate --kernels tables` (scenarios.evaluate(kernels="tables")) gives, row for row, the
     predictions committed before the comparison of issue 19 (docs/kernels_predictions.json), with the family
     factors of that time (the per-launch kernel latencies came later); a training row keeps the factor model."""

@@ -30,7 +30,7 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latency, engines_before_eager_floor):
+def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead):
     """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
     the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
     are reproduced exactly."""
@@ -196,7 +196,7 @@ def test_uniform_dataset_kind():
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
 
 
-def test_set_b_committed_predictions_reproduce():
+def test_set_b_committed_predictions_reproduce(engines_before_schedule_ahead):
     """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
     its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
     sp = S.set_paths("b")
@@ -244,7 +244,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce(engines_before_eager_floor):
+def test_set_c_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -332,7 +332,7 @@ def _registered_before_measured(name: str, at_commit: str) -> None:
     assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
 
 
-def test_set_d_committed_predictions_reproduce(engines_before_eager_floor):
+def test_set_d_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -405,7 +405,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce(engines_before_eager_floor):
+def test_set_e_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -449,7 +449,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, mixed_without_kernel_tables,
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(engines_before_eager_floor, engines_before_schedule_ahead, mixed_without_kernel_tables,
                                                                 engines_before_per_worker_families, moe_rows_balanced):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
     INT4 on BF16 layers; nothing shared with the earlier sets' ids; the committed predictions reproduce (a sample)."""
@@ -497,9 +497,10 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("o", 11, {"o1-", "o2-"}), ("p", 52, {"p1-", "p2-", "p3-", "p6-"}),
                                                ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"}),
                                                ("s", 19, {"s1-", "s2-", "s3-"}), ("t", 31, {"t1-", "t2-", "t3-"}),
-                                               ("u", 20, {"u1-", "u2-"}), ("v", 24, {"v1-"})])
-def test_sets_i_to_v_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to v (the ninth to twenty-second blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("u", 20, {"u1-", "u2-"}), ("v", 24, {"v1-"}),
+                                               ("w", 41, {"w1-", "w2-"})])
+def test_sets_i_to_w_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to w (the ninth to twenty-third blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
@@ -521,7 +522,7 @@ def test_sets_i_to_v_inputs_follow_the_rules_fixed_before_prediction(name, runs,
 
 
 def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables,
-                                               engines_before_per_worker_families, moe_rows_balanced):
+                                               engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
     sp = S.set_paths("g")
@@ -533,7 +534,7 @@ def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engines_before_per_worker_families):
+def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
     mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
     only the saturation verdict of its one-request runs, now bursts of one."""
@@ -547,7 +548,7 @@ def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engi
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families, moe_rows_balanced):
+def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
     exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
     were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
@@ -644,7 +645,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce(moe_rows_balanced):
+def test_set_j_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -667,7 +668,7 @@ def test_set_j_committed_predictions_reproduce(moe_rows_balanced):
     _registered_before_measured("j", pred["at_commit"])
 
 
-def test_set_k_committed_predictions_reproduce():
+def test_set_k_committed_predictions_reproduce(engines_before_schedule_ahead):
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row; at the commit they record, the measured values were not in the repository."""
 
@@ -681,7 +682,7 @@ def test_set_k_committed_predictions_reproduce():
     _registered_before_measured("k", pred["at_commit"])
 
 
-def test_set_l_committed_predictions_reproduce():
+def test_set_l_committed_predictions_reproduce(engines_before_schedule_ahead):
     """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
     largest V0 burst; at the commit they record, the measured values were not in the repository."""
 
@@ -695,7 +696,7 @@ def test_set_l_committed_predictions_reproduce():
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(moe_rows_balanced):
+def test_set_m_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -710,7 +711,7 @@ def test_set_m_committed_predictions_reproduce(moe_rows_balanced):
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(moe_rows_balanced):
+def test_set_n_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -728,7 +729,7 @@ def test_set_n_committed_predictions_reproduce(moe_rows_balanced):
 
 
 def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_with_fp4_alias, moe_rows_balanced,
-                                                                       monkeypatch):
+                                                                       monkeypatch, engines_before_schedule_ahead):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
     (serving_predictions_o_alt.yaml) is what the code gives without them; at the commit they record, the measured
@@ -749,7 +750,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_
     _registered_before_measured("o", pred["at_commit"])
 
 
-def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead):
     """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
     exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
     the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
@@ -789,7 +790,7 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
 
 
-def test_set_q_committed_predictions_reproduce():
+def test_set_q_committed_predictions_reproduce(engines_before_schedule_ahead):
     """Set q's predictions (pre-registered at 4fca1bd, no change since) recompute exactly for a sample — a batch-1
     first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
     at the commit they record, the measured values were not in the repository."""
@@ -804,7 +805,7 @@ def test_set_q_committed_predictions_reproduce():
     _registered_before_measured("q", pred["at_commit"])
 
 
-def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead):
     """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
     AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
     (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
@@ -827,17 +828,18 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypa
 
 
 def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, dict]:
-    """Set `name`'s runs, predictions and declared alternative: the same runs, both at `commit`, no disclosure."""
+    """Set `name`'s runs, predictions and declared alternative: the same runs, both at `commit` (a later change is
+    in S.DISCLOSURES and undone by the calling test's fixtures)."""
     sp = S.set_paths(name)
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name(f"serving_predictions_{name}_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and name not in S.DISCLOSURES
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]}
     assert pred["at_commit"].startswith(commit) and alt["at_commit"] == pred["at_commit"]
     assert "declared alternative" in alt["variant"]
     return doc, pred, alt
 
 
-def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
@@ -855,7 +857,7 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("s", pred["at_commit"])
 
 
-def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead):
     """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
     dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
@@ -874,7 +876,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("t", pred["at_commit"])
 
 
-def test_set_u_committed_predictions_and_declared_alternative_reproduce():
+def test_set_u_committed_predictions_and_declared_alternative_reproduce(engines_before_schedule_ahead):
     """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
     admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
     run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
@@ -894,6 +896,22 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce():
     other = _reproduces(run, doc, alt["runs"], central="median")
     assert other["metrics"]["tpot_mean"]["value"] > main["metrics"]["tpot_mean"]["value"]
     _registered_before_measured("u", pred["at_commit"])
+
+
+def test_set_v_committed_predictions_and_declared_alternative_reproduce(engines_before_schedule_ahead):
+    """Set v's predictions (pre-registered at cfef6b5: inference-sim's 24 vLLM v0.15.1 stage runs on H100, each stage
+    drained and simulated alone, inference-perf's line-stamping client, its shared-prefix prompts hitting the cache)
+    recompute exactly for a stage run on the measured kernel tables, and the alternative committed beside them
+    (serving_predictions_v_alt.yaml: the factor model) is what the code gives with kernels: factor; at the commit
+    they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("v", "cfef6b5")
+    assert all(r["stage_drain"] and r["client_timing"] == "sse_lines" and r["kernels"] == "tables"
+               and "itl_p50" in r["not_modelled"] for r in doc["runs"])
+    run = next(r for r in doc["runs"] if r["id"] == "v1-codellama-34b-tp2-codegen-s1")
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    other = _reproduces({**run, "kernels": "factor"}, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("v", pred["at_commit"])
 
 
 def test_kv_memory_run_keys_by_hand():

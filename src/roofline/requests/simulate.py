@@ -300,7 +300,7 @@ def simulate(req: SimulateRequest, progress=None):
     from ..efficiency import Efficiency
     from ..simulate import Policy, Simulation, Targets
     from ..simulate.metrics import summarize
-    from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
+    from ..simulate.overheads import EngineOverheads, engine_policy, run_with_engine, with_engine
     from ..speculative import Speculation
 
     m, sysrec, chips = req._model, req._system, req._chips
@@ -330,6 +330,7 @@ def simulate(req: SimulateRequest, progress=None):
         from dataclasses import replace
 
         ovh = replace(ovh, cuda_graph_max_batch=float(req.cuda_graph_max_batch))
+    pol = engine_policy(pol, ovh)  # the row's scheduling one batch ahead (vLLM V1 async scheduling)
     from ..layout import Layout
 
     # without a layout, --realistic runs the GPUs as one TP group (roofline_deployment); --overlap keeps that group

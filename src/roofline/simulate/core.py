@@ -245,6 +245,10 @@ class Simulation:
         # AMD's MLPerf vLLM patch: a counter `phase` cycles through admit_every passes of any kind; waiting requests
         # are admitted only at phase 0, or at any phase while fewer than admit_min sequences run (policies.py)
         admit_every, admit_min, phase = int(pol.admit_interval), int(pol.admit_min_running), 0
+        # schedule_ahead (policies.py): while sequences run, pass k + 1 was scheduled when pass k started, so it
+        # admits only what had arrived by then (`prev_start`); with nothing running the scheduler sees arrivals at once
+        ahead = bool(pol.schedule_ahead) and kind in ("continuous", "chunked", "separate")
+        prev_start, lagged = 0.0, False
         r, g = self.ratio, self.growth
         draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
         cap, ovh = dep.kv_capacity_tokens, dep.kv_overhead_tokens
@@ -314,6 +318,7 @@ class Simulation:
             users: list = [{} for _ in range(self.prefixes)]
 
         while done < n:
+            lagged = ahead and (nd > 0 or bool(pf))  # a batch was running, so this pass was scheduled at its start
             if nd == 0 and not pf and pad == 0 and not requeue:
                 ta = a0[p0] if a0[p0] < a1[p1] else a1[p1]  # next arrival
                 if ta > now:
@@ -376,7 +381,8 @@ class Simulation:
             # ---- admission --------------------------------------------------------------------------------
             blocked = static and (nd > 0 or pad > 0)
             if recv_every <= 1 or nd == 0 or not last_decode or since_recv >= recv_every:
-                heard, since_recv = now, 0  # the scheduler receives every request that has arrived
+                heard, since_recv = (prev_start if lagged else now), 0  # the scheduler receives what has arrived
+            prev_start = now
             gated = admit_every > 1 and nseq >= admit_min
             if gated and nseq == 0:
                 phase = 0  # an idle engine spins through empty steps to the admitting one

@@ -320,7 +320,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     from .capacity import capacity, saturation
     from .core import Simulation
     from .metrics import summarize
-    from .overheads import EngineOverheads, run_with_engine
+    from .overheads import EngineOverheads, engine_policy, run_with_engine
     from .policies import Policy
     from .workload import generate
 
@@ -344,6 +344,7 @@ def run_scenario(ctx: GridContext, sc: Scenario) -> dict:
     dep = deployment_for(ctx, sc)
     pol = Policy(sc.policy, sc.max_seqs, sc.max_batched_tokens, sc.interval_s, sc.preemption)
     ovh = EngineOverheads.load(sc.engine).for_system(ctx.system)
+    pol = engine_policy(pol, ovh)
     tr = run_with_engine(wl, ovh, lambda w: Simulation(w, dep, pol, seed=s_seq).run())
     s = summarize(tr, ctx.targets).to_dict()
     for name in ("throughput_tokens_per_s", "throughput_requests_per_s", "goodput_requests_per_s"):

@@ -88,10 +88,16 @@ def _parse(row: dict, where: str) -> dict:
     """A catalog `engines:` row → {name, date, figures: {figure: Factor}} (format in engines.yaml)."""
     if not isinstance(row.get("figures"), dict):
         raise CatalogError(f"{where}: an engines row needs `id` and a `figures:` mapping")
-    unknown = set(row) - {"id", "name", "date", "figures", "notes", "cuda_graph_max_batch", "per_worker_families"}
+    unknown = set(row) - {"id", "name", "date", "figures", "notes", "cuda_graph_max_batch", "per_worker_families",
+                          "schedule_ahead"}
     if unknown:
         raise CatalogError(f"{where}: unknown key {sorted(unknown)[0]!r}; expected id, name, date, figures, notes, "
-                           "cuda_graph_max_batch, per_worker_families")
+                           "cuda_graph_max_batch, per_worker_families, schedule_ahead")
+    ahead = row.get("schedule_ahead", [0, "not given: synchronous scheduling"])
+    if (not isinstance(ahead, list) or len(ahead) != 2 or not isinstance(ahead[1], str) or isinstance(ahead[0], bool)
+            or ahead[0] not in (0, 1)):
+        raise CatalogError(f"{where}: schedule_ahead must be [0 or 1, \"source\"] (1: the next batch is scheduled "
+                           f"while this one runs), got {ahead!r}")
     fams = row.get("per_worker_families")
     if fams is not None and (not isinstance(fams, list) or len(fams) != 2 or not isinstance(fams[1], str)
                              or not isinstance(fams[0], list) or not fams[0]
@@ -124,6 +130,7 @@ def _parse(row: dict, where: str) -> dict:
             raise CatalogError(f"{where}: figure {name!r}: {exc}") from None
     return {"name": str(row.get("name", row["id"])), "date": str(row.get("date", "")), "figures": out,
             "cuda_graph_max_batch": float(graph[0]), "cuda_graph_source": graph[1],
+            "schedule_ahead": int(ahead[0]), "schedule_ahead_source": ahead[1],
             "per_worker_families": None if fams is None else tuple(str(f).lower() for f in fams[0])}
 
 
@@ -147,6 +154,7 @@ class EngineOverheads:
     eager_s_per_kernel: float = 0.0
     cuda_graph_max_batch: float = math.inf
     per_worker_families: tuple | None = None  # vendors the per-worker term applies on (None: all)
+    schedule_ahead: int = 0  # 1: the engine schedules the next batch while this one runs (Policy.schedule_ahead)
     which: str = "mid"
     sources: dict = field(default_factory=dict, compare=False)
 
@@ -174,8 +182,9 @@ class EngineOverheads:
         # every figure is a time: the 'fast' corner is the low one
         vals = {n: figs[n].pick(which, faster_when_high=False) for n in FIGURES}
         return cls(key, which=which, sources={**{n: figs[n].source for n in FIGURES},
-                                              "cuda_graph_max_batch": rows[key]["cuda_graph_source"]},
-                   cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"],
+                                              "cuda_graph_max_batch": rows[key]["cuda_graph_source"],
+                                              "schedule_ahead": rows[key]["schedule_ahead_source"]},
+                   cuda_graph_max_batch=rows[key]["cuda_graph_max_batch"], schedule_ahead=rows[key]["schedule_ahead"],
                    per_worker_families=rows[key]["per_worker_families"], **vals)
 
     def for_system(self, system) -> "EngineOverheads":
@@ -217,7 +226,8 @@ class EngineOverheads:
         """The figures used, under `engine_*` keys (the --json record)."""
         return {"engine": self.engine, "engine_which": self.which,
                 **{f"engine_{n}": getattr(self, n) for n in FIGURES},
-                "engine_cuda_graph_max_batch": None if math.isinf(self.cuda_graph_max_batch) else self.cuda_graph_max_batch}
+                "engine_cuda_graph_max_batch": None if math.isinf(self.cuda_graph_max_batch) else self.cuda_graph_max_batch,
+                "engine_schedule_ahead": self.schedule_ahead}
 
     def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0, workers: int = 1) -> dict:
         """The overheads as their own --json terms of a run: `ttft_overhead_s` = request-in + tokenise +
@@ -374,6 +384,15 @@ def restore_trace(trace, workload: Workload, order: np.ndarray, overheads: Engin
     back["first_token_s"] = back["first_token_s"] + overheads.first_token_out_s
     back["finish_s"] = back["finish_s"] + overheads.first_token_out_s
     return replace(trace, **back)
+
+
+def engine_policy(policy, overheads: EngineOverheads):
+    """`policy` as the engine schedules it: the row's `schedule_ahead` (an engine that schedules the next batch while
+    the current one runs; Policy.schedule_ahead) on the continuous batching policies; static and train batches keep
+    their own rule."""
+    if not overheads.schedule_ahead or policy.kind not in ("continuous", "chunked", "separate"):
+        return policy
+    return replace(policy, schedule_ahead=int(overheads.schedule_ahead))
 
 
 def run_with_engine(workload: Workload, overheads: EngineOverheads, run):

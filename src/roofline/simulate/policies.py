@@ -32,6 +32,13 @@ kind, and waiting requests are admitted only on its first pass, or on any pass w
 idle engine spins through empty steps to the admitting one at once. Unlike `recv_interval`, prefill and mixed passes
 count too, so a request waits up to K − 1 passes of any kind; 1 = every pass (off).
 
+`schedule_ahead` 1 (an engine that schedules the next batch while the current one runs: vLLM V1's asynchronous
+scheduling, EngineCore.step_with_batch_queue with a batch queue of 2 — vllm/v1/engine/core.py, the default from
+v0.14, PR #27614): pass k + 1 is scheduled when pass k starts, so a request that arrives while pass k runs can join
+pass k + 2 at the earliest, one pass later than under synchronous scheduling (0). An engine with nothing running
+schedules an arriving request at once. Only the admission waits: prompt chunks and decode steps of running
+requests go back to back as before.
+
 KV memory (vLLM, Kwon et al. SOSP 2023 §4.5): `preemption=True` allocates KV as sequences grow and,
 when the pool is full, preempts the most recently admitted sequence (recompute: it re-queues at the
 front and re-prefills prompt + generated tokens); `preemption=False` reserves prompt + output at
@@ -60,6 +67,7 @@ class Policy:
     long_prefill_token_threshold: int = 0  # vLLM --long-prefill-token-threshold: most tokens of one prompt per pass (0 = off)
     admit_interval: int = 1  # AMD's MLPerf vLLM patch: waiting requests admitted on every K-th pass only (1 = off)
     admit_min_running: int = 0  # ... and only while at least this many sequences run (VLLM_MIN_REQUEST_DECODE_STEP)
+    schedule_ahead: int = 0  # 1: the next pass is scheduled when this one starts (vLLM V1 async scheduling); 0: at its end
 
     def __post_init__(self):
         if self.kind not in POLICIES:
@@ -77,6 +85,9 @@ class Policy:
         am = self.admit_min_running
         if int(am) != am or am < 0:
             raise InputError(f"--admit-min-running must be a whole number >= 0 (0 = gate at any batch), got {am}")
+        if self.schedule_ahead not in (0, 1):
+            raise InputError(f"schedule_ahead must be 0 (synchronous scheduling) or 1 (the next pass scheduled while "
+                             f"this one runs), got {self.schedule_ahead!r}")
         if self.admit_interval > 1 and self.recv_interval > 1:
             raise InputError(f"--admit-interval ({self.admit_interval}) and --recv-interval ({self.recv_interval}) are "
                              "two engines' admission gates (AMD's vLLM patch, SGLang's); give one of them")

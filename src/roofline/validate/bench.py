@@ -130,7 +130,7 @@ def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, 
     `reuse`: a dict that keeps the first run's step table and mixed-pass model for the next runs of the same
     deployment, policy and lengths (the closed-loop client's iterations differ only in their sends)."""
     from ..simulate import Policy, Simulation
-    from ..simulate.overheads import EngineOverheads, run_with_engine, with_engine
+    from ..simulate.overheads import EngineOverheads, engine_policy, run_with_engine, with_engine
     from ..simulate.steptable import deployment
     from ..simulate.workload import make_workload
 
@@ -139,8 +139,8 @@ def run(m, system, layout, efficiency, row: dict, which: str, prompts, outputs, 
     dep = replace(dep, kv_capacity_tokens=float(kv_tokens))
     ovh = EngineOverheads.load(engine, which=which)
     dep = with_engine(dep, ovh)
-    pol = Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption,
-                 recv_interval=int(recv_interval))
+    pol = engine_policy(Policy(policy, max_seqs=int(max_seqs), max_batched_tokens=int(budget), preemption=preemption,
+                               recv_interval=int(recv_interval)), ovh)
     wl = make_workload(np.zeros(len(prompts)) if arrivals is None else arrivals, prompts, outputs)
     reuse = {} if reuse is None else reuse
 

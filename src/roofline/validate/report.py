@@ -270,7 +270,12 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "57 µs per counted kernel (model.kernels_per_pass; SGLang PR #12160's eager DeepSeek-V3 prefill, not fitted "
         "to these rows). On the 533 rows: prefill median 40.1% → 29.8%, throughput 10.6% → 10.1%, decode 14.2% → "
         "14.3%, all rows 17.1% → 15.6%. MoE sets 3–6 were predicted without it; their committed predictions "
-        "reproduce without it (tests).",
+        "reproduce without it (tests). (15) After serving set v was scored (docs/simulator.md, 'Scheduling one batch "
+        "ahead'): vLLM V1 with asynchronous scheduling, SGLang's overlap loop and TensorRT-LLM's PyTorch overlap "
+        "executor form batch k + 1 while batch k runs, so a request arriving while the engine is busy joins the batch "
+        "after next (engine row key schedule_ahead). On the 533 rows: prefill median 29.8% → 29.6% (MAPE 32.0% → "
+        "31.2%, coverage 75.4% → 76.1%), decode and throughput unchanged, all rows 15.6% → 15.0%. MoE sets 4–6 were "
+        "predicted without it; their committed predictions reproduce without it (tests).",
         "",
     ]
     held: dict[str, list] = {}
