@@ -71,6 +71,45 @@ def engines_before_schedule_ahead(tmp_path):
 
 
 @pytest.fixture
+def closed_loop_rounds_before_fixed_point(monkeypatch):
+    """The closed-loop client as every serving set up to w was registered: the fixed point over whole runs
+    (bench.closed_loop_run) stopped after ceil(n/C) + 1 rounds (2026-11-26: now solved inside the run,
+    bench.closed_loop_client)."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from roofline.simulate.overheads import run_with_engine
+    from roofline.validate import bench
+
+    def rounds(wl, ovh, c, one):
+        return bench.closed_loop_run(lambda s: run_with_engine(replace(wl, arrival_s=np.asarray(s, dtype=float)), ovh, one),
+                                     wl.n, c, release_s=wl.arrival_s, iterations=-(-wl.n // max(1, min(c, wl.n))) + 1)
+
+    monkeypatch.setattr(bench, "closed_loop_client", rounds)
+    yield
+
+
+@pytest.fixture
+def closed_loop_rounds_before_fixed_point_rows(monkeypatch):
+    """The scenario rows' closed-loop client as MoE set 6 was registered: the fixed point over whole runs stopped
+    after 12 rounds (bench.closed_loop_run; 2026-11-26: now solved inside the run, bench.closed_loop_rows)."""
+    from roofline.validate import bench
+
+    def rounds(simulate, n, c):
+        last = {}
+
+        def once(sends):
+            last["tr"], last["ovh"] = simulate(sends)
+            return last["tr"]
+
+        return bench.closed_loop_run(once, n, c, iterations=12), last["ovh"]
+
+    monkeypatch.setattr(bench, "closed_loop_rows", rounds)
+    yield
+
+
+@pytest.fixture
 def engines_before_graph_limit(tmp_path):
     """The engine rows before the CUDA-graph batch limit (2026-11-26, after serving set g was scored)."""
     _engines_without(tmp_path, keys=("cuda_graph_max_batch",))

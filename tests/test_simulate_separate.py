@@ -165,3 +165,26 @@ def test_scheduling_one_batch_ahead_delays_a_busy_engines_admissions_by_one_pass
     assert sync.schedule_ahead == 0 and engine_policy(Policy("chunked"), sync) == Policy("chunked")
     assert engine_policy(Policy("chunked"), vllm).schedule_ahead == 1
     assert engine_policy(Policy("static"), vllm).schedule_ahead == 0  # a static batch keeps its own rule
+
+
+def test_a_closed_loop_inside_the_run_sends_on_each_completion_by_hand():
+    """core.ClosedLoop at C = 1, every pass 10 ms, three requests of 100 + 3 tokens released at 0, 5 ms from send to
+    scheduler, 2 ms from finish to client: r0 reaches the scheduler at 5 ms and runs [5, 35] (first token 15 ms); the
+    client sees it done at 37 ms and sends r1, which arrives at 42 ms (first token 52, finish 72); r2 is sent at
+    74 ms. At C = 2 the first two start together. A closed loop needs one class of requests."""
+    from roofline.simulate.core import ClosedLoop
+
+    wl = make_workload([0.0, 0.0, 0.0], [100, 100, 100], [3, 3, 3])
+    dep = Deployment(ConstantStep(0.010))
+    loop = ClosedLoop(1, np.full(3, 0.005), 0.002)
+    tr = Simulation(wl, dep, Policy("continuous", 8, 1000), closed_loop=loop).run()
+    np.testing.assert_allclose(loop.sends_s, [0.0, 0.037, 0.074], atol=1e-12)
+    np.testing.assert_allclose(tr.arrival_s, [0.005, 0.042, 0.079], atol=1e-12)
+    np.testing.assert_allclose(tr.first_token_s, [0.015, 0.052, 0.089], atol=1e-12)
+    np.testing.assert_allclose(tr.finish_s, [0.035, 0.072, 0.109], atol=1e-12)
+    two = Simulation(wl, dep, Policy("continuous", 8, 1000), closed_loop=ClosedLoop(2, np.zeros(3))).run()
+    np.testing.assert_allclose(two.first_token_s[:2], [0.010, 0.010], atol=1e-12)
+    with pytest.raises(Exception, match="one class of requests"):
+        Simulation(make_workload([0.0, 0.0], [10, 10], [2, 2], [0, 1]), dep, closed_loop=ClosedLoop(1, np.zeros(2)))
+    with pytest.raises(Exception, match="concurrency must be a whole number"):
+        ClosedLoop(0, np.zeros(2))

@@ -31,8 +31,9 @@ from .base import (
 from .layout_opts import LayoutOptions
 
 POLICIES = ("continuous", "chunked", "separate", "static", "train", "disaggregated")
-#: a closed loop (--max-concurrency) is solved by one simulation per wave of C requests: at most this many
-MAX_CLOSED_LOOP_WAVES = 2000
+#: a closed loop (--max-concurrency) under --policy disaggregated is solved by whole runs of both pools, up to
+#: validate.bench.closed_loop_iterations of them: at most this many (one pool solves it inside one run)
+MAX_CLOSED_LOOP_ROUNDS = 2000
 
 
 class SimulateRequest(LayoutOptions):
@@ -350,31 +351,39 @@ def simulate(req: SimulateRequest, progress=None):
 
         pdep = with_engine(pool(req, req._prefill_layout, req.prefill_gpus or chips, opts), ovh)
 
-        def run(w):
+        def run(w, closed_loop=None):  # closed_loop: unused (a two-pool closed loop is solved by rounds below)
             res = disaggregated(w, pdep, dep, kv_transfer_s(m, sysrec, w.prompt_tokens, kv_dtype=req.kv_dtype,
                                                             chips=dep.gpus, prefill_chips=pdep.gpus), pol, pol, seed=req.seed,
                                 progress=advance, **cache)
             sims.append(res.prefill_simulation)
             return res.trace
     else:
-        def run(w):
-            sims.append(Simulation(w, dep, pol, seed=req.seed, **cache))
+        def run(w, closed_loop=None):
+            sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, **cache))
             return sims[-1].run(advance)
     if req.max_concurrency is None:
         tr = run_with_engine(wl, ovh, run)
-    else:  # the client's semaphore: a closed loop over the arrivals as releases (validate/bench.closed_loop_run)
+    elif not disagg:  # the client's semaphore inside the run: the next request sent on each completion
+        from dataclasses import replace
+
+        from ..validate.bench import closed_loop_client
+
+        tr = closed_loop_client(wl, ovh, int(req.max_concurrency), run)
+        wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+    else:  # two pools: the fixed point over whole runs (validate/bench.closed_loop_run), one per round
         from dataclasses import replace
 
         from ..simulate.workload import Workload
-        from ..validate.bench import closed_loop_run
+        from ..validate.bench import closed_loop_iterations, closed_loop_run
 
         n, c = len(wl.arrival_s), int(req.max_concurrency)
-        waves = -(-n // c)
-        if waves > MAX_CLOSED_LOOP_WAVES:
+        rounds = closed_loop_iterations(n, c)
+        if rounds > MAX_CLOSED_LOOP_ROUNDS:
             f = req.flag
-            raise rules.InputError(f"{f('max_concurrency')} {c} over {n:,} requests is a closed loop of {waves:,} "
-                                   f"waves, solved by one simulation per wave (at most {MAX_CLOSED_LOOP_WAVES:,}); raise "
-                                   f"{f('max_concurrency')} or lower {f('requests')}/{f('duration')}")
+            raise rules.InputError(f"{f('max_concurrency')} {c} over {n:,} requests under --policy disaggregated is a "
+                                   f"closed loop solved by up to {rounds:,} whole runs of both pools (at most "
+                                   f"{MAX_CLOSED_LOOP_ROUNDS:,}); lower {f('requests')}/{f('duration')}, or drop the "
+                                   f"disaggregated policy (one pool solves the loop in one run)")
         tick, advance = advance, (lambda n=1: None)  # the rounds run silently (`run` reads `advance`); ticks at the end
 
         def once(sends) -> Any:
@@ -382,7 +391,7 @@ def simulate(req: SimulateRequest, progress=None):
             w: Workload = replace(wl, arrival_s=np.asarray(sends, dtype=float))
             return run_with_engine(w, ovh, run)
 
-        tr = closed_loop_run(once, n, c, release_s=wl.arrival_s, iterations=waves + 1)
+        tr = closed_loop_run(once, n, c, release_s=wl.arrival_s)
         wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
         tick(n)
     s = summarize(tr, targets)

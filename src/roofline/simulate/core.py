@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict, deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -133,6 +133,27 @@ def _release(users: list, pinned: list, q: int, depth: int) -> int:
     return old - pinned[q]
 
 
+@dataclass
+class ClosedLoop:
+    """A closed-loop client inside the run (`vllm bench serve` / `sglang.bench_serving --max-concurrency C`): at most
+    `concurrency` requests in flight; the workload's arrival_s are the client's own releases (sorted; all 0 for
+    `--request-rate inf`), and request C + j is sent at the later of its release and the (j + 1)-th completion the
+    client sees (an engine finish + `delay_out_s`), reaching the scheduler `delay_in_s[i]` after its send (request-in
+    and tokenising). Ignores: the client's own think time (none in those tools). A request's scheduler arrival is
+    held at or after the one before it (the queue is in send order), which can delay a short prompt sent just after
+    a long one by the difference of their tokenising times."""
+
+    concurrency: int
+    delay_in_s: np.ndarray
+    delay_out_s: float = 0.0
+    #: filled by the run: each request's send (the user's frame), for the caller's trace
+    sends_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self):
+        if int(self.concurrency) != self.concurrency or self.concurrency < 1:
+            raise InputError(f"closed-loop concurrency must be a whole number >= 1, got {self.concurrency!r}")
+
+
 @dataclass(frozen=True)
 class Trace:
     """What a run returns. Per request (arrays of length n, seconds): arrival_s, admit_s (first
@@ -186,7 +207,8 @@ class Simulation:
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None, mixed=True,
-                 prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS):
+                 prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
+                 closed_loop: ClosedLoop | None = None):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         if int(block_tokens) != block_tokens or not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
             raise InputError(f"KV block size must be a whole number of tokens between 1 and {MAX_BLOCK_TOKENS}, got "
@@ -198,6 +220,11 @@ class Simulation:
         self.prefix_cache = on and workload.has_prefixes and first_token_s is None
         self.rng = np.random.default_rng(seed)
         self.prefilled = first_token_s is not None
+        if closed_loop is not None and (self.prefilled or np.any(workload.priority != 0)
+                                        or len(closed_loop.delay_in_s) != workload.n):
+            raise InputError("a closed-loop client sends one class of requests to a pool that prefills them; give "
+                             "priority 0 to every request, one delay_in_s per request, and no first-token times")
+        self.closed_loop = closed_loop
         self.given_first_s = None if first_token_s is None else np.asarray(first_token_s, dtype=float)
         spec = policy.speculation
         self.ratio = spec.gamma + 1 if spec else 1
@@ -265,6 +292,18 @@ class Simulation:
         # (each ending in an inf sentinel, never reached: `now` stays finite), next one at p0/p1
         q0_a, q1_a = (np.flatnonzero(w.priority == c) for c in (0, 1))
         a0_a, a1_a = (np.append(w.arrival_s[q].astype(float), inf) for q in (q0_a, q1_a))
+        loop = self.closed_loop  # a closed-loop client (ClosedLoop): only C sent at first, one more per completion
+        arr_a = w.arrival_s  # scheduler arrival of each request (a closed loop's, a copy, are set as they are sent)
+        if loop is not None:
+            arr_a = w.arrival_s.astype(float)
+            c_loop = min(int(loop.concurrency), n)
+            rel_a, din_a = w.arrival_s.astype(float), np.asarray(loop.delay_in_s, dtype=float)
+            a0_a[:c_loop] = np.maximum.accumulate(rel_a[:c_loop] + din_a[:c_loop])
+            a0_a[c_loop:n] = inf
+            arr_a[:c_loop] = a0_a[:c_loop]
+            snd_a = rel_a.copy()  # sends: the first C at their releases, the rest set as the loop sends them
+            rel, din, arr, snd, dout = view(rel_a), view(din_a), view(arr_a), view(snd_a), float(loop.delay_out_s)
+        next_send = c_loop if loop is not None else n
         q0, q1, a0, a1 = (view(x) for x in (q0_a, q1_a, a0_a, a1_a))
         p0 = p1 = 0
         requeue: deque = deque()
@@ -639,6 +678,16 @@ class Simulation:
                     state[rid] = 3
                     fin_it[rid] = key + lag  # the pass it finished in (keys count decode passes)
                     done += 1
+                    if next_send < n:  # the closed-loop client sends its next request on this completion
+                        v = now + dout
+                        if rel[next_send] > v:
+                            v = rel[next_send]
+                        snd[next_send] = v
+                        v += din[next_send]
+                        if v < a0[next_send - 1]:
+                            v = a0[next_send - 1]
+                        a0[next_send] = arr[next_send] = v
+                        next_send += 1
                     nd -= 1
                     reserved -= reserve[rid]
                     if pc and pfx[rid] >= 0:  # unpin its prefix (as on preemption)
@@ -672,7 +721,9 @@ class Simulation:
         del mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, admit_it, pf_it, first_it, fin_it
         del pre_len, rem, q0, q1, a0, a1, npre, state, reserve, pre_len_a, rem_a, q0_a, q1_a, a0_a, a1_a
         del state_a, reserve_a, buckets, heap, stack, requeue
-        tr = self._trace(seg.trimmed(ns), its, npre_a)
+        tr = self._trace(seg.trimmed(ns), its, npre_a, arr_a)
+        if loop is not None:
+            loop.sends_s = snd_a
         if not pc:
             return tr
         return replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
@@ -698,7 +749,7 @@ class Simulation:
             total += k * (full - part)
         return total
 
-    def _trace(self, cols, its, npre) -> Trace:
+    def _trace(self, cols, its, npre, arrival) -> Trace:
         w, dep = self.workload, self.deployment
         it0, start, k, t0, sl, b, tok = cols
         admit, _ = iteration_times(it0, start, t0, sl, its[0])
@@ -708,7 +759,7 @@ class Simulation:
             assert first is not None  # a prefilled run is given its first-token times
         else:
             _, first = iteration_times(it0, start, t0, sl, its[2])
-        return Trace(w.arrival_s, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
+        return Trace(arrival, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
                      npre, start, k, t0, sl, b, tok, dep.gpus, dep.usd_per_gpu_hour, self.policy.kind)
 
 

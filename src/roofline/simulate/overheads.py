@@ -386,6 +386,21 @@ def restore_trace(trace, workload: Workload, order: np.ndarray, overheads: Engin
     return replace(trace, **back)
 
 
+def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency: int, run):
+    """A closed-loop client (core.ClosedLoop: at most `concurrency` requests in flight, the next sent on each
+    completion) over `run(workload, closed_loop) -> Trace` in the scheduler's frame: the workload's arrival_s are the
+    client's releases; returns the Trace in the user's frame — each request's arrival is its send (its scheduler
+    arrival less request-in and tokenising), its first token and finish first_token_out_s later, as restore_trace."""
+    from .core import ClosedLoop
+
+    delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
+    loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s))
+    tr = run(workload, loop)
+    out = overheads.first_token_out_s
+    return replace(tr, arrival_s=np.asarray(loop.sends_s, dtype=float), first_token_s=np.asarray(tr.first_token_s) + out,
+                   finish_s=np.asarray(tr.finish_s) + out)
+
+
 def engine_policy(policy, overheads: EngineOverheads):
     """`policy` as the engine schedules it: the row's `schedule_ahead` (an engine that schedules the next batch while
     the current one runs; Policy.schedule_ahead) on the continuous batching policies; static and train batches keep

@@ -275,7 +275,12 @@ def markdown(evals, plot_name: str | None = "validation.png") -> str:
         "executor form batch k + 1 while batch k runs, so a request arriving while the engine is busy joins the batch "
         "after next (engine row key schedule_ahead). On the 533 rows: prefill median 29.8% → 29.6% (MAPE 32.0% → "
         "31.2%, coverage 75.4% → 76.1%), decode and throughput unchanged, all rows 15.6% → 15.0%. MoE sets 4–6 were "
-        "predicted without it; their committed predictions reproduce without it (tests).",
+        "predicted without it; their committed predictions reproduce without it (tests). (16) After serving set w was "
+        "scored: the closed-loop client (row key client: closed_loop) is solved inside the run, the next request sent "
+        "on each completion (bench.closed_loop_rows), instead of iterating whole runs to a fixed point and stopping after "
+        "12 rounds, short of it once completions fall out of step (then more than C requests were in flight). MoE set "
+        "6's 102 closed-loop rows: throughput median 16.7% → 16.7%, decode 13.6% → 13.6%, prefill 19.8% → 21.1%; their "
+        "committed predictions reproduce with the old rounds (tests).",
         "",
     ]
     held: dict[str, list] = {}

@@ -371,8 +371,8 @@ def _serving_benchmark(meas, m, which, extra):
     in the engine, through the serving simulator under the engine's scheduler (its defaults where the launch left
     them, bench.engine_scheduler) and overheads; value = the row's `quantity` (bench.QUANTITIES). Measured kernel
     tables are not applied (they time passes, not schedules): table mode predicts these rows with the factors."""
-    from ..simulate.overheads import EngineOverheads
-    from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, closed_loop_run, run, serving_settings
+    from . import bench
+    from .bench import QUANTITIES, benchmark_lengths, benchmark_metrics, run, serving_settings
 
     r = meas.row
     q = str(r.get("quantity", ""))
@@ -399,14 +399,13 @@ def _serving_benchmark(meas, m, which, extra):
         eff = _efficiency(meas, m, which, extra)
         reuse: dict = {}  # the closed loop's runs share one step table and mixed-pass model
 
-        def simulate(sends=None):
+        def simulate(sends=None, concurrency=None):
             return run(m, system, lay, eff, r, which, prompts, outputs, str(st["policy"]), cap,
                        int(st["max_num_batched_tokens"]) * ranks, bool(st["preemption"]), kv, engine,
-                       int(r.get("recv_interval", 1)), sends, reuse)
+                       int(r.get("recv_interval", 1)), sends, reuse, concurrency)
 
-        if client == "closed_loop":
-            ovh = EngineOverheads.load(engine, which=which)  # the runs' own (run() loads the same row)
-            tr = closed_loop_run(lambda sends: simulate(sends)[0], n, c)
+        if client == "closed_loop":  # bench_serving's semaphore, solved inside the run (bench.closed_loop_rows)
+            tr, ovh = bench.closed_loop_rows(simulate, n, c)
         else:
             tr, ovh = simulate()
         runs[key] = benchmark_metrics(tr, ovh, meas.chips, closed_loop=client == "closed_loop")
