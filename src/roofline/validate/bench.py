@@ -268,8 +268,8 @@ CLOSED_LOOP_TOLERANCE_S = 1e-4
 
 
 def closed_loop_iterations(n: int, concurrency: int) -> int:
-    """Most simulations `closed_loop_run` takes for n requests at concurrency C: a run is causal, so each iteration
-    makes at least the next completion after the last exact one exact, and n − C + 1 iterations reach the fixed point
+    """Most simulations `closed_loop_run` takes for n requests at concurrency C: a run is causal (closed_loop_run), so
+    each iteration makes at least the next completion after the last exact one exact, and n − C + 1 iterations reach the fixed point
     (a whole wave of C per iteration when the waves stay in step, often far fewer); plus ⌈n/C⌉ + 10 for the
     pass-segment round-off that can leave a send a few tenths of a millisecond off for another round. Until
     2026-11-26 (after serving set w) the loop stopped after ⌈n/C⌉ + 1 iterations, short of the fixed point where
@@ -294,9 +294,11 @@ def closed_loop_run(simulate, n: int, concurrency: int, release_s=None, iteratio
     """The fixed point of a closed-loop client (closed_loop_sends) over `simulate(sends) -> Trace`: start from every
     request sent at its release (t = 0 by default; the engine's slots then gate them), resend from the completions,
     until the sends move by less than CLOSED_LOOP_TOLERANCE_S (at most `iterations` runs, default
-    closed_loop_iterations(n, C)). Returns the last Trace. A run is causal (a request sent later changes nothing
-    before its send), so each iteration makes at least the next completion exact; short of the fixed point more than C
-    requests can be in flight, which the client never allows."""
+    closed_loop_iterations(n, C)). Returns the last Trace. A run is causal but for where it cuts its decode segments (at
+    every known arrival, so a later send can move earlier pass times by round-off), so each iteration makes at least the
+    next completion exact; short of the fixed point more than C requests can be in flight, which the client never
+    allows. The one-pool paths solve the loop inside the run instead (closed_loop_client); this stays for the
+    two-pool disaggregated policy and for the reproduction of the sets registered with it."""
     sends = np.zeros(n) if release_s is None else np.asarray(release_s, dtype=float)
     for _ in range(closed_loop_iterations(n, concurrency) if iterations is None else iterations):
         tr = simulate(sends)
