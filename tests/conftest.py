@@ -71,6 +71,17 @@ def engines_before_schedule_ahead(tmp_path):
 
 
 @pytest.fixture
+def datasheet_memory(monkeypatch):
+    """KV pools sized from the datasheet capacity, as every serving set up to w and the scenario rows were
+    registered (2026-11-26: from the memory the driver reports, accelerators.yaml `device_memory_gib`;
+    Accelerator.engine_memory_bytes)."""
+    from roofline.hardware import Accelerator
+
+    monkeypatch.setattr(Accelerator, "engine_memory_bytes", property(lambda self: self.hbm_bytes))
+    yield
+
+
+@pytest.fixture
 def closed_loop_rounds_before_fixed_point(monkeypatch):
     """The closed-loop client as every serving set up to w was registered: the fixed point over whole runs
     (bench.closed_loop_run) stopped after ceil(n/C) + 1 rounds (2026-11-26: now solved inside the run,

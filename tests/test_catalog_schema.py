@@ -104,6 +104,8 @@ CLI_BAD = [
     ("hbm_gb: 100", "hbm_gbs: 100", "accelerators[0] (id 'toy-chip'): unknown key 'hbm_gbs'; did you mean 'hbm_gb'?"),
     ("    tdp_w: 500\n", "", "accelerators[0] (id 'toy-chip'): missing required key 'tdp_w' (a number > 0); add it"),
     ("usd_per_hour: 1.5", "usd_per_hour: .nan", "accelerators[0] (id 'toy-chip'): usd_per_hour is nan"),
+    ("hbm_gb: 100", "hbm_gb: 100\n    device_memory_gib: 93", "accelerators[0] (id 'toy-chip'): device_memory_gib and "
+     "device_memory_source go together"),
 ]
 
 

@@ -213,3 +213,27 @@ def test_step_refuses_a_zero_price(run_cli):
     code, _, err = run_cli("step", "-m", "llama-3-8b", "-a", "h100-sxm", "-b", "1", "--usd-per-gpu-hour", "0")
     assert code == 1 and err.count("\n") == 1
     assert err.startswith("error: --usd-per-gpu-hour must be > 0 and <= 1e+06 and finite, got 0;")
+
+
+def test_engines_size_kv_pools_from_the_memory_the_driver_reports_by_hand():
+    """Datasheets round binary capacities: an "80 GB" H100 reports 79.2 GiB = 85.04 GB to torch (device_memory_gib),
+    which vLLM's gpu_memory_utilization is a fraction of. Llama 3 8B (bf16, 131,072 B of KV per token) on one H100
+    at 0.9: (0.9 * 79.2 * 2^30 - 2 * 8.03e9) / 131,072 = 461,398 tokens; the datasheet's 80e9 B would give 426,788.
+    An accelerator without the figure (TPU v5p) keeps its datasheet capacity; the datasheet figure itself is unchanged."""
+    from roofline.catalog import accelerator, model, system
+    from roofline.layout import Layout
+    from roofline.memory import kv_capacity_tokens
+
+    h100 = accelerator("h100-sxm")
+    assert h100.hbm_bytes == 80e9 and h100.engine_memory_bytes == 79.2 * 2**30 and h100.device_memory_source
+    assert accelerator("tpu-v5p").engine_memory_bytes == accelerator("tpu-v5p").hbm_bytes
+    m = model("llama-3-8b")
+    weights = 2 * 8.03e9
+    got = float(kv_capacity_tokens(m, system("dgx-h100"), Layout(tp=1), usable_memory=0.9))
+    per_token = 131072
+    expect = (0.9 * 79.2 * 2**30 - weights) / per_token
+    assert got == pytest.approx(expect, rel=2e-3) and round(expect) == pytest.approx(461398, abs=5)
+    assert got > (0.9 * 80e9 - weights) / per_token * 1.07
+    # TensorRT-LLM's fraction of the free memory: usable * (total - weights)
+    free = float(kv_capacity_tokens(m, system("dgx-h100"), Layout(tp=1), usable_memory=0.9, of="free"))
+    assert free == pytest.approx(0.9 * (79.2 * 2**30 - weights) / per_token, rel=2e-3)

@@ -159,3 +159,32 @@ def test_deepseek_v3_expert_parallel_across_two_nodes_uses_deepep_tables(cat):
     assert any("ep_dispatch" in x for x in t.sources["ep_comm"]) and any("ep_combine" in x for x in t.sources["ep_comm"])
     one = table_terms(m, s, 64.0, 2048, phase="decode", tp=8, ep=1, weights_dtype="fp8", engine="sglang")
     assert one.ep_covered and one.ep_comm_s == 0 and one.sources["ep_comm"] == ()
+
+
+def test_experts_in_their_own_format_read_that_formats_moe_table(cat):
+    """gpt-oss-120b (bf16 layers, MXFP4 experts): on Hopper the experts come from the w4a16_mxfp4 MoE table (Marlin /
+    Triton kernels upcasting the weights), on Blackwell first from w4a8_mxfp4_mxfp8; a table measured at one moe tp
+    only (TensorRT-LLM's Blackwell MoE rows, moe_tp 1) does not stand in for TP 2, so the GEMM term falls back to
+    the factor model there, while at TP 1 it is read. FP4 experts beside FP8 layers read no table."""
+    from roofline.kernel_pass import _moe_dtypes
+
+    assert _moe_dtypes("bf16", "fp4") == ("w4a16_mxfp4",)
+    assert _moe_dtypes("bf16", "fp4", fp4_cores=True) == ("w4a8_mxfp4_mxfp8", "w4a16_mxfp4")
+    assert _moe_dtypes("fp8", "fp4") == ()  # NVFP4 checkpoints: no table, as FP4 GEMMs (set o)
+    assert _moe_dtypes("fp8", None) == _moe_dtypes("fp8", "fp8") == ("fp8", "fp8_block")
+    assert _moe_dtypes("bf16", None) == ("bf16",) and _moe_dtypes("fp4", None) == ("fp4",)
+    m = cat.model("gpt-oss-120b")
+    t = table_terms(m, cat.system("dgx-h100"), np.array([4.0, 64.0]), 1500, tp=8, engine="vllm",
+                    expert_weights_dtype="fp4")
+    assert t.gemm_covered.all() and any("moe vllm" in x and "w4a16_mxfp4 2880 2880 4 128" in x for x in t.sources["gemm"])
+    b200 = cat.system("hgx-b200")
+    one = table_terms(m, b200, 32.0, 1500, tp=1, engine="trtllm", expert_weights_dtype="fp4")
+    assert one.gemm_covered and any("w4a8_mxfp4_mxfp8 2880" in x for x in one.sources["gemm"])
+    two = table_terms(m, b200, 32.0, 1500, tp=2, engine="trtllm", expert_weights_dtype="fp4")
+    assert not two.gemm_covered and np.isnan(two.gemm_s)
+    # the same experts in bf16 (no expert format) keep the old lookup: no strictness, the bf16 table or none
+    same = table_terms(m, b200, 32.0, 1500, tp=2, engine="trtllm")
+    assert not any("mxfp4" in x for x in same.sources["gemm"])
+    ds = table_terms(cat.model("deepseek-v3"), b200, 32.0, 1500, tp=8, weights_dtype="fp8", engine="trtllm",
+                     expert_weights_dtype="fp4")
+    assert not ds.gemm_covered and not any("moe" in x for x in ds.sources["gemm"])

@@ -64,7 +64,7 @@ def test_sweep_refuses_a_layout_in_steps_words(run_cli, flags):
 
 def test_simulate_runs_a_replica_of_the_layout_with_its_kv_capacity(run_cli):
     """llama-3-8b on a DGX H100 as TP 2 x DP 2: 4 GPUs; KV capacity by hand = dp·(0.9·HBM − W/tp)/(kv/min(tp, K))
-    = 2·(72 GB − 16.06 GB/2)/(131,072 B/2) = 1,952,201.5 tokens."""
+    with HBM the 79.2 GiB the driver reports = 2·(76.54 GB − 16.06 GB/2)/(131,072 B/2) = 2,090,638.9 tokens."""
     from roofline import model as M
 
     m, h100 = CAT.model("llama-3-8b"), CAT.system("dgx-h100").accelerator
@@ -74,8 +74,8 @@ def test_simulate_runs_a_replica_of_the_layout_with_its_kv_capacity(run_cli):
     d = json.loads(out)
     w, kv = M.weight_bytes(m, "bf16"), M.kv_bytes_per_token(m, "bf16")
     assert (w, kv, m.kv_heads) == (16060522496.0, 131072.0, 8)
-    assert d["kv_capacity_tokens"] == pytest.approx(2 * (0.9 * h100.hbm_bytes - w / 2) / (kv / 2), rel=1e-12)
-    assert d["kv_capacity_tokens"] == pytest.approx(1952201.5)
+    assert d["kv_capacity_tokens"] == pytest.approx(2 * (0.9 * h100.engine_memory_bytes - w / 2) / (kv / 2), rel=1e-12)
+    assert d["kv_capacity_tokens"] == pytest.approx(2090638.9, abs=0.1)
     assert (d["gpus"], d["layout"]) == (4, "TP2 EP1 PP1 DP2")
 
 

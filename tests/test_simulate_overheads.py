@@ -453,8 +453,9 @@ def test_cli_cuda_graph_max_batch_overrides_the_engine_row(run_cli):
 
 def test_kernels_auto_takes_the_measured_tables_where_the_engine_family_has_them(run_cli):
     """`--kernels auto` (the default): with --realistic and an engine family whose measured GEMM tables cover the
-    accelerator, exactly `--kernels tables`; on an accelerator without tables (MI300X), with --engine none or with
-    --expert-weights-dtype, exactly `--kernels factor`; the JSON says which. A grid scenario takes the same rule."""
+    accelerator, exactly `--kernels tables` (with --expert-weights-dtype too, since set x: the experts read their
+    format's MoE rows); on an accelerator without tables (MI300X) or with --engine none, exactly `--kernels factor`;
+    the JSON says which. A grid scenario takes the same rule."""
     run = ("simulate", "-m", "llama-3-8b", "--realistic", "-n", "60", "--rate", "4", "--json")
     h100 = (*run, "-a", "h100-sxm", "--engine", "vllm")
     auto, tables, factor = (_json(run_cli, *h100, *k) for k in ((), ("--kernels", "tables"), ("--kernels", "factor")))
@@ -466,7 +467,7 @@ def test_kernels_auto_takes_the_measured_tables_where_the_engine_family_has_them
         assert a["kernels"] == "factor" and a["tpot_p50_s"] == f["tpot_p50_s"], extra
     moe = ("simulate", "-m", "gpt-oss-120b", "-a", "h100-sxm", "--realistic", "--engine", "vllm", "-n", "20",
            "--rate", "1", "--weights-dtype", "bf16", "--expert-weights-dtype", "fp4", "--json")
-    assert _json(run_cli, *moe)["kernels"] == "factor"
+    assert _json(run_cli, *moe)["kernels"] == "tables"
     assert "kernels" not in _json(run_cli, "simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "20", "--json")
     g = _json(run_cli, *h100, "--grid", "engine=vllm,none")["scenarios"]
     assert [row["kernels"] for row in g] == ["tables", "factor"]

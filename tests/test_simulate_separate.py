@@ -109,17 +109,19 @@ def test_amd_admit_interval_gates_admission_by_hand():
 
 def test_simulate_kv_memory_flags_set_the_pool_by_hand():
     """simulate --kv-memory-fraction F --kv-memory-of total|free: Llama 2 70B (fp4 weights, fp8 KV: 163,840 B a token)
-    on one MI355X (288 GB): the pool is (F x 288e9 - W) / 163,840 tokens of the whole memory (vLLM's
-    gpu_memory_utilization; default 0.9) or F x (288e9 - W) / 163,840 of what the weights leave (TensorRT-LLM)."""
+    on one MI355X (287.98 GiB as HIP reports it, M): the pool is (F x M - W) / 163,840 tokens of the whole memory
+    (vLLM's gpu_memory_utilization; default 0.9) or F x (M - W) / 163,840 of what the weights leave (TensorRT-LLM)."""
     from roofline.requests.simulate import SimulateRequest, simulate
 
     base = dict(model="llama-2-70b", system="mi355x-8", gpus=1, rate=5.0, requests=20, weights_dtype="fp4",
                 kv_dtype="fp8", realistic=True)
     caps = [simulate(SimulateRequest.of(**base, **kw))[0]["kv_capacity_tokens"]
             for kw in ({}, {"kv_memory_fraction": 0.95}, {"kv_memory_fraction": 0.95, "kv_memory_of": "free"})]
-    w = 0.9 * 288e9 - caps[0] * 163840
-    assert caps[1] == pytest.approx((0.95 * 288e9 - w) / 163840, rel=1e-9)
-    assert caps[2] == pytest.approx(0.95 * (288e9 - w) / 163840, rel=1e-9)
+    mem = 287.98 * 2**30
+    w = 0.9 * mem - caps[0] * 163840
+    assert caps[1] == pytest.approx((0.95 * mem - w) / 163840, rel=1e-9)
+    assert caps[2] == pytest.approx(0.95 * (mem - w) / 163840, rel=1e-9)
+    assert 30e9 < w < 40e9
 
 
 def test_enforce_eager_is_a_graph_limit_of_zero_by_hand():

@@ -166,8 +166,8 @@ def test_plot_draws_every_metric():
 
 def test_kv_capacity_batch_by_hand():
     """trtllm-bench's concurrency heuristic: Llama 3.1 8B FP8 on one H100, ISL 128 / OSL 2048:
-    0.90 · (80 GB − 8.03e9 params · 1 B) / (65,536 B of fp8 KV per token · 2,176 tokens) = 454 requests;
-    capped at 4096 (128/128 on the 141 GB H200 reaches the cap)."""
+    0.90 · (85.04 GB − 8.03e9 params · 1 B) / (65,536 B of fp8 KV per token · 2,176 tokens) = 486 requests (the
+    79.2 GiB an H100 reports); capped at 4096 (128/128 on the H200 reaches the cap)."""
     from roofline.validate import load_dataset
     from roofline.validate.scenarios import _model, kv_capacity_batch
 
@@ -175,8 +175,8 @@ def test_kv_capacity_batch_by_hand():
     by_id = {r.id: r for r in rows}
     r = by_id["trtllm10-h100-fp8-llama3-8b-tp1-i128-o2048"]
     m = _model(r.model, extra)
-    expect = 0.90 * (80e9 - 8.03e9) / (65536 * 2176)
-    assert kv_capacity_batch(r, m, extra) == int(expect) == 454
+    expect = 0.90 * (79.2 * 2**30 - 8.03e9) / (65536 * 2176)
+    assert kv_capacity_batch(r, m, extra) == int(expect) == 486
     assert kv_capacity_batch(by_id["trtllm10-h200-fp8-llama3-8b-tp1-i128-o128"], m, extra) == 4096
     from dataclasses import replace
 
@@ -189,7 +189,7 @@ def test_kv_capacity_batch_by_hand():
         kv_capacity_batch(tiny, m, extra)
 
 
-def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(factors_before_kernel_latency,
+def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(datasheet_memory, factors_before_kernel_latency,
                                                                               engines_before_schedule_ahead):
     """`roofline validate --kernels tables` (scenarios.evaluate(kernels="tables")) gives, row for row, the
     predictions committed before the comparison of issue 19 (docs/kernels_predictions.json), with the family

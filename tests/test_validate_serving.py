@@ -30,7 +30,7 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_committed_predictions_reproduce(datasheet_memory, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
     the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
     are reproduced exactly."""
@@ -149,8 +149,8 @@ def test_set_paths():
     assert b["runs"].name == "serving_runs_b.yaml" and b["runs"].parent == S.DATA.parent
     assert b["predictions"].name == "serving_predictions_b.yaml" and b["measured"].name == "serving_measured_b.yaml"
     assert b["docs"].name == "validation_serving_b.md"
-    with pytest.raises(S.InputError, match="unknown serving validation set 'x'; expected one of a, b"):
-        S.set_paths("x")
+    with pytest.raises(S.InputError, match="unknown serving validation set 'y'; expected one of a, b"):
+        S.set_paths("y")
 
 
 def test_set_a_is_the_default(runs):
@@ -196,7 +196,7 @@ def test_uniform_dataset_kind():
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
 
 
-def test_set_b_committed_predictions_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_b_committed_predictions_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
     its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
     sp = S.set_paths("b")
@@ -244,7 +244,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_c_committed_predictions_reproduce(datasheet_memory, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -332,7 +332,7 @@ def _registered_before_measured(name: str, at_commit: str) -> None:
     assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
 
 
-def test_set_d_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_d_committed_predictions_reproduce(datasheet_memory, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -448,7 +448,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce(engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_e_committed_predictions_reproduce(datasheet_memory, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -542,9 +542,9 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("q", 28, {"q1-", "q2-"}), ("r", 12, {"r1-", "r2-"}),
                                                ("s", 19, {"s1-", "s2-", "s3-"}), ("t", 31, {"t1-", "t2-", "t3-"}),
                                                ("u", 20, {"u1-", "u2-"}), ("v", 24, {"v1-"}),
-                                               ("w", 41, {"w1-", "w2-"})])
-def test_sets_i_to_w_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to w (the ninth to twenty-third blind sets, gathered 2026-11-26, each after the one before was scored): runs
+                                               ("w", 41, {"w1-", "w2-"}), ("x", 40, {"x1-"})])
+def test_sets_i_to_x_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to x (the ninth to twenty-fourth blind sets, gathered 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
@@ -559,13 +559,14 @@ def test_sets_i_to_w_inputs_follow_the_rules_fixed_before_prediction(name, runs,
     for r in doc["runs"]:
         model(r["model"]), EngineOverheads.load(r["engine"])
         acc = system(r["system"]).accelerator.id
-        auto = default_kernels(acc, r["engine"], realistic=True, expert_weights_dtype=r.get("expert_weights_dtype"))
+        auto = default_kernels(acc, r["engine"], realistic=True, expert_weights_dtype=r.get("expert_weights_dtype"),
+                               legacy_experts=name < "x")
         assert r.get("kernels", "factor") == auto, r["id"]
         assert r["dataset"] in doc["datasets"] and set(r["metrics"]) <= set(S.METRICS), r["id"]
     assert S.central_rule(name) == "median"
 
 
-def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed_without_kernel_tables,
+def test_set_g_committed_predictions_reproduce(datasheet_memory, engines_before_graph_limit, mixed_without_kernel_tables,
                                                engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
@@ -573,12 +574,12 @@ def test_set_g_committed_predictions_reproduce(engines_before_graph_limit, mixed
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
-    assert len(S.DISCLOSURES["g"]) == 5 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
+    assert len(S.DISCLOSURES["g"]) == 6 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_h_committed_predictions_reproduce(datasheet_memory, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
     mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
     only the saturation verdict of its one-request runs, now bursts of one."""
@@ -592,7 +593,7 @@ def test_set_h_committed_predictions_reproduce(mixed_without_kernel_tables, engi
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_i_committed_predictions_reproduce(datasheet_memory, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
     exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
     were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
@@ -602,7 +603,7 @@ def test_set_i_committed_predictions_reproduce(engines_before_per_worker_familie
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 4
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 5
     assert "median over seeds 0-2" in pred["method"]
     sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
               or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]
@@ -689,7 +690,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_j_committed_predictions_reproduce(datasheet_memory, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -698,7 +699,7 @@ def test_set_j_committed_predictions_reproduce(moe_rows_balanced, engines_before
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 3
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 4
     sample = [r for r in doc["runs"] if r["id"].startswith("j2-")
               or r["id"] == "j1-gpustack_a100_gptoss120b_tp1_base_rand128_4"]
     assert len(sample) == 3
@@ -712,7 +713,7 @@ def test_set_j_committed_predictions_reproduce(moe_rows_balanced, engines_before
     _registered_before_measured("j", pred["at_commit"])
 
 
-def test_set_k_committed_predictions_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_k_committed_predictions_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row; at the commit they record, the measured values were not in the repository."""
 
@@ -726,7 +727,7 @@ def test_set_k_committed_predictions_reproduce(engines_before_schedule_ahead, cl
     _registered_before_measured("k", pred["at_commit"])
 
 
-def test_set_l_committed_predictions_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_l_committed_predictions_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
     largest V0 burst; at the commit they record, the measured values were not in the repository."""
 
@@ -740,7 +741,7 @@ def test_set_l_committed_predictions_reproduce(engines_before_schedule_ahead, cl
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_m_committed_predictions_reproduce(datasheet_memory, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -749,13 +750,13 @@ def test_set_m_committed_predictions_reproduce(moe_rows_balanced, engines_before
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 3
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 4
     for r in doc["runs"][::8]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_n_committed_predictions_reproduce(datasheet_memory, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -763,7 +764,7 @@ def test_set_n_committed_predictions_reproduce(moe_rows_balanced, engines_before
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 3
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 4
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -772,7 +773,7 @@ def test_set_n_committed_predictions_reproduce(moe_rows_balanced, engines_before
     _registered_before_measured("n", pred["at_commit"])
 
 
-def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_with_fp4_alias, moe_rows_balanced,
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, kernels_with_fp4_alias, moe_rows_balanced,
                                                                        monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
@@ -794,7 +795,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(kernels_
     _registered_before_measured("o", pred["at_commit"])
 
 
-def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
     exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
     the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
@@ -805,7 +806,7 @@ def test_set_p_committed_predictions_and_declared_alternative_reproduce(monkeypa
     sp = S.set_paths("p")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_p_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 2
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 3
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     runs = {r["id"]: r for r in doc["runs"]}
     for rid in ("p3-augmxnt_mi300x_llama405b_vllm064dev_sonnet80_default_n64",
@@ -834,7 +835,7 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
 
 
-def test_set_q_committed_predictions_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_q_committed_predictions_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set q's predictions (pre-registered at 4fca1bd; the two changes since, S.DISCLOSURES["q"], undone) recompute exactly for a sample — a batch-1
     first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
     at the commit they record, the measured values were not in the repository."""
@@ -849,7 +850,7 @@ def test_set_q_committed_predictions_reproduce(engines_before_schedule_ahead, cl
     _registered_before_measured("q", pred["at_commit"])
 
 
-def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
     AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
     (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
@@ -860,7 +861,7 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(monkeypa
     sp = S.set_paths("r")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_r_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["r"]) == 1
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["r"]) == 2
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     assert all(r["in_process"] is True for r in doc["runs"])
     run = next(r for r in doc["runs"] if r["id"] == "r2-smc_mi355x8_l2_70b_interactive")
@@ -883,7 +884,7 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
-def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
@@ -901,7 +902,7 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("s", pred["at_commit"])
 
 
-def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
     dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
@@ -920,7 +921,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(monkeypa
     _registered_before_measured("t", pred["at_commit"])
 
 
-def test_set_u_committed_predictions_and_declared_alternative_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_u_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
     admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
     run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
@@ -942,7 +943,7 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce(engines_
     _registered_before_measured("u", pred["at_commit"])
 
 
-def test_set_v_committed_predictions_and_declared_alternative_reproduce(engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_v_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set v's predictions (pre-registered at cfef6b5: inference-sim's 24 vLLM v0.15.1 stage runs on H100, each stage
     drained and simulated alone, inference-perf's line-stamping client, its shared-prefix prompts hitting the cache)
     recompute exactly for a stage run on the measured kernel tables, and the alternative committed beside them
@@ -958,7 +959,7 @@ def test_set_v_committed_predictions_and_declared_alternative_reproduce(engines_
     _registered_before_measured("v", pred["at_commit"])
 
 
-def test_set_w_committed_predictions_and_declared_alternative_reproduce(monkeypatch, closed_loop_rounds_before_fixed_point):
+def test_set_w_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, monkeypatch, closed_loop_rounds_before_fixed_point):
     """Set w's predictions (pre-registered at 7120a34, after scheduling one batch ahead was adopted post hoc on set v:
     vLLM PR #23696's baseline and 40 InferenceMAX configurations no earlier set used) recompute exactly with the
     closed-loop rounds they were made with (S.DISCLOSURES["w"]), and the alternative committed beside them
@@ -967,7 +968,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(monkeypa
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative("w", "7120a34")
-    assert len(S.DISCLOSURES["w"]) == 1 and "fixed point" in S.DISCLOSURES["w"][0]
+    assert len(S.DISCLOSURES["w"]) == 2 and "fixed point" in S.DISCLOSURES["w"][0]
     run = next(r for r in doc["runs"] if r["id"] == "w2-imx-h200-vllm-gptoss-fp4-tp8-1k8k-c4")
     main = _reproduces(run, doc, pred["runs"], central="median")
     monkeypatch.setattr(O, "engine_policy", lambda pol, ovh: pol)
@@ -978,16 +979,17 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(monkeypa
 
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
-    (163,840 B a token) on one MI355X (288 GB): vLLM's gpu_memory_utilization 0.95 of the whole memory gives
-    (0.95 x 288e9 - W) / 163,840 tokens; TensorRT-LLM's 0.95 of what the weights leave, (0.95 x (288e9 - W)) / 163,840;
-    without the keys, 0.90 of the whole memory."""
+    (163,840 B a token) on one MI355X (287.98 GiB as HIP reports it, M): vLLM's gpu_memory_utilization 0.95 of the
+    whole memory gives (0.95 x M - W) / 163,840 tokens; TensorRT-LLM's 0.95 of what the weights leave,
+    (0.95 x (M - W)) / 163,840; without the keys, 0.90 of the whole memory."""
     run = {"model": "llama-2-70b", "system": "mi355x-8", "gpus": 1, "weights_dtype": "fp4", "kv_dtype": "fp8"}
     base = S.deployment_for(run).kv_capacity_tokens
     total = S.deployment_for({**run, "kv_memory_fraction": 0.95}).kv_capacity_tokens
     free = S.deployment_for({**run, "kv_memory_fraction": 0.95, "kv_memory_of": "free"}).kv_capacity_tokens
-    w = 0.90 * 288e9 - base * 163840  # the weights' bytes, from the default
-    assert total == pytest.approx((0.95 * 288e9 - w) / 163840, rel=1e-9)
-    assert free == pytest.approx(0.95 * (288e9 - w) / 163840, rel=1e-9)
+    mem = 287.98 * 2**30
+    w = 0.90 * mem - base * 163840  # the weights' bytes, from the default
+    assert total == pytest.approx((0.95 * mem - w) / 163840, rel=1e-9)
+    assert free == pytest.approx(0.95 * (mem - w) / 163840, rel=1e-9)
     assert 30e9 < w < 40e9 and free > total > base
 
 

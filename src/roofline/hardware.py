@@ -34,6 +34,17 @@ class Accelerator:
     preliminary: bool = False
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    #: total device memory as the driver reports it to software (torch.cuda.mem_get_info's total), where a
+    #: catalog row gives it; 0 = not given (hbm_bytes). Datasheets round binary capacities ("80 GB" is ~80 GiB).
+    device_memory_bytes: float = 0.0
+    device_memory_source: str = ""
+
+    @property
+    def engine_memory_bytes(self) -> float:
+        """The memory a serving engine sizes its KV pool from: `device_memory_bytes` where the catalog gives
+        it (vLLM's gpu_memory_utilization and SGLang's mem_fraction_static are fractions of this total),
+        else the datasheet's `hbm_bytes`."""
+        return self.device_memory_bytes or self.hbm_bytes
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s for matmuls in `dtype` (the compute format of weights stored as `dtype`).

@@ -200,7 +200,9 @@ def _pick(acc: str, kind: str, engine: str | None, keys: dict) -> dict | None:
     return None
 
 
-def _lookup(acc, kind: str, engine, keys: dict, *coords) -> KernelTime:
+def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -> KernelTime:
+    """`strict`: a point off an axis the table measured at one value only is not covered (else the table's
+    value at that one point stands in for it, flagged extrapolated)."""
     acc = accelerator_id(acc)
     arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
     shape = arrs[0].shape
@@ -222,6 +224,10 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords) -> KernelTime:
             ratio = arrs[0].ravel()[miss] / x[miss, 0]
             ln_t[miss] = l2 + np.log(ratio)
             ok[miss], extra[miss], dist[miss] = ok2, True, d2 + np.log(ratio)
+    if strict:
+        for ax, v in zip(_grid(t["id"], acc)[0], np.log(x).T):
+            if len(ax) == 1:
+                ok = ok & np.isclose(v, ax[0])
     sec = np.where(ok, np.exp(ln_t), np.nan).reshape(shape)
     return KernelTime(sec, ok.reshape(shape), (extra & ok).reshape(shape), source_id(t), dist.reshape(shape))
 
@@ -278,20 +284,21 @@ def attention_s(acc, phase: str, batch, length, heads, kv_heads, head_dim: int, 
 
 
 def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp: int = 1,
-          ep: int = 1, distribution: str | None = None, engine: str | None = None) -> KernelTime:
+          ep: int = 1, distribution: str | None = None, engine: str | None = None, strict: bool = False) -> KernelTime:
     """Grouped-GEMM MoE layer (gate/up, activation, down over the routed experts on one GPU) for `tokens`
     tokens entering the layer, model shape (hidden, inter = one expert's d_ff, topk, experts), sharded
     over moe tp × ep. Covered only for MoE shapes the tables measured (exact hidden/inter/topk/experts);
     the tokens per expert and experts per GPU follow from tokens·topk/experts and experts/ep. `distribution`:
     the router's token distribution the rows were measured with, "balanced" or "power_law_1.01" (default
-    MOE_ROUTING, AIConfigurator's own default)."""
+    MOE_ROUTING, AIConfigurator's own default). `strict`: as _lookup (a moe tp or ep the table measured at
+    one value only does not stand in for another)."""
     distribution = MOE_ROUTING if distribution is None else distribution
     if distribution not in MOE_DISTRIBUTIONS:
         raise InputError(f"unknown MoE routing distribution {distribution!r}: expected one of "
                          f"{', '.join(MOE_DISTRIBUTIONS)}")
     keys = {"moe_dtype": _dt(dtype), "hidden_size": int(hidden), "inter_size": int(inter), "topk": int(topk),
             "num_experts": int(experts), "distribution": distribution}
-    return _lookup(acc, "moe", engine, keys, tokens, tp, ep)
+    return _lookup(acc, "moe", engine, keys, tokens, tp, ep, strict=strict)
 
 
 def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine: str | None = None) -> KernelTime:
@@ -344,15 +351,18 @@ def table_family(engine: str) -> str | None:
     return next((e for e in TABLE_ENGINES if str(engine).lower().startswith(e)), None)
 
 
-def default_kernels(accelerator: str, engine: str, *, realistic: bool, expert_weights_dtype: str | None = None) -> str:
+def default_kernels(accelerator: str, engine: str, *, realistic: bool, expert_weights_dtype: str | None = None,
+                    legacy_experts: bool = False) -> str:
     """`--kernels auto` (simulate, step, grid scenarios): "tables" for a realistic pass with an engine family
-    (vLLM, SGLang or TensorRT-LLM rows) whose measured GEMM tables cover the accelerator, and no separate expert
-    format; "factor" otherwise (the pure roofline, engine none, an accelerator without tables such as the MI300X,
-    --expert-weights-dtype). The rule the blind serving sets g to m were registered with; post hoc over the
-    NVIDIA runs of sets a, e and f the tables took end-to-end mean APE from 56/36/57% to 40/27/44%
-    (docs/simulator.md, "Measured kernels by default")."""
+    (vLLM, SGLang or TensorRT-LLM rows) whose measured GEMM tables cover the accelerator; "factor" otherwise
+    (the pure roofline, engine none, an accelerator without tables such as the MI300X). The rule the blind
+    serving sets g to m were registered with; post hoc over the NVIDIA runs of sets a, e and f the tables took
+    end-to-end mean APE from 56/36/57% to 40/27/44% (docs/simulator.md, "Measured kernels by default").
+    Routed experts in their own format (--expert-weights-dtype) take the MoE table of that format
+    (kernel_pass._moe_dtypes) since set x; `legacy_experts` gives the rule of sets g to w, "factor" whenever the
+    experts have their own format (from before the tables were looked up in the experts' format)."""
     fam = table_family(engine)
-    if not realistic or fam is None or expert_weights_dtype:
+    if not realistic or fam is None or (legacy_experts and expert_weights_dtype):
         return "factor"
     return "tables" if any(t["engine"] == fam for t in _by_kind(str(accelerator), "gemm")) else "factor"
 

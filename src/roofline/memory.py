@@ -152,15 +152,21 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
                                                                      kv_cache_free_gpu_mem_fraction)
         tokens       = dp · cp · free · kv_shard / (f · kv_bytes_per_token)
 
+    HBM is the accelerator's `engine_memory_bytes`: the total the driver reports (torch.cuda.mem_get_info),
+    which engines take their fractions of, where the catalog gives it (an "80 GB" H100 reports 79.2 GiB =
+    85.0 GB), else the datasheet figure.
     Each of the dp groups keeps its own sequences' KV; within a group a token's KV is split kv_shard ways
     over the TP ranks (replicated beyond the KV heads) and over the stages (f of the layers each). With
-    perfect sharding over n GPUs this is (n·usable·HBM − W_total)/kv. Ignores block fragmentation and
-    sliding-window layers' cap (callers add a per-sequence overhead for those)."""
+    perfect sharding over n GPUs this is (n·usable·HBM − W_total)/kv. Ignores block fragmentation,
+    sliding-window layers' cap (callers add a per-sequence overhead for those) and, unless the caller passes
+    it as activations, vLLM's own reserve inside usable·HBM: its profiled activation peak and non-torch
+    memory (CUDA graphs, NCCL and all-reduce buffers), which its logs put at 0.4-13 GiB per GPU; SGLang's
+    mem_fraction_static holds only the weights and the KV pool."""
     if of not in ("total", "free"):
         raise InputError(f"of must be 'total' or 'free', got {of!r}")
     dense, routed = params_per_gpu(m, layout)
     weights = dense * dtype_bytes(weights_dtype) + routed * dtype_bytes(expert_weights_dtype or weights_dtype)
-    hbm = system.accelerator.hbm_bytes
+    hbm = system.accelerator.engine_memory_bytes
     free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
     per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect, layout.attention)

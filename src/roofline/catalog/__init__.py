@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import CatalogError, UnknownEntryError
 from ..hardware import Accelerator, System
 from ..model import Model
-from ..units import GIGA, MICRO, TERA
+from ..units import GIGA, MICRO, TERA, GiB
 from .schema import check_row
 
 SECTIONS = ("accelerators", "systems", "models", "prices", "tiers", "efficiency", "engines")
@@ -29,6 +29,7 @@ ACCELERATOR_SPEC = {
     "scale_up_gb_per_s": ("pos", True), "scale_out_gb_per_s": ("pos", True), "tdp_w": ("pos", True),
     "usd_per_hour": ("pos", True), "price_source": ("str", True), "price_date": ("str", True),
     "source": ("str", True), "date": ("str", True), "preliminary": ("bool", False), "notes": ("str", False),
+    "device_memory_gib": ("pos", False), "device_memory_source": ("str", False),
 }
 
 SYSTEM_SPEC = {
@@ -63,6 +64,9 @@ MODEL_SPEC = {
 
 def parse_accelerator(row: dict, where: str) -> Accelerator:
     r = check_row(row, ACCELERATOR_SPEC, where)
+    if ("device_memory_gib" in r) != ("device_memory_source" in r):
+        raise CatalogError(f"{where} (id {r['id']!r}): device_memory_gib and device_memory_source go together; give "
+                           f"the driver-reported total with where it was read, or neither")
     return Accelerator(
         id=r["id"].lower(), name=r["name"], vendor=r["vendor"],
         flops_per_s={k: v * TERA for k, v in r["dense_tflops"].items()},
@@ -72,6 +76,7 @@ def parse_accelerator(row: dict, where: str) -> Accelerator:
         usd_per_hour=r["usd_per_hour"], price_source=r["price_source"], price_date=r["price_date"],
         source=r["source"], date=r["date"], preliminary=r.get("preliminary", False),
         aliases=r.get("aliases", ()), notes=r.get("notes", ""),
+        device_memory_bytes=r.get("device_memory_gib", 0.0) * GiB, device_memory_source=r.get("device_memory_source", ""),
     )
 
 

@@ -90,10 +90,6 @@ class StepRequest(LayoutOptions):
                            f"longer context")
         rules.dtype_supported(f("weights_dtype"), self._system.accelerator, self.weights_dtype)
         rules.expert_dtype(f("expert_weights_dtype"), self._model, self._system.accelerator, self.expert_weights_dtype)
-        if self.expert_weights_dtype is not None:
-            if self.kernels == "tables":
-                raise rules.UsageError(f"{f('kernels')} tables takes one weight format; drop "
-                                       f"{f('expert_weights_dtype')} or use {f('kernels')} factor")
         resolve.sparse_attention(self.sparse_attention)  # sqrt:C or topk:K, checked here: one line
         if self.has_layout:
             self._layout = self.layout_for(self._model, self._system, batch=self.batch, phase=self.phase,
@@ -168,7 +164,8 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
         raise InputError("--kernels tables does not model context parallelism (the tables' attention is one GPU's "
                          "whole sequence); drop --cp or use --kernels factor")
     kw = dict(phase=req.phase, prompt=req.prompt, tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp,
-              moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype)
+              moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
+              expert_weights_dtype=req.expert_weights_dtype)
     steps, mid = {}, None
     for w in WHICH:
         terms, scale = corner_terms(req._model, req._system, req.batch, req.context, which=w, engine=req._engine, **kw)

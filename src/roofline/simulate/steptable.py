@@ -111,7 +111,7 @@ class EngineStep:
         terms, scale = corner_terms(self.model, self.system, batch, context, which=self.which,
                                     engine=self.kernel_engine, phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep,
                                     pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp, weights_dtype=self.weights_dtype,
-                                    kv_dtype=self.kv_dtype)
+                                    kv_dtype=self.kv_dtype, expert_weights_dtype=self.options.get("expert_weights_dtype"))
         eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
         step, _, parts = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
         return step, parts, res

@@ -231,7 +231,7 @@ def _with_tables(meas, m, res, phase, batch, context, prompt, which, extra):
     terms, scale = corner_terms(m, _system(meas, extra or {}), batch, context, which=which, engine=row_engine(meas),
                                 phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep, pp=lay.pp, dp=lay.dp,
                                 moe_tp=lay.moe_tp, weights_dtype=str(r.get("weights_dtype", "bf16")),
-                                kv_dtype=str(r.get("kv_dtype", "bf16")))
+                                kv_dtype=str(r.get("kv_dtype", "bf16")), expert_weights_dtype=r.get("expert_weights_dtype"))
     if r.get("ideal_network"):  # the factor model's ideal network stays: no measured all-reduce
         terms = replace(terms, tp_covered=np.zeros_like(terms.tp_covered))
     step_s, _, _ = apply(res, terms, overlap_comm=bool(r.get("overlap_comm", False)), scale=(scale, scale, scale))
@@ -388,7 +388,7 @@ def _serving_benchmark(meas, m, which, extra):
         c = int(r["concurrency"])
         n = int(r.get("requests", 10 * c))
         prompts, outputs = benchmark_lengths(r, n)
-        st = serving_settings(r, system.accelerator.hbm_bytes)
+        st = serving_settings(r, system.accelerator.engine_memory_bytes)
         ranks = int(lay.dp)
         cap = c if st["max_num_seqs"] is None else min(c, int(st["max_num_seqs"]) * ranks)
         kv = _kv_cache_tokens(meas, m, extra, float(st["kv_cache_fraction"]), str(st["kv_memory_of"]))
