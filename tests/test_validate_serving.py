@@ -977,6 +977,25 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(datashee
     _registered_before_measured("w", pred["at_commit"])
 
 
+def test_set_x_committed_predictions_and_declared_alternative_reproduce():
+    """Set x's predictions (pre-registered at acce6be, after KV pools from the driver's memory and experts reading
+    their format's MoE tables were adopted post hoc on set w: 40 more InferenceMAX configurations no earlier set used)
+    recompute exactly with today's code (no disclosed change since) for a gpt-oss run on H100 whose experts read the
+    w4a16_mxfp4 rows, and the alternative committed beside them (serving_predictions_x_alt.yaml: the kernels rule of
+    sets i to w, the factor model for such runs) is what the code gives with kernels: factor; at the commit they
+    record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("x", "acce6be")
+    assert "x" not in S.DISCLOSURES
+    run = next(r for r in doc["runs"] if r["id"] == "x1-imx-h100-vllm-gptoss-fp4-tp8-1k1k-c16")
+    assert run["kernels"] == "tables" and run["expert_weights_dtype"] == "fp4"
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    amd = next(r for r in doc["runs"] if r["system"] == "mi300x-8")
+    assert pred["runs"][amd["id"]] == alt["runs"][amd["id"]]  # no tables on MI300X: the rules agree
+    _registered_before_measured("x", pred["at_commit"])
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (287.98 GiB as HIP reports it, M): vLLM's gpu_memory_utilization 0.95 of the
