@@ -996,6 +996,23 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("x", pred["at_commit"])
 
 
+def test_set_y_committed_predictions_and_declared_alternative_reproduce():
+    """Set y's predictions (pre-registered at 6c2f856, a blind confirmation declared before gathering: gpt-oss-120b on
+    vLLM 0.13 on H100/H200 only, no simulator change since set x) recompute exactly with today's code for a run, and
+    the alternative committed beside them (the kernels rule of sets i to w) is what the code gives with kernels:
+    factor; every run is on Hopper with MXFP4 experts reading the measured MoE rows; at the commit they record, the
+    measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("y", "6c2f856")
+    assert "y" not in S.DISCLOSURES
+    assert all(r["engine"] == "vllm" and r["system"] in ("dgx-h100", "hgx-h200") and r["kernels"] == "tables"
+               and r["expert_weights_dtype"] == "fp4" for r in doc["runs"])
+    run = doc["runs"][len(doc["runs"]) // 2]
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("y", pred["at_commit"])
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (287.98 GiB as HIP reports it, M): vLLM's gpu_memory_utilization 0.95 of the
