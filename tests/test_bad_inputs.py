@@ -175,6 +175,10 @@ CASES = [
     (f"{PLAN} --expert-weights-dtype fp4", 1, "--expert-weights-dtype applies to mixture-of-experts models"),
     ("plan -m deepseek-v3 -s gb200-nvl72 --expert-weights-dtype fp4 --simulate 2", 2, "keeps one weight format"),
     ("step -m deepseek-v3 -s hgx-b200 --expert-weights-dtype fp3", 1, "--expert-weights-dtype must be one of"),
+    ("simulate -m llama-3-8b -s hgx-b200 -g 1 --moe-activations fp8 -n 10", 2,
+     "--moe-activations picks the activation format of MXFP4 experts' measured MoE rows"),
+    ("simulate -m gpt-oss-120b -s hgx-b200 -g 1 --realistic --engine vllm --weights-dtype bf16 --expert-weights-dtype "
+     "fp4 --moe-activations fp6 -n 10", 1, "--moe-activations must be one of auto, bf16, fp8"),
     ("step -m palm-540b -s tpu-v5p-256 --tp 64 --attention batch --weight-stationary gathered:3 --phase prefill -b 64",
      1, "weight-gathered group 3 must divide TP 64"),
     ("step -m palm-540b -s tpu-v5p-256 --tp 64 --attention batch --weight-stationary gathered:1 --phase prefill -b 64",

@@ -188,3 +188,35 @@ def test_experts_in_their_own_format_read_that_formats_moe_table(cat):
     ds = table_terms(cat.model("deepseek-v3"), b200, 32.0, 1500, tp=8, weights_dtype="fp8", engine="trtllm",
                      expert_weights_dtype="fp4")
     assert not ds.gemm_covered and not any("moe" in x for x in ds.sources["gemm"])
+
+
+def test_the_launchs_moe_activation_format_keeps_only_its_rows(cat):
+    """moe_activations (simulate --moe-activations, run key moe_activations): bf16 or fp8 keeps only the MXFP4 experts'
+    rows of that activation format, so vLLM on a B200 launched with MXFP8 activations (VLLM_USE_FLASHINFER_MOE_MXFP4_
+    MXFP8=1), whose tables have no w4a8 rows at gpt-oss's shape, keeps the factor model instead of the BF16 path's
+    rows; auto reads the BF16 rows there; SGLang's tables have both."""
+    from roofline.kernel_pass import _moe_dtypes
+
+    assert _moe_dtypes("bf16", "fp4", True, "bf16") == ("w4a16_mxfp4",)
+    assert _moe_dtypes("bf16", "fp4", False, "fp8") == ("w4a8_mxfp4_mxfp8",)
+    assert _moe_dtypes("fp8", "fp8", True, "fp8") == ("fp8", "fp8_block")  # only FP4 experts beside 16-bit layers
+    m, b200 = cat.model("gpt-oss-120b"), cat.system("hgx-b200")
+    kw = dict(tp=1, expert_weights_dtype="fp4")
+    auto = table_terms(m, b200, 32.0, 1500, engine="vllm", **kw)
+    fp8 = table_terms(m, b200, 32.0, 1500, engine="vllm", moe_activations="fp8", **kw)
+    assert auto.gemm_covered and any("w4a16_mxfp4" in x for x in auto.sources["gemm"])
+    assert not fp8.gemm_covered
+    sgl = table_terms(m, b200, 32.0, 1500, engine="sglang", moe_activations="fp8", **kw)
+    sgl16 = table_terms(m, b200, 32.0, 1500, engine="sglang", moe_activations="bf16", **kw)
+    assert sgl.gemm_covered and sgl16.gemm_covered and float(sgl.gemm_s) < float(sgl16.gemm_s)
+
+
+def test_with_kernel_tables_refuses_an_unknown_activation_format(cat):
+    from roofline.errors import InputError
+    from roofline.simulate.steptable import roofline_deployment, with_kernel_tables
+
+    dep = roofline_deployment(cat.model("gpt-oss-120b"), cat.system("hgx-b200"), chips=1, realistic=True,
+                              weights_dtype="bf16", expert_weights_dtype="fp4")
+    with pytest.raises(InputError, match="moe activations must be one of auto, bf16, fp8"):
+        with_kernel_tables(dep, "vllm", "fp6")
+    assert with_kernel_tables(dep, "vllm", "fp8").step.kernel_moe_activations == "fp8"

@@ -91,15 +91,22 @@ def _gemm_dtype(weights_dtype: str) -> str:
     return "bf16" if weights_dtype.lower() in ("bf16", "fp16") else weights_dtype.lower()
 
 
-def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False) -> tuple[str, ...]:
+MOE_ACTIVATIONS = ("auto", "bf16", "fp8")
+
+
+def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
+                activations: str = "auto") -> tuple[str, ...]:
     """The MoE tables' moe_dtype names to try, in order, for routed experts stored as `expert_weights_dtype`
     next to dense layers in `weights_dtype` (AIConfigurator's quantisation modes): the experts' own format when
     it is the dense one (fp8, then fp8_block); FP8 experts beside 16-bit layers likewise. FP4 experts beside
     16-bit layers (MXFP4 checkpoints such as gpt-oss): on an accelerator with FP4 tensor cores (`fp4_cores`,
     Blackwell) first with FP8 activations (w4a8_mxfp4_mxfp8: TensorRT-LLM's TRTLLM MoE backend and FlashInfer's
     MXFP4 x MXFP8 kernels), then with 16-bit ones (w4a16_mxfp4); elsewhere (Hopper: Marlin and Triton MXFP4
-    kernels that upcast the weights) only w4a16_mxfp4. FP4 experts beside FP8 layers (NVFP4 checkpoints) read
-    no table, as FP4 GEMMs do not (docs/kernels.md "Dtype names": the nvfp4 rows lost blind on serving set o)."""
+    kernels that upcast the weights) only w4a16_mxfp4. `activations` the launch states (bf16 or fp8: vLLM's
+    VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, for one) keeps only the rows of that activation format, so a family
+    without them keeps the factor model rather than another kernel's rows. FP4 experts beside FP8 layers (NVFP4
+    checkpoints) read no table, as FP4 GEMMs do not (docs/kernels.md "Dtype names": the nvfp4 rows lost blind on
+    serving set o)."""
     wd = _gemm_dtype(weights_dtype)
     ed = _gemm_dtype(expert_weights_dtype) if expert_weights_dtype else wd
     if ed != "fp4":
@@ -107,6 +114,8 @@ def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores:
     if wd == "fp4":
         return ("fp4",)
     if wd == "bf16":
+        if activations != "auto":
+            return ("w4a16_mxfp4",) if activations == "bf16" else ("w4a8_mxfp4_mxfp8",)
         return ("w4a8_mxfp4_mxfp8", "w4a16_mxfp4") if fp4_cores else ("w4a16_mxfp4",)
     return ()
 
@@ -114,9 +123,10 @@ def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores:
 def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode", prompt=1, tp=1, ep=1, pp=1,
                 dp=1, moe_tp=None, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                 activation_dtype: str = "bf16", engine: str = "trtllm", moe_imbalance: float = 1.0,
-                expert_weights_dtype: str | None = None) -> TableTerms:
+                expert_weights_dtype: str | None = None, moe_activations: str = "auto") -> TableTerms:
     """Measured-kernel GEMM, attention and TP all-reduce terms of one pass (module docstring);
-    `expert_weights_dtype`: the routed experts' format where it differs (their MoE table, `_moe_dtypes`)."""
+    `expert_weights_dtype`: the routed experts' format where it differs (their MoE table, `_moe_dtypes`, with the
+    launch's `moe_activations`)."""
     from .units import dtype_bytes
 
     m, acc = model, K.accelerator_id(system)
@@ -168,7 +178,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         fp4_cores = "fp4" in getattr(getattr(system, "accelerator", None), "flops_per_s", {})
         r = K.moe_s(acc, "fp4", per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
                     tp=moe_tp, ep=ep, engine=engine)  # no table has this name: the uncovered answer
-        for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores):
+        for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations):
             # experts in their own format: a table measured at one moe tp (or ep) does not stand in for another
             r = K.moe_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
                         tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)

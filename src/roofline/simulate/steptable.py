@@ -68,6 +68,7 @@ class EngineStep:
     options: dict = field(default_factory=dict)
     kernels: str = "factor"
     kernel_engine: str = "trtllm"
+    kernel_moe_activations: str = "auto"  # FP4 experts' activation format in the MoE tables (kernel_pass._moe_dtypes)
 
     def step_times(self, batch, tokens, context):
         """Step seconds only (nothing else of the pass result is computed)."""
@@ -111,7 +112,8 @@ class EngineStep:
         terms, scale = corner_terms(self.model, self.system, batch, context, which=self.which,
                                     engine=self.kernel_engine, phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep,
                                     pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp, weights_dtype=self.weights_dtype,
-                                    kv_dtype=self.kv_dtype, expert_weights_dtype=self.options.get("expert_weights_dtype"))
+                                    kv_dtype=self.kv_dtype, expert_weights_dtype=self.options.get("expert_weights_dtype"),
+                                    moe_activations=self.kernel_moe_activations)
         eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
         step, _, parts = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
         return step, parts, res
@@ -220,10 +222,16 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
 
 
-def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
+def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations: str = "auto") -> Deployment:
     """`dep` with its passes from the measured kernel tables of `engine`'s family (an engine row such as
     `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
-    EngineStep(kernels="tables"). Only the realistic engine step has table terms."""
+    EngineStep(kernels="tables"). Only the realistic engine step has table terms. `moe_activations` (auto, bf16,
+    fp8): the activation format the launch runs FP4 experts with (kernel_pass._moe_dtypes)."""
+    from ..kernel_pass import MOE_ACTIVATIONS
+
+    if moe_activations not in MOE_ACTIVATIONS:
+        raise InputError(f"moe activations must be one of {', '.join(MOE_ACTIVATIONS)}, got {moe_activations!r}; "
+                         f"bf16 or fp8 where the launch sets the MoE kernel's activation format, else auto")
     step = dep.step
     if not (isinstance(step, EngineStep) and (step.realistic or (step.efficiency is not None
                                                                  and not step.efficiency.is_ideal))):
@@ -231,7 +239,8 @@ def with_kernel_tables(dep: Deployment, engine: str = "trtllm") -> Deployment:
                          "has no kernels to measure)")
     from ..kernels import table_family
 
-    return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm"))
+    return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm",
+                                     kernel_moe_activations=moe_activations))
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,

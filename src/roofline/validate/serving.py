@@ -730,7 +730,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     if run.get("kernels", "factor") == "tables":  # decode passes from the engine family's measured kernel tables
         from ..simulate.steptable import with_kernel_tables
 
-        dep = with_kernel_tables(dep, run["engine"])
+        dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")))
     dep = with_engine(dep, ovh)
     wl = workload_for(run, ds, seed, sigma)
 
