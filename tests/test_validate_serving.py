@@ -1013,6 +1013,24 @@ def test_set_y_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("y", pred["at_commit"])
 
 
+def test_set_z_committed_predictions_and_declared_alternative_reproduce():
+    """Set z's predictions (pre-registered at 0d41c75: gpt-oss-120b on B200, vLLM with the launch's MXFP8 MoE
+    activations as run key moe_activations: fp8, and TensorRT-LLM) recompute exactly with today's code for a vLLM run,
+    and the alternative committed beside them (without the key: the BF16 path's rows) is what the code gives without
+    it; the TensorRT-LLM runs, which carry no key, agree; at the commit they record, the measured values were not in
+    the repository."""
+    doc, pred, alt = _registered_with_alternative("z", "0d41c75")
+    assert "z" not in S.DISCLOSURES
+    vllm = [r for r in doc["runs"] if r["engine"] == "vllm"]
+    assert len(vllm) == 18 and all(r["moe_activations"] == "fp8" and r["kernels"] == "tables" for r in vllm)
+    run = vllm[len(vllm) // 2]
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    other = _reproduces({k: v for k, v in run.items() if k != "moe_activations"}, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] > main["metrics"]["tpot_mean"]["value"]
+    assert all(pred["runs"][r["id"]] == alt["runs"][r["id"]] for r in doc["runs"] if r["engine"] == "trtllm")
+    _registered_before_measured("z", pred["at_commit"])
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (287.98 GiB as HIP reports it, M): vLLM's gpu_memory_utilization 0.95 of the
