@@ -176,10 +176,9 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         per_rank = T * moe_tp / tp  # tokens each EP rank brings to the layer (the tables' num_tokens)
         ed = _gemm_dtype(expert_weights_dtype) if expert_weights_dtype else wd
         fp4_cores = "fp4" in getattr(getattr(system, "accelerator", None), "flops_per_s", {})
-        r = K.moe_s(acc, "fp4", per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
-                    tp=moe_tp, ep=ep, engine=engine)  # no table has this name: the uncovered answer
-        for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations):
-            # experts in their own format: a table measured at one moe tp (or ep) does not stand in for another
+        # the first of the format's row names that covers any point ("fp4", a name no table has: none covers);
+        # experts in their own format: a table measured at one moe tp (or ep) does not stand in for another
+        for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations) or ("fp4",):
             r = K.moe_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
                         tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
             if r.covered.any():
