@@ -23,7 +23,7 @@ from roofline.simulate.overheads import (
     shift_arrivals,
     with_engine,
 )
-from roofline.simulate.steptable import MixedPass, mixed_pass
+from roofline.simulate.steptable import MixedPass, StepTable, _batch_grid, mixed_pass
 
 # hand-picked figures, all distinct so a term in the wrong place shows
 OV = EngineOverheads("test", request_in_s=0.010, tokenize_s_per_token=1e-5, first_token_out_s=0.004,
@@ -435,6 +435,24 @@ def test_decode_batches_above_the_graph_limit_run_eagerly_by_hand():
     assert EngineOverheads("test", cuda_graph_max_batch=0).cuda_graph_max_batch == 0  # --enforce-eager: none graphed
     with pytest.raises(InputError, match="cuda_graph_max_batch must be a batch >= 0"):
         EngineOverheads("test", cuda_graph_max_batch=-1)
+
+
+def test_step_table_keeps_the_graph_limit_on_its_batch_grid():
+    """The table's batch grid holds the largest graphed batch and the next one (OverheadStep.batch_breaks), so a
+    pass at the limit reads the graphed time and one above it the eager floor, never a blend of the two (found
+    through serving set z: a batch of 128 under TensorRT-LLM's 128 limit read between 125.9 and 132.1, twice its
+    time)."""
+    dep = roofline_deployment(model("llama-3-8b"), system("dgx-h100"), chips=1)
+    step = with_engine(dep, EngineOverheads("test", eager_s_per_kernel=1e-3, cuda_graph_max_batch=130)).step
+    assert step.batch_breaks == (130.0,)
+    assert 130 not in _batch_grid(512.0) and {130.0, 131.0} <= set(_batch_grid(512.0, step.batch_breaks))
+    table = StepTable(step, 512, 1, 4096)
+    for b in (129.0, 130.0, 131.0, 200.0):
+        assert table.t(b, b, 1000.0) == pytest.approx(float(step.step_times(b, b, 1000.0)), rel=1e-3)
+    assert table.t(131.0, 131.0, 1000.0) >= step.eager_floor_s > 2 * table.t(130.0, 130.0, 1000.0)
+    assert StepTable(step, 64, 1, 4096).B == _batch_grid(64.0)  # a limit above the largest batch adds nothing
+    plain = OverheadStep(dep.step, per_pass_s=1e-4, graph_max_batch=130)  # no eager floor: no jump
+    assert plain.batch_breaks == () and StepTable(plain, 512, 1, 4096).B == _batch_grid(512.0)
 
 
 def test_cli_cuda_graph_max_batch_overrides_the_engine_row(run_cli):

@@ -269,6 +269,15 @@ class OverheadStep:
         if int(self.schedulers) != self.schedulers or self.schedulers < 1:
             raise InputError(f"schedulers must be a whole number >= 1, got {self.schedulers!r}")
 
+    @property
+    def batch_breaks(self) -> tuple[float, ...]:
+        """Batches where the pass time jumps: the largest graphed batch (schedulers × graph_max_batch), above
+        which a pass takes the eager floor. StepTable puts it and the next whole batch on its batch grid, so
+        its linear interpolation never blends a graphed pass with an eager one."""
+        if self.eager_floor_s > 0 and np.isfinite(self.graph_max_batch):
+            return (float(self.schedulers * self.graph_max_batch),)
+        return ()
+
     def overhead_s(self, batch):
         """Seconds one pass of `batch` sequences gains (scalar in, float out; array in, array out): the busiest
         scheduler's share, ⌈batch/schedulers⌉ sequences (batch itself with one scheduler, so the step table's

@@ -500,10 +500,15 @@ def mixed_pass(step, max_tokens: float, max_context: float):
 
 
 # ---- the table ---------------------------------------------------------------------------------
-def _batch_grid(max_batch: float) -> list[float]:
+def _batch_grid(max_batch: float, breaks=()) -> list[float]:
+    """1..64 in steps of 1, then 5% steps to max_batch; and at each of `breaks` (a batch where the step time
+    jumps, e.g. the largest CUDA-graphed batch: OverheadStep.batch_breaks) the batch itself and the next whole
+    batch, so no cell straddles the jump (without them a batch of 128 under a 128 graph limit was read between
+    125.9, graphed, and 132.1, eager)."""
     small = np.arange(1, min(64, max_batch) + 1, dtype=float)
     big = np.geomspace(64, max_batch, max(2, int(np.log(max_batch / 64) / np.log(1.05)) + 2)) if max_batch > 64 else np.empty(0)
-    return sorted(set(np.round(np.concatenate([small, big, [max_batch]]), 6).tolist()))
+    edges = [x for b in breaks for x in (math.floor(b), math.floor(b) + 1) if 1 <= x <= max_batch]
+    return sorted(set(np.round(np.concatenate([small, big, [max_batch], edges]), 6).tolist()))
 
 
 def _ratio_grid(max_ratio: float) -> list[float]:
@@ -564,7 +569,7 @@ class StepTable:
         # every axis needs two points to interpolate (max_seqs = 1 gives a one-point batch grid): the
         # extra point lies beyond anything the simulation asks for, so it only closes the last cell
         self.B, self.R, self.C = (g if len(g) > 1 else g + [g[-1] + 1.0] for g in (
-            _batch_grid(float(max_batch)), _ratio_grid(max(1.0, float(max_ratio))), _context_grid(float(max_context))))
+            _batch_grid(float(max_batch), getattr(step_model, "batch_breaks", ())), _ratio_grid(max(1.0, float(max_ratio))), _context_grid(float(max_context))))
         vals = tabulate_step_times(step_model, self.B, self.R, self.C)
         if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
             raise InputError("the step model returned a non-positive or non-finite step time; check its inputs")
