@@ -82,6 +82,17 @@ def datasheet_memory(monkeypatch):
 
 
 @pytest.fixture
+def step_table_without_graph_breaks(monkeypatch):
+    """The step table's batch grid without the largest CUDA-graphed batch and the next one, as every serving set up
+    to z and the scenario rows were registered (2026-11-26: OverheadStep.batch_breaks, so a pass at the graph limit
+    is not read as a blend of the graphed time and the eager floor)."""
+    from roofline.simulate.overheads import OverheadStep
+
+    monkeypatch.setattr(OverheadStep, "batch_breaks", property(lambda self: ()))
+    yield
+
+
+@pytest.fixture
 def closed_loop_rounds_before_fixed_point(monkeypatch):
     """The closed-loop client as every serving set up to w was registered: the fixed point over whole runs
     (bench.closed_loop_run) stopped after ceil(n/C) + 1 rounds (2026-11-26: now solved inside the run,
