@@ -1051,6 +1051,39 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(monkeyp
     _registered_before_measured("aa", pred["at_commit"])
 
 
+def test_set_ab_committed_predictions_and_declared_alternative_reproduce():
+    """Set ab's predictions (pre-registered at ac6d99e: 55 rows of NVIDIA AIConfigurator's end-to-end measurement set,
+    low pinning, no simulator change since set aa) recompute exactly with today's code for a run with kernel tables,
+    and the alternative committed beside them (the factor model on every run) is what the code gives without them;
+    at the commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ab", "ac6d99e")
+    assert "ab" not in S.DISCLOSURES and len(doc["runs"]) == 55
+    run = next(r for r in doc["runs"] if r.get("kernels") == "tables" and r["engine"] == "trtllm")
+    main = _reproduces(run, doc, pred["runs"], central="median")
+    other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
+    assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
+    _registered_before_measured("ab", pred["at_commit"])
+
+
+def test_measured_compute_check_by_hand():
+    """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
+    parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
+    dense peak, 1.979e15 → 0.0834; from TTFT and TPOT when no end-to-end mean is given; open loops unchecked. Set
+    ab's page lists its one run above the family's best cited compute efficiency (0.94 of the peak)."""
+    run = {"id": "t", "model": "llama-3.1-8b", "system": "hgx-h200", "gpus": 1, "replicas": 1, "rate": float("inf"),
+           "max_concurrency": 10, "requests": 100, "weights_dtype": "fp8", "dataset": "d"}
+    ds = {"kind": "uniform", "prompt_range": [1000, 1000], "output_range": [100, 100]}
+    c = S.measured_compute_check(run, ds, {"e2e_mean": 1.0})
+    assert c["requests_per_s"] == pytest.approx(10.0)
+    assert c["ratio"] == pytest.approx(10 * 2 * 7.504924672e9 * 1100 / 1.979e15) == pytest.approx(0.0834, abs=1e-4)
+    assert S.measured_compute_check(run, ds, {"ttft_mean": 0.208, "tpot_mean": 0.008})["ratio"] == pytest.approx(c["ratio"])
+    assert S.measured_compute_check(run, ds, {"ttft_mean": 0.2}) is None
+    open_loop = {k: v for k, v in run.items() if k != "max_concurrency"} | {"rate": 5.0}
+    assert S.measured_compute_check(open_loop, ds, {"e2e_mean": 1.0}) is None
+    page = S.set_paths("ab")["docs"].read_text()
+    assert "1 of 55 runs need more than it" in page and "ab1-aic-vllm-h200-l31-8b-fp8-tp1-2000x100-c64-L1712 | 58.93" in page
+
+
 def test_kv_memory_run_keys_by_hand():
     """Run keys kv_memory_fraction / kv_memory_of (the launch's KV memory flag): Llama 2 70B fp4 weights and fp8 KV
     (163,840 B a token) on one MI355X (287.98 GiB as HIP reports it, M): vLLM's gpu_memory_utilization 0.95 of the

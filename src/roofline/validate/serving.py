@@ -946,6 +946,68 @@ def predict_all(runs_path: str | Path | None = None, ids=None, progress=None, se
 
 
 # ---- scoring ------------------------------------------------------------------------------------------
+def measured_compute_check(run: dict, ds: dict, measured: dict) -> dict | None:
+    """Whether a run's measured latencies are possible for its stated workload on its GPUs: the matmul FLOP/s its
+    measured throughput implies against the GPUs' dense peak. A closed loop of C clients keeps C requests in flight
+    (the ramp at the start and end aside), so by Little's law (L = λW) it serves λ = C / W requests per second, W the
+    measured mean end-to-end latency (e2e_mean, else ttft_mean + (output − 1)·tpot_mean). (An open loop serves its
+    rate only while it keeps up, which is what is in question, so it is not checked.) Each request needs 2·N_matmul·(prompt + output) FLOPs (Kaplan 2020, "C ≈ 2N":
+    model.matmul_flops_per_token; N_active for MoE), which the run's GPUs (gpus × replicas) deliver at most at their
+    dense peak in the run's lowest-precision weight format (Accelerator.peak_flops). A ratio above 1 says the engine
+    did less work than the stated workload needs: shorter prompts than stated, prompts served from a prefix cache,
+    or another statistic than stated; a ratio above the accelerator family's best cited compute efficiency
+    (efficiency.realistic, corner "fast") says the same unless the engine beat every cited GEMM figure. Ignores:
+    attention FLOPs and every inefficiency (both would raise the ratio: it is a lower bound). None when the run's
+    kind (open loop, staged load) or its metrics do not allow the check."""
+    from ..catalog import model, system
+    from ..model import matmul_flops_per_token
+
+    if stages_of(run) is not None or "max_concurrency" not in run:
+        return None
+    wl = workload_for(run, ds, 0)
+    prompt, output = float(np.mean(wl.prompt_tokens)), float(np.mean(wl.output_tokens))
+    if measured.get("e2e_mean"):
+        w = float(measured["e2e_mean"])
+    elif measured.get("ttft_mean") and measured.get("tpot_mean"):
+        w = float(measured["ttft_mean"]) + (output - 1.0) * float(measured["tpot_mean"])
+    else:
+        return None
+    rate = int(run["max_concurrency"]) / w
+    m, acc = model(run["model"]), system(run["system"]).accelerator
+    formats = [run["weights_dtype"]] + ([run["expert_weights_dtype"]] if run.get("expert_weights_dtype") else [])
+    peak = max(acc.peak_flops(f) for f in formats) * int(run["gpus"]) * int(run.get("replicas", 1))
+    need = rate * matmul_flops_per_token(m) * (prompt + output)
+    from ..efficiency import realistic
+
+    cited = max(realistic(acc, f, "fast").compute for f in formats)  # the family's best cited GEMM efficiency
+    return {"requests_per_s": rate, "flops_per_s_needed": need, "peak_flops_per_s": peak, "ratio": need / peak,
+            "cited_compute_efficiency": cited}
+
+
+def _compute_check_section(doc: dict, measured: dict) -> list[str]:
+    """The page's section listing the runs whose measured values need more than the GPUs' peak (ratio > 1)."""
+    over = []
+    for r in doc["runs"]:
+        c = measured_compute_check(r, doc["datasets"][r["dataset"]], measured.get(r["id"], {}))
+        if c is not None and c["ratio"] > c["cited_compute_efficiency"]:
+            over.append((r["id"], c))
+    out = ["## Measured values against the compute roofline", "",
+           "A check of the measurements, not of the simulator (`measured_compute_check`): the matmul FLOP/s a run's "
+           "measured throughput implies for its stated workload (Little's law; closed loops only; 2·N per token), "
+           "against its GPUs' dense peak. Above 1 the engine cannot have done the stated work, and above the "
+           "family's best cited compute efficiency it is implausible: shorter prompts, a prefix cache or another "
+           "statistic than the runs file states. Such runs stay scored.", ""]
+    if not over:
+        return out + ["No run's measured values need more than its family's best cited compute efficiency.", ""]
+    out += [f"{len(over)} of {len(doc['runs'])} runs need more than it:", "",
+            "| run | implied req/s | matmul FLOP/s needed | dense peak | ratio | best cited efficiency |",
+            "|---|---|---|---|---|---|"]
+    out += [f"| {rid} | {c['requests_per_s']:.2f} | {c['flops_per_s_needed']:.3g} | {c['peak_flops_per_s']:.3g} | "
+            f"{c['ratio']:.2f}{' (impossible)' if c['ratio'] > 1 else ''} | {c['cited_compute_efficiency']:.2f} |"
+            for rid, c in over]
+    return out + [""]
+
+
 def _gpu_label(run: dict) -> str:
     from ..catalog import system
 
@@ -1246,6 +1308,7 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                        f"{100 * s['median_error']:+.0f}% | {_pct(s['coverage'])} | "
                        f"{_pct(s['mean_ape_unsaturated'])} ({s['n_unsaturated']}) |")
         out.append("")
+    out += _compute_check_section(doc, _load(sp["measured"])["runs"])
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
             "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s; a burst — every "
@@ -1308,6 +1371,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                    f"{note} |")
     out += ["", "## Runs and sources", ""]
     for sid, s in doc["sources"].items():
+        if isinstance(s, str):  # a source given as one free-text description (set ab's)
+            out += [f"- **{sid}**: {s}"]
+            continue
         when = s.get("date") or s.get("read") or "date not stated"  # a helper's record may give only when it was read
         out += [f"- **{sid}**: {s['title']}. {s['url']} ({when}; reliability {s.get('reliability', 'not stated')})."
                 + (f" {s['notes']}" if s.get("notes") else "")]
