@@ -282,15 +282,21 @@ for _set, _effect in {
     DISCLOSURES.setdefault(_set, []).append(_closed_loop_fixed_point(_effect))
 
 
+def _recomputed(against: str, effect: str, undo: str, fixture: str) -> str:
+    """The tail every post hoc disclosure shares: the effect recomputed, and how the reproduction tests undo it."""
+    return (f"Recomputed with today's code, seed 0, {against}, mean APE: {effect}. The scores use the committed "
+            f"predictions; the reproduction tests recompute them {undo} (tests/conftest.py {fixture}).")
+
+
 def _driver_memory(effect: str) -> str:
     return ("2026-11-26, after set w's measured values were seen (found through its DeepSeek-R1 FP8 run on 4 B200 at "
             "concurrency 32, whose KV pool held 10 of the 32 requests and queued the rest: TTFT 30 s predicted, 0.9 s "
             "measured): engines size their KV pools from the memory the driver reports (accelerators.yaml "
             "device_memory_gib: an \"80 GB\" H100 reports 79.2 GiB = 85.0 GB, a \"180 GB\" B200 178.35 GiB = 191.5 GB, "
             "a \"192 GB\" MI300X 191.98 GiB = 206.1 GB), where the registered predictions took the datasheet's "
-            "figure as 1e9-byte gigabytes (Accelerator.engine_memory_bytes). Recomputed with today's code, seed 0, "
-            f"the datasheet memory against the driver's, mean APE: {effect}. The scores use the committed predictions; "
-            "the reproduction tests recompute them with the datasheet memory (tests/conftest.py datasheet_memory).")
+            "figure as 1e9-byte gigabytes (Accelerator.engine_memory_bytes). "
+            + _recomputed("the datasheet memory against the driver's", effect, "with the datasheet memory",
+                          "datasheet_memory"))
 
 
 for _set, _effect in {
@@ -316,10 +322,9 @@ def _graph_breaks(effect: str) -> str:
             "B200 at concurrency 128 under the launch's CUDA-graph limit of 128: TPOT +57% and +112%): the step table's "
             "batch grid holds the largest graphed batch and the next one (OverheadStep.batch_breaks), where the "
             "registered predictions read a batch at the limit between grid points on either side of it, a blend of the "
-            "graphed pass and the eager floor (16.3 ms for an 8.5 ms pass). Recomputed with today's code, seed 0, "
-            f"without the grid points against with them, mean APE: {effect}. The scores use the committed predictions; "
-            "the reproduction tests recompute them without the grid points (tests/conftest.py "
-            "step_table_without_graph_breaks).")
+            "graphed pass and the eager floor (16.3 ms for an 8.5 ms pass). "
+            + _recomputed("without the grid points against with them", effect, "without the grid points",
+                          "step_table_without_graph_breaks"))
 
 
 GRAPH_BREAKS_EFFECT = {
