@@ -1052,18 +1052,20 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(monkeyp
     _registered_before_measured("aa", pred["at_commit"])
 
 
-def test_set_ab_committed_predictions_and_declared_alternative_reproduce():
-    """Set ab's predictions (pre-registered at ac6d99e: 55 rows of NVIDIA AIConfigurator's end-to-end measurement set,
-    low pinning, no simulator change since set aa) recompute exactly with today's code for a run with kernel tables,
-    and the alternative committed beside them (the factor model on every run) is what the code gives without them;
-    at the commit they record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("ab", "ac6d99e")
-    assert "ab" not in S.DISCLOSURES and len(doc["runs"]) == 55
+@pytest.mark.parametrize("name, commit, runs", [("ab", "ac6d99e", 55), ("ac", "8ed5fb3", 50)])
+def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(name, commit, runs):
+    """Sets ab and ac's predictions (pre-registered at ac6d99e and 8ed5fb3: rows of NVIDIA AIConfigurator's end-to-end
+    measurement set, low pinning, no simulator change since set aa; set ac a second draw declared as a confirmation)
+    recompute exactly with today's code for a run with kernel tables, and the alternative committed beside them (the
+    factor model on every run) is what the code gives without them; at the commit they record, the measured values
+    were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert name not in S.DISCLOSURES and len(doc["runs"]) == runs
     run = next(r for r in doc["runs"] if r.get("kernels") == "tables" and r["engine"] == "trtllm")
     main = _reproduces(run, doc, pred["runs"], central="median")
     other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
     assert other["metrics"]["tpot_mean"]["value"] != main["metrics"]["tpot_mean"]["value"]
-    _registered_before_measured("ab", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_measured_compute_check_by_hand():
