@@ -955,8 +955,9 @@ def measured_compute_check(run: dict, ds: dict, measured: dict) -> dict | None:
     """Whether a run's measured latencies are possible for its stated workload on its GPUs: the matmul FLOP/s its
     measured throughput implies against the GPUs' dense peak. A closed loop of C clients keeps C requests in flight
     (the ramp at the start and end aside), so by Little's law (L = λW) it serves λ = C / W requests per second, W the
-    measured mean end-to-end latency (e2e_mean, else ttft_mean + (output − 1)·tpot_mean). (An open loop serves its
-    rate only while it keeps up, which is what is in question, so it is not checked.) Each request needs 2·N_matmul·(prompt + output) FLOPs (Kaplan 2020, "C ≈ 2N":
+    measured mean end-to-end latency (e2e_mean, else ttft_mean + (output − 1)·tpot_mean; the lengths are the mean
+    of the run's seed-0 workload). An open loop serves its rate only while it keeps up, which is what is in question,
+    so it is not checked. Each request needs 2·N_matmul·(prompt + output) FLOPs (Kaplan 2020, "C ≈ 2N":
     model.matmul_flops_per_token; N_active for MoE), which the run's GPUs (gpus × replicas) deliver at most at their
     dense peak in the run's lowest-precision weight format (Accelerator.peak_flops). A ratio above 1 says the engine
     did less work than the stated workload needs: shorter prompts than stated, prompts served from a prefix cache,
@@ -965,6 +966,7 @@ def measured_compute_check(run: dict, ds: dict, measured: dict) -> dict | None:
     attention FLOPs and every inefficiency (both would raise the ratio: it is a lower bound). None when the run's
     kind (open loop, staged load) or its metrics do not allow the check."""
     from ..catalog import model, system
+    from ..efficiency import realistic
     from ..model import matmul_flops_per_token
 
     if stages_of(run) is not None or "max_concurrency" not in run:
@@ -982,15 +984,14 @@ def measured_compute_check(run: dict, ds: dict, measured: dict) -> dict | None:
     formats = [run["weights_dtype"]] + ([run["expert_weights_dtype"]] if run.get("expert_weights_dtype") else [])
     peak = max(acc.peak_flops(f) for f in formats) * int(run["gpus"]) * int(run.get("replicas", 1))
     need = rate * matmul_flops_per_token(m) * (prompt + output)
-    from ..efficiency import realistic
-
     cited = max(realistic(acc, f, "fast").compute for f in formats)  # the family's best cited GEMM efficiency
     return {"requests_per_s": rate, "flops_per_s_needed": need, "peak_flops_per_s": peak, "ratio": need / peak,
             "cited_compute_efficiency": cited}
 
 
 def _compute_check_section(doc: dict, measured: dict) -> list[str]:
-    """The page's section listing the runs whose measured values need more than the GPUs' peak (ratio > 1)."""
+    """The page's section listing the runs whose measured values need more of the GPUs' peak than their family's
+    best cited compute efficiency (measured_compute_check)."""
     over = []
     for r in doc["runs"]:
         c = measured_compute_check(r, doc["datasets"][r["dataset"]], measured.get(r["id"], {}))
