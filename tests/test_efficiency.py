@@ -174,6 +174,27 @@ def test_kernel_launches_by_hand():
     assert kernels_per_pass(ds) == (61 * 5 + 3 * 2 + 58 * 5 + 1, 61 * 3 + 3 * 2 + 58 * 6 + 1, 61)
 
 
+def test_kernels_inside_measured_ops_by_hand():
+    """model.kernels_inside_measured_ops: of those elementwise launches, the ones a measured table's op holds:
+    a low-precision linear layer's input quantisation (QKV, O per layer; gate+up, down per dense MLP layer) and
+    the fused MoE op's top-k, permute, activation, finalize (+ its experts' 2 quantisations), never more than
+    kernels_per_pass counts."""
+    from roofline.model import kernels_inside_measured_ops, kernels_per_pass
+
+    cat = get_catalog()
+    llama = cat.model("llama-3-8b")
+    assert kernels_inside_measured_ops(llama) == (0, 0)
+    assert kernels_inside_measured_ops(llama, True) == (32 * 4, 0)  # every layer has a dense MLP
+    ds = cat.model("deepseek-v3")  # 61 layers, 3 dense MLP, 58 MoE
+    assert kernels_inside_measured_ops(ds, True) == (61 * 2 + 3 * 2, 58 * 6)
+    oss = cat.model("gpt-oss-120b")  # 36 MoE layers, bf16 attention, MXFP4 experts
+    assert kernels_inside_measured_ops(oss, False, True) == (0, 36 * 6)
+    assert kernels_inside_measured_ops(oss, False, False) == (0, 36 * 4)
+    for m, lp in ((llama, True), (ds, True), (oss, False)):
+        q, moe = kernels_inside_measured_ops(m, lp)
+        assert q + moe < kernels_per_pass(m, lp)[1]
+
+
 def test_kv_per_query_head_multiplies_only_the_kv_read():
     """Per-query-head decode attention reads the cache G = heads/kv_heads times (Llama 2 70B: 64/8);
     the memory term grows by exactly (G-1)·t_kv/η_kv, MHA models are unchanged, MLA is refused."""

@@ -71,6 +71,37 @@ def test_apply_replaces_only_covered_terms():
     assert used["gemm"].tolist() == [True, False]
 
 
+def test_a_fused_moe_table_takes_its_own_kernels_launches_out_of_the_overhead(cat):
+    """A MoE table times the whole fused op (top-k, permute, grouped GEMMs, activation, finalize: AIConfigurator's
+    collectors call the FusedMoE module with router logits), so its launches leave the factor model's overhead
+    with it, once: gpt-oss-120b on 8 H200 with vLLM's tables, 36 MoE layers × 6 kernels × α less than the step
+    before (the same terms, the same table times), and a pass whose MoE layers no table covers keeps them."""
+    from dataclasses import replace
+
+    from roofline.engine import resolve_efficiency
+    from roofline.engine import step as engine_step
+    from roofline.layout import Layout
+
+    m, s = cat.model("gpt-oss-120b"), cat.system("hgx-h200")
+    B = np.array([4.0, 64.0])
+    kw = dict(weights_dtype="bf16", expert_weights_dtype="fp4")
+    res = engine_step(m, s, B, 1000, layout=Layout(tp=8), realistic=True, details=False, check=False,
+                      check_context=False, **kw)
+    t = table_terms(m, s, B, 1000, tp=8, engine="vllm", **kw)
+    assert t.gemm_covered.all() and t.moe_op_covered.all()
+    alpha = resolve_efficiency(s, "bf16", None, True, "mid").kernel_latency_s
+    assert res.launch_moe_op_s == pytest.approx(36 * 6 * alpha)
+    _, _, parts = apply(res, t)
+    _, _, before = apply(res, replace(t, moe_op_covered=np.zeros(2, bool)))
+    assert before["overhead"] - parts["overhead"] == pytest.approx(36 * 6 * alpha)
+    assert parts["overhead"] == pytest.approx(res.overhead_s - res.launch_gemm_s - res.launch_attention_s
+                                              - 36 * 6 * alpha)
+    # MXFP4 experts with FP8 activations on Hopper: no table has their rows, the factor model times the GEMMs
+    bare = table_terms(m, s, B, 1000, tp=8, engine="vllm", moe_activations="fp8", **kw)
+    assert not bare.moe_op_covered.any() and not bare.gemm_covered.any()
+    assert apply(res, bare)[2]["overhead"] == pytest.approx(res.overhead_s - res.launch_attention_s)
+
+
 def test_engines_differ_but_agree_within_a_factor_of_two(cat):
     """The spread across engines is the interval of a measured term: same kernel class, same shape."""
     m, s = cat.model("llama-3-8b"), cat.system("dgx-h100")

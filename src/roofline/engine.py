@@ -119,9 +119,12 @@ class PassResult:
     speculation: dict | None = None  # with speculative decoding / MTP: γ, α, draft cost, tokens per step, times
     layout: str = ""
     #: the parts of overhead_s that are GEMM and attention launch latencies (kernel_pass.apply removes them
-    #: where a measured table, which includes its kernels' launches, replaces that term)
+    #: where a measured table, which includes its kernels' launches, replaces that term): the GEMMs with their
+    #: input-quantisation kernels, the attention ops, and the fused MoE op's own kernels (top-k, permute,
+    #: activation, finalize, quantisation: model.kernels_inside_measured_ops), removed where a MoE table times it
     launch_gemm_s: Any = 0.0
     launch_attention_s: Any = 0.0
+    launch_moe_op_s: Any = 0.0
     efficiency: str = "ideal"
 
     @property
@@ -423,11 +426,14 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
                             + (boundaries - n_out) * N.p2p_s(send, up_bw, up.latency_s), 0.0)
     launch_gemm: Any = 0.0
     launch_attn: Any = 0.0
+    launch_moe: Any = 0.0
     overhead = m.layers * eff.layer_overhead_s + eff.pass_overhead_s
     if eff.kernel_latency_s or eff.attention_latency_s:  # α per launch (model.kernels_per_pass)
         n_gemm, n_ew, n_attn = M.kernels_per_pass(m, low_precision, lp_we)
-        launch_gemm, launch_attn = n_gemm * eff.kernel_latency_s, n_attn * eff.attention_latency_s
-        overhead = overhead + launch_gemm + n_ew * eff.kernel_latency_s + launch_attn
+        n_quant, n_moe = M.kernels_inside_measured_ops(m, low_precision, lp_we)
+        launch_gemm, launch_attn = (n_gemm + n_quant) * eff.kernel_latency_s, n_attn * eff.attention_latency_s
+        launch_moe = n_moe * eff.kernel_latency_s
+        overhead = overhead + n_gemm * eff.kernel_latency_s + n_ew * eff.kernel_latency_s + launch_attn
     loop = (lambda x: x) if pp.ndim == 0 and pp == 1 else (lambda x: pp * x)  # noqa: E731  stage → loop total
 
     stage_c = gemm_c + attn_c
@@ -470,7 +476,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         kv_per_gpu_bytes=memory.kv_bytes, activations_per_gpu_bytes=memory.activations_bytes,
         fits=memory.total_bytes <= acc.hbm_bytes * usable_memory, gpus=gpus,
         domains=domains_per_replica(tp * dp * cp, pp, chips), usd_per_gpu_hour=float(np.max(price)),
-        launch_gemm_s=launch_gemm + zero, launch_attention_s=launch_attn + zero,
+        launch_gemm_s=launch_gemm + zero, launch_attention_s=launch_attn + zero, launch_moe_op_s=launch_moe + zero,
     )
 
 

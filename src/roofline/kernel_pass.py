@@ -26,7 +26,9 @@ Each term is a loop total (pp stages × layers/pp each) on one GPU, with masks: 
 kernel of the term was found in a table, extrapolated where any lookup left its table's range or was
 composed from dense GEMMs. `apply` puts the covered terms into an engine result in place of the factor
 model's (elementwise kernels, weight/KV streaming inside the GEMMs' own measurement, EP all-to-all,
-pipeline p2p and fixed overheads stay the factor model's), with the engine's composition:
+pipeline p2p and fixed overheads stay the factor model's, less the launches of the ops a table times whole:
+the GEMMs with their input quantisation, the attention op, the fused MoE op's own kernels —
+model.kernels_inside_measured_ops), with the engine's composition:
 
     step = [kernels + comm  or  max(kernels, comm) when overlapped] + t_pp + overhead,
     kernels = gemm + attention + elementwise,  comm = tp + ep
@@ -66,6 +68,7 @@ class TableTerms:
     ep_comm_s: np.ndarray | float = 0.0  # EP dispatch + combine (DeepEP tables), loop total
     ep_covered: np.ndarray | bool = False
     ep_extrapolated: np.ndarray | bool = False
+    moe_op_covered: np.ndarray | bool = False  # the MoE layers came from a fused-MoE table (its own kernels inside)
 
 
 class _Acc:
@@ -143,6 +146,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
     T = np.broadcast_to(T, shape)
     wd, D, H = _gemm_dtype(weights_dtype), m.d_model, m.head_dim
     g, a, c, x = _Acc(shape), _Acc(shape), _Acc(shape), _Acc(shape)
+    moe_op = np.zeros(shape, bool)
 
     def gemm(rows, n, k, times):
         g.add(K.gemm_s(acc, wd, rows, np.maximum(n, 1), np.maximum(k, 1), engine=engine), times)
@@ -185,6 +189,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                 break
         if r.covered.any():
             g.add(r, m.moe_layers)
+            moe_op = np.broadcast_to(r.covered, shape)
         elif ed == "fp4" or ed != wd:  # experts without MoE rows in their format at this shape: no per-expert
             g.add(r, m.moe_layers)  # stand-in, so the factor model times the GEMMs (docs/kernels.md "Dtype names")
         else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches
@@ -230,7 +235,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         distance=np.maximum(np.maximum(np.maximum(g.dist, a.dist), c.dist), x.dist),
         sources={"gemm": tuple(sorted(g.src)), "attention": tuple(sorted(a.src)), "tp_comm": tuple(sorted(c.src)),
                  "ep_comm": tuple(sorted(x.src))},
-        engine=engine)
+        engine=engine, moe_op_covered=moe_op)
 
 
 def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 1.0, 1.0)):
@@ -249,8 +254,10 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
 
     kernels = gemm + attn + result.elementwise_s
     comm = tp + ep + getattr(result, "cp_comm_s", 0.0)  # context-parallel all-gathers stay the engine's
-    # a measured kernel time includes its launch: the factor model's launch latency of a replaced term goes
+    # a measured kernel time includes its launches: the factor model's launch latencies of a replaced term go
+    # (a linear layer's input quantisation, a fused MoE op's top-k/permute/activation/finalize kernels included)
     overhead = (result.overhead_s - np.where(terms.gemm_covered, getattr(result, "launch_gemm_s", 0.0), 0.0)
+                - np.where(terms.gemm_covered & terms.moe_op_covered, getattr(result, "launch_moe_op_s", 0.0), 0.0)
                 - np.where(terms.attention_covered, getattr(result, "launch_attention_s", 0.0), 0.0))
     step = busy(kernels, comm, overlap_comm) + result.pp_comm_s + overhead
     used = {"gemm": terms.gemm_covered, "attention": terms.attention_covered, "tp_comm": terms.tp_covered,
@@ -272,23 +279,26 @@ def _combine(terms: dict, pick) -> TableTerms:
     ts = list(terms.values())
     fill = np.inf if pick is np.min else -np.inf
 
-    def agg(name, cov):
-        shape = np.shape(ts[0].gemm_s)
-        covs = np.stack([np.broadcast_to(getattr(t, cov), shape) for t in ts])
-        vals = np.stack([np.broadcast_to(np.where(getattr(t, cov), getattr(t, name), fill), shape) for t in ts])
-        any_cov = np.any(covs, axis=0)
-        return np.where(any_cov, pick(vals, axis=0), np.nan), any_cov
+    shape = np.shape(ts[0].gemm_s)
+    stack = lambda n: np.stack([np.broadcast_to(getattr(t, n), shape) for t in ts])  # noqa: E731
 
-    g, gc = agg("gemm_s", "gemm_covered")
-    a, ac = agg("attention_s", "attention_covered")
-    c, cc = agg("tp_comm_s", "tp_covered")
-    x, xc = agg("ep_comm_s", "ep_covered")
-    ext = lambda n: np.any(np.stack([np.broadcast_to(getattr(t, n), np.shape(g)) for t in ts]), axis=0)
+    def agg(name, cov):
+        vals = np.stack([np.broadcast_to(np.where(getattr(t, cov), getattr(t, name), fill), shape) for t in ts])
+        any_cov = np.any(stack(cov), axis=0)
+        picked = (np.argmin if pick is np.min else np.argmax)(vals, axis=0)
+        return np.where(any_cov, pick(vals, axis=0), np.nan), any_cov, picked
+
+    g, gc, gi = agg("gemm_s", "gemm_covered")
+    a, ac, _ = agg("attention_s", "attention_covered")
+    c, cc, _ = agg("tp_comm_s", "tp_covered")
+    x, xc, _ = agg("ep_comm_s", "ep_covered")
+    moe_op = np.take_along_axis(stack("moe_op_covered"), gi[None], axis=0)[0]  # the picked engine's MoE term
+    ext = lambda n: np.any(stack(n), axis=0)  # noqa: E731
     dist = np.max(np.stack([t.distance for t in ts]), axis=0)
     src = {k: tuple(sorted({s for t in ts for s in t.sources.get(k, ())}))
            for k in ("gemm", "attention", "tp_comm", "ep_comm")}
     return TableTerms(g, a, c, gc, ac, cc, ext("gemm_extrapolated"), ext("attention_extrapolated"),
-                      ext("tp_extrapolated"), dist, src, "spread", x, xc, ext("ep_extrapolated"))
+                      ext("tp_extrapolated"), dist, src, "spread", x, xc, ext("ep_extrapolated"), moe_op)
 
 
 def corner_terms(model, system, batch, context, *, which: str = "mid", engine: str = "trtllm", **kw):

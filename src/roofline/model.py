@@ -279,6 +279,27 @@ def kernels_per_pass(m: Model, low_precision_gemms=False, low_precision_experts=
     return gemm, ew, m.layers
 
 
+def kernels_inside_measured_ops(m: Model, low_precision_gemms=False, low_precision_experts=None) -> tuple[Any, Any]:
+    """Of kernels_per_pass's elementwise launches, those that a measured kernel table's op already contains:
+    (activation-quantisation kernels of the fp8/int8/fp4 linear layers, the fused MoE op's own kernels). The
+    tables time a whole layer (NVIDIA AIConfigurator's collectors, ai-dynamo/aiconfigurator collector/*/
+    collect_gemm.py and collect_moe.py: `Linear.forward(x)`, which quantises its input, and the FusedMoE module
+    called with router logits, which selects the top-k, permutes, runs the grouped GEMMs and the activation and
+    finalizes, all under one CUDA graph), so where a table replaces a term these launches are in its time:
+
+        linear layers     one input-quantisation kernel per GEMM input group with low-precision GEMMs: QKV, O per
+                          layer; gate+up, down per dense MLP layer
+        fused MoE op      top-k, permute, activation, finalize (4) + the experts' input quantisation (2 with
+                          low-precision experts), per MoE layer; not its add+norm nor the shared expert's activation
+
+    Broadcasts over low_precision_gemms as kernels_per_pass does."""
+    lp = np.asarray(low_precision_gemms, dtype=bool)
+    lp_e = lp if low_precision_experts is None else np.asarray(low_precision_experts, dtype=bool)
+    quant = np.where(lp, 2 * m.layers + 2 * m.dense_mlp_layers, 0)
+    moe = m.moe_layers * (4 + np.where(lp_e, 2, 0)) if m.moe else np.zeros(np.shape(lp_e), dtype=int)
+    return quant, moe
+
+
 def attention_dropout_bytes_per_token(m: Model, seq_len, tp=1, *, flash_attention=True, dropout=False,
                                       act_bytes: float = 2.0, sequence_parallel: bool = False):
     """HBM bytes per token of one forward pass, all layers, one TP rank, that `elementwise_bytes_per_token`
