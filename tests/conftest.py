@@ -93,6 +93,17 @@ def step_table_without_graph_breaks(monkeypatch):
 
 
 @pytest.fixture
+def tokeniser_in_parallel(monkeypatch):
+    """Every request tokenised at once (a pure delay before the scheduler), as every serving set up to ad and the
+    scenario rows were registered (2026-11-27: one tokeniser, first come first served, simulate/overheads.py
+    SERIAL_TOKENIZER)."""
+    import roofline.simulate.overheads as O
+
+    monkeypatch.setattr(O, "SERIAL_TOKENIZER", False)
+    yield
+
+
+@pytest.fixture
 def launches_counted_twice(monkeypatch):
     """The launches inside a measured table's op (a linear layer's input quantisation, the fused MoE op's own
     kernels) left in the factor model's overhead beside the table's time, as every serving set up to ac and the

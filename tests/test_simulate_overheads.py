@@ -19,6 +19,7 @@ from roofline.simulate.overheads import (
     OverheadStep,
     engine_names,
     restore_trace,
+    run_closed_loop,
     run_with_engine,
     shift_arrivals,
     with_engine,
@@ -86,11 +87,13 @@ def test_in_process_flag_and_run_key(run_cli):
 
 
 def test_per_sequence_term_scales_with_the_batch():
-    # two requests at t = 0 with equal prompts (100) are both delayed 0.011 s and prefilled in one pass of
-    # batch 2: 0.020 + 0.002 + 2 x 0.0005 = 0.023 s; TTFT = 0.011 + 0.023 + 0.004 = 0.038; TPOT = 0.023.
+    # two requests at t = 0 (no tokenising, so the one tokeniser does not space them) are both delayed 0.010 s and
+    # prefilled in one pass of batch 2: 0.020 + 0.002 + 2 x 0.0005 = 0.023 s; TTFT = 0.010 + 0.023 + 0.004 = 0.037;
+    # TPOT = 0.023.
     wl = make_workload(np.zeros(2), np.full(2, 100.0), np.full(2, 6.0))
-    tr = _run(wl)
-    np.testing.assert_allclose(tr.first_token_s - tr.arrival_s, 0.038, atol=1e-12)
+    ov = replace(OV, tokenize_s_per_token=0.0)
+    tr = _run(wl, ov=ov)
+    np.testing.assert_allclose(tr.first_token_s - tr.arrival_s, 0.037, atol=1e-12)
     np.testing.assert_allclose((tr.finish_s - tr.first_token_s) / 5, 0.023, atol=1e-12)
     # the busy time per pass on the loop's clock carries the same overhead
     np.testing.assert_allclose(tr.seg_t0_s, 0.023, atol=1e-12)
@@ -107,10 +110,40 @@ def test_no_overheads_is_the_plain_run():
         assert np.array_equal(getattr(tr, name), getattr(plain, name)), name
 
 
-def test_shift_resorts_and_restore_maps_back():
-    # A (prompt 10,000) at 0 reaches the scheduler at 0.010 + 0.100 = 0.110 s; B (prompt 10) at 0.001 s at
-    # 0.001 + 0.010 + 0.0001 = 0.0111 s: B is scheduled first, and the trace comes back in A, B order.
+def test_one_tokeniser_serves_a_burst_in_turn_by_hand():
+    """One tokeniser, first come first served (Lindley's recursion D_i = max(A_i, D_{i-1}) + S_i): three requests of
+    1,000 tokens sent together reach the scheduler 0.010 s (request-in) + 0.010, 0.020 and 0.030 s later (1e-5 s a
+    token each, one after the other), not all at 0.020 s; a request sent after the queue has drained waits for
+    nobody. The closed loop's sends queue the same way (core.ClosedLoop.service_s)."""
+    from roofline.simulate.core import fifo_departures
+
+    np.testing.assert_allclose(fifo_departures([0.0, 0.0, 0.0], [1.0, 2.0, 3.0]), [1.0, 3.0, 6.0])
+    np.testing.assert_allclose(fifo_departures([0.0, 10.0, 10.0], 1.0), [1.0, 11.0, 12.0])
+    np.testing.assert_allclose(fifo_departures([0.0, 5.0, 1.0], 0.0), [0.0, 5.0, 5.0])  # no service: running max
+    wl = make_workload(np.array([0.0, 0.0, 0.0, 1.0]), np.full(4, 1000.0), np.full(4, 2.0))
+    shifted, order = shift_arrivals(wl, OV)
+    np.testing.assert_allclose(shifted.arrival_s, [0.020, 0.030, 0.040, 1.020], atol=1e-12)
+    assert order.tolist() == [0, 1, 2, 3]
+    # the closed loop: two clients, four requests; the first two queue at the tokeniser like the burst above: the
+    # first is admitted at 0.020 s, the second reaches the scheduler at 0.030 s, during the first's prefill pass
+    # (0.020 to 0.0425 s: 0.020 + 0.002 + 0.0005), and is admitted when that pass ends; tokenised in parallel both
+    # would have reached it at 0.020 s and shared one pass
+    dep = with_engine(Deployment(ConstantStep(STEP_S)), OV)
+    tr = run_closed_loop(wl, OV, 2, lambda w, loop: Simulation(w, dep, Policy(), closed_loop=loop).run())
+    np.testing.assert_allclose(tr.admit_s[:2], [0.020, 0.0425], atol=1e-12)
+
+
+def test_shift_resorts_and_restore_maps_back(monkeypatch):
+    # tokenised in parallel (as the sets up to ad were registered): A (prompt 10,000) at 0 reaches the scheduler at
+    # 0.010 + 0.100 = 0.110 s; B (prompt 10) at 0.001 s at 0.001 + 0.010 + 0.0001 = 0.0111 s: B is scheduled first,
+    # and the trace comes back in A, B order. With one tokeniser B waits for A's 0.100 s: 0.110 + 0.0001 s, after A.
+    import roofline.simulate.overheads as O
+
     wl = make_workload(np.array([0.0, 0.001]), np.array([10_000.0, 10.0]), np.array([2.0, 2.0]))
+    serial, order = shift_arrivals(wl, OV)
+    assert order.tolist() == [0, 1]
+    np.testing.assert_allclose(serial.arrival_s, [0.110, 0.1101], atol=1e-12)
+    monkeypatch.setattr(O, "SERIAL_TOKENIZER", False)
     shifted, order = shift_arrivals(wl, OV)
     assert order.tolist() == [1, 0]
     # every per-request column moves with its request (here a prefix id)

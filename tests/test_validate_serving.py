@@ -30,7 +30,7 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
     the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
     are reproduced exactly."""
@@ -45,7 +45,7 @@ def test_committed_predictions_reproduce(datasheet_memory, step_table_without_gr
     assert now["saturation"]["saturated"] == committed["saturation"]["saturated"]
 
 
-def test_central_value_is_the_median_of_the_seeds_runs(runs):
+def test_central_value_is_the_median_of_the_seeds_runs(tokeniser_in_parallel, runs):
     """From set i on a central value is the median over the seeds' runs at the central factors (S.central_rule);
     sets a-h keep seed 0's run, as they were registered; an unknown rule is refused."""
     rid = CHEAP[0]
@@ -196,7 +196,7 @@ def test_uniform_dataset_kind():
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
 
 
-def test_set_b_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_b_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
     its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
     sp = S.set_paths("b")
@@ -244,7 +244,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_c_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -292,7 +292,7 @@ def test_rate_inf_sends_every_request_at_once():
 
 
 # ---- set d (the fourth blind set, 2026-11-26: vLLM's performance-benchmark pages; docs/validation_serving_d.md) --
-def test_set_d_inputs_load_and_are_new():
+def test_set_d_inputs_load_and_are_new(tokeniser_in_parallel):
     from roofline.catalog import model, system
 
     d = S.load_runs(set_name="d")
@@ -332,7 +332,7 @@ def _registered_before_measured(name: str, at_commit: str) -> None:
     assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
 
 
-def test_set_d_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_d_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -448,7 +448,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_e_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -475,9 +475,10 @@ def test_itl_under_separate_policy_counts_the_prefill_stall_by_hand():
     assert S.itl_stats(tr)["itl_p99"] == pytest.approx(0.01)
 
 
-def test_client_zero_ttft_counts_empty_responses_as_zero():
+def test_client_zero_ttft_counts_empty_responses_as_zero(tokeniser_in_parallel):
     """vLLM's pre-0.6 client records TTFT 0 for a response that streamed no text: with the run key, those requests'
-    simulated TTFTs are 0 in the statistics; the others are unchanged."""
+    simulated TTFTs are 0 in the statistics; the others are unchanged (tokenised in parallel, so that the four equal
+    prompts have equal TTFTs)."""
     ds = {"kind": "uniform", "prompt_range": [100, 100], "output_range": [10, 10]}
     run = {"id": "x", "engine": "vllm-v0.5", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
            "rate": float("inf"), "requests": 4, "dataset": "u", "policy": "separate", "max_seqs": 256,
@@ -492,7 +493,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero():
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
                                                                 closed_loop_rounds_before_fixed_point, mixed_without_kernel_tables,
                                                                 engines_before_per_worker_families, moe_rows_balanced):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
@@ -568,7 +569,7 @@ def test_sets_i_to_ad_inputs_follow_the_rules_fixed_before_prediction(name, runs
     assert S.central_rule(name) == "median"
 
 
-def test_set_g_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
+def test_set_g_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
                                                engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
@@ -581,7 +582,7 @@ def test_set_g_committed_predictions_reproduce(launches_counted_twice, datasheet
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_h_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
     mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
     only the saturation verdict of its one-request runs, now bursts of one."""
@@ -595,7 +596,7 @@ def test_set_h_committed_predictions_reproduce(datasheet_memory, step_table_with
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_i_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
     exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
     were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
@@ -692,7 +693,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_j_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -715,7 +716,7 @@ def test_set_j_committed_predictions_reproduce(launches_counted_twice, datasheet
     _registered_before_measured("j", pred["at_commit"])
 
 
-def test_set_k_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_k_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row; at the commit they record, the measured values were not in the repository."""
 
@@ -729,7 +730,7 @@ def test_set_k_committed_predictions_reproduce(datasheet_memory, step_table_with
     _registered_before_measured("k", pred["at_commit"])
 
 
-def test_set_l_committed_predictions_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_l_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
     largest V0 burst; at the commit they record, the measured values were not in the repository."""
 
@@ -743,7 +744,7 @@ def test_set_l_committed_predictions_reproduce(datasheet_memory, step_table_with
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_m_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -758,7 +759,7 @@ def test_set_m_committed_predictions_reproduce(launches_counted_twice, datasheet
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_n_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -775,7 +776,7 @@ def test_set_n_committed_predictions_reproduce(launches_counted_twice, datasheet
     _registered_before_measured("n", pred["at_commit"])
 
 
-def test_set_o_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
                                                                        monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
@@ -797,7 +798,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("o", pred["at_commit"])
 
 
-def test_set_p_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
     exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
     the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
@@ -837,7 +838,7 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
 
 
-def test_set_q_committed_predictions_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_q_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set q's predictions (pre-registered at 4fca1bd; the two changes since, S.DISCLOSURES["q"], undone) recompute exactly for a sample — a batch-1
     first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
     at the commit they record, the measured values were not in the repository."""
@@ -852,7 +853,7 @@ def test_set_q_committed_predictions_reproduce(launches_counted_twice, datasheet
     _registered_before_measured("q", pred["at_commit"])
 
 
-def test_set_r_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
     AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
     (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
@@ -886,7 +887,7 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
-def test_set_s_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
@@ -904,7 +905,7 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("s", pred["at_commit"])
 
 
-def test_set_t_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
     dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
@@ -923,7 +924,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(datashee
     _registered_before_measured("t", pred["at_commit"])
 
 
-def test_set_u_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_u_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
     admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
     run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
@@ -945,7 +946,7 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce(datashee
     _registered_before_measured("u", pred["at_commit"])
 
 
-def test_set_v_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_v_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set v's predictions (pre-registered at cfef6b5: inference-sim's 24 vLLM v0.15.1 stage runs on H100, each stage
     drained and simulated alone, inference-perf's line-stamping client, its shared-prefix prompts hitting the cache)
     recompute exactly for a stage run on the measured kernel tables, and the alternative committed beside them
@@ -961,7 +962,7 @@ def test_set_v_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("v", pred["at_commit"])
 
 
-def test_set_w_committed_predictions_and_declared_alternative_reproduce(datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
+def test_set_w_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
     """Set w's predictions (pre-registered at 7120a34, after scheduling one batch ahead was adopted post hoc on set v:
     vLLM PR #23696's baseline and 40 InferenceMAX configurations no earlier set used) recompute exactly with the
     closed-loop rounds they were made with (S.DISCLOSURES["w"]), and the alternative committed beside them
@@ -979,7 +980,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(datashee
     _registered_before_measured("w", pred["at_commit"])
 
 
-def test_set_x_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, step_table_without_graph_breaks):
+def test_set_x_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set x's predictions (pre-registered at acce6be, after KV pools from the driver's memory and experts reading
     their format's MoE tables were adopted post hoc on set w: 40 more InferenceMAX configurations no earlier set used)
     recompute exactly with today's code (the one disclosed change since undone) for a gpt-oss run on H100 whose experts read the
@@ -998,7 +999,7 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("x", pred["at_commit"])
 
 
-def test_set_y_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, step_table_without_graph_breaks):
+def test_set_y_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set y's predictions (pre-registered at 6c2f856, a blind confirmation declared before gathering: gpt-oss-120b on
     vLLM 0.13 on H100/H200 only, no simulator change since set x) recompute exactly with today's code (the one
     disclosed change since, S.DISCLOSURES["y"], undone) for a run, and
@@ -1016,7 +1017,7 @@ def test_set_y_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("y", pred["at_commit"])
 
 
-def test_set_z_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, step_table_without_graph_breaks):
+def test_set_z_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set z's predictions (pre-registered at 0d41c75: gpt-oss-120b on B200, vLLM with the launch's MXFP8 MoE
     activations as run key moe_activations: fp8, and TensorRT-LLM) recompute exactly with today's code for a vLLM run,
     and the alternative committed beside them (without the key: the BF16 path's rows) is what the code gives without
@@ -1035,7 +1036,7 @@ def test_set_z_committed_predictions_and_declared_alternative_reproduce(launches
     _registered_before_measured("z", pred["at_commit"])
 
 
-def test_set_aa_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, monkeypatch):
+def test_set_aa_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, monkeypatch):
     """Set aa's predictions (pre-registered at a209cad: every remaining usable single-node InferenceMAX configuration,
     after the graph-limit batch breaks were adopted post hoc on set z) recompute exactly with today's code for a
     TensorRT-LLM run and a vLLM run; the alternative committed beside them (the step table without the breaks) is what
@@ -1055,7 +1056,7 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(launche
 
 
 @pytest.mark.parametrize("name, commit, runs", [("ab", "ac6d99e", 55), ("ac", "8ed5fb3", 50)])
-def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(launches_counted_twice, name, commit, runs):
+def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, name, commit, runs):
     """Sets ab and ac's predictions (pre-registered at ac6d99e and 8ed5fb3: rows of NVIDIA AIConfigurator's end-to-end
     measurement set, low pinning, no simulator change since set aa; set ac a second draw declared as a confirmation)
     recompute exactly with today's code (the launch fix disclosed since undone) for a run with kernel tables, and the alternative committed beside them (the
@@ -1070,7 +1071,7 @@ def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce
     _registered_before_measured(name, pred["at_commit"])
 
 
-def test_set_ad_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_ad_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, monkeypatch):
     """Set ad's predictions (pre-registered at 30a5f02: InferenceX together_runner's B200 runs and more llm-benchmaq
     H100 runs, after the launches inside measured ops were taken out of the overhead post hoc on set aa) recompute
     exactly with today's code for the llm-benchmaq gpt-oss run the change moves and a together_runner SGLang run; the

@@ -57,6 +57,16 @@ DEFAULT_BLOCK_TOKENS = 16
 MAX_BLOCK_TOKENS = 4096
 
 
+def fifo_departures(ready_s, service_s) -> np.ndarray:
+    """Departures from one first-in-first-out server (Lindley's recursion, D_i = max(A_i, D_{i-1}) + S_i) of jobs ready
+    at `ready_s` (in service order) needing `service_s` each, vectorised: D_i = C_i + max_{j<=i}(A_j - C_{j-1}) with C
+    the cumulative service. Zero service gives the running maximum of the ready times."""
+    a = np.asarray(ready_s, dtype=float)
+    s = np.asarray(service_s, dtype=float) * np.ones(a.shape)
+    c = np.cumsum(s)
+    return np.maximum.accumulate(a - (c - s)) + c
+
+
 def prefix_blocks(workload: Workload, block_tokens: int) -> tuple[np.ndarray, np.ndarray, int]:
     """(dense prefix index per request, -1 = none; reusable full blocks per request; number of prefixes).
 
@@ -140,12 +150,14 @@ class ClosedLoop:
     `--request-rate inf`), and request C + j is sent at the later of its release and the (j + 1)-th completion the
     client sees (an engine finish + `delay_out_s`), reaching the scheduler `delay_in_s[i]` after its send (request-in
     and tokenising). Ignores: the client's own think time (none in those tools). A request's scheduler arrival is
-    held at or after the one before it (the queue is in send order), which can delay a short prompt sent just after
-    a long one by the difference of their tokenising times."""
+    held at or after the one before it (the queue is in send order). `service_s[i]`, the part of delay_in_s[i] a
+    single server does one request at a time (the engine's tokeniser: overheads.fifo_arrivals), starts only when the
+    request before it has left that server: arrival = max(send + delay_in − service, previous arrival) + service."""
 
     concurrency: int
     delay_in_s: np.ndarray
     delay_out_s: float = 0.0
+    service_s: np.ndarray | None = None  # None: no serial part (every delay a pure one)
     #: filled by the run: each request's send (the user's frame), for the caller's trace
     sends_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -298,11 +310,14 @@ class Simulation:
             arr_a = w.arrival_s.astype(float)
             c_loop = min(int(loop.concurrency), n)
             rel_a, din_a = w.arrival_s.astype(float), np.asarray(loop.delay_in_s, dtype=float)
-            a0_a[:c_loop] = np.maximum.accumulate(rel_a[:c_loop] + din_a[:c_loop])
+            svc_a = np.zeros(n) if loop.service_s is None else np.asarray(loop.service_s, dtype=float) * np.ones(n)
+            din_a = din_a - svc_a  # the pure delay before the serial server; its service follows in send order
+            a0_a[:c_loop] = fifo_departures(rel_a[:c_loop] + din_a[:c_loop], svc_a[:c_loop])
             a0_a[c_loop:n] = inf
             arr_a[:c_loop] = a0_a[:c_loop]
             snd_a = rel_a.copy()  # sends: the first C at their releases, the rest set as the loop sends them
             rel, din, arr, snd, dout = view(rel_a), view(din_a), view(arr_a), view(snd_a), float(loop.delay_out_s)
+            svc = view(svc_a)
         next_send = c_loop if loop is not None else n
         q0, q1, a0, a1 = (view(x) for x in (q0_a, q1_a, a0_a, a1_a))
         p0 = p1 = 0
@@ -686,6 +701,7 @@ class Simulation:
                         v += din[next_send]
                         if v < a0[next_send - 1]:
                             v = a0[next_send - 1]
+                        v += svc[next_send]
                         a0[next_send] = arr[next_send] = v
                         next_send += 1
                     nd -= 1

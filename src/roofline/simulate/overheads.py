@@ -31,14 +31,17 @@ overheads"):
   exceeds the engine's largest captured CUDA graph (`cuda_graph_max_batch`: such batches run eagerly too);
   other decode passes never. Ignores: host/GPU overlap short of perfect (the max is the overlapped bound; a
   sync point per layer would add the two), and the host's CPU model (the figure is one machine's).
-- Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler
-  request_in_s + tokenize_s_per_token·prompt after it leaves the user (HTTP, protocol, chat template, IPC,
-  tokeniser), and each of its tokens reaches the user first_token_out_s after the pass that made it
-  (detokenise, stream the chunk). The first is a pure delay, not a queue: requests are tokenised in
-  parallel (the API server's event loop and the tokeniser's threads are not modelled as servers), so a burst
-  of arrivals does not wait on one another before the scheduler. TTFT and end-to-end latency are measured
-  from the user's arrival; TPOT is unchanged by the per-request terms (the first and last tokens are
-  streamed with the same delay).
+- Per request (`shift_arrivals` / `restore_trace`): a request reaches the scheduler after request_in_s (HTTP,
+  protocol, chat template, IPC: a pure delay) and its tokenising, tokenize_s_per_token·prompt, done by ONE tokeniser
+  for all requests, first come first served (vLLM's OpenAI server tokenises on a thread pool of one worker,
+  `ThreadPoolExecutor(max_workers=1)` in serving_engine.py since PR #10635, 2024-11-25; issue #25301, 2025-09-20:
+  "requests are forced to wait in a serialized queue for preprocessing"; SGLang's TokenizerManager and
+  TensorRT-LLM's OpenAI server tokenise in one server process too): a burst of arrivals reaches the scheduler
+  spread by their tokenising times (`fifo_arrivals`, Lindley's recursion), not all at once. Each of its tokens
+  reaches the user first_token_out_s after the pass that made it (detokenise, stream the chunk). TTFT and
+  end-to-end latency are measured from the user's arrival; TPOT is unchanged by the per-request terms (the first
+  and last tokens are streamed with the same delay). Ignores: the API server's event loop as a second server
+  (its per-request CPU time is inside request_in_s, a pure delay) and tokenisers with several workers.
 
 Relation to the realistic families (efficiency.yaml): a family's `pass_overhead_s` estimates the same
 per-step host work, so `with_engine` sets it to 0 when an engine is given (the engine's τ_pass + τ_seq·B
@@ -209,8 +212,14 @@ class EngineOverheads:
         return all(getattr(self, n) == 0.0 for n in FIGURES)
 
     def arrival_delay_s(self, prompt_tokens) -> np.ndarray:
-        """Seconds from the user's send to the scheduler: request_in_s + tokenize_s_per_token·prompt."""
-        return self.request_in_s + self.tokenize_s_per_token * np.asarray(prompt_tokens, dtype=float)
+        """Seconds from the user's send to the scheduler with the tokeniser free: request_in_s +
+        tokenize_s_per_token·prompt (`fifo_arrivals` adds the wait for the tokeniser)."""
+        return self.request_in_s + self.tokenize_s(prompt_tokens)
+
+    def tokenize_s(self, prompt_tokens) -> np.ndarray:
+        """The tokeniser's service time of each request: tokenize_s_per_token·prompt (one tokeniser, first come
+        first served: module docstring)."""
+        return self.tokenize_s_per_token * np.asarray(prompt_tokens, dtype=float)
 
     def ttft_overhead_s(self, prompt_tokens: float) -> float:
         """The per-request part of TTFT for a prompt of `prompt_tokens`: request-in + tokenise + first-token-out
@@ -362,13 +371,32 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
 
 
 # ---- per-request delays without touching the event loop ---------------------------------------------
+#: one tokeniser for all requests (module docstring); False: every request tokenised at once, a pure delay (as the
+#: serving sets up to ad were registered; tests/conftest.py `tokeniser_in_parallel`)
+SERIAL_TOKENIZER = True
+
+
+def fifo_arrivals(arrival_s, prompt_tokens, overheads: EngineOverheads) -> np.ndarray:
+    """Each request's arrival at the scheduler: request_in_s after the user's send it joins the one tokeniser's
+    queue (in that order) and leaves it tokenize_s later (core.fifo_departures: D_i = max(A_i, D_{i-1}) + S_i)."""
+    from .core import fifo_departures
+
+    if not SERIAL_TOKENIZER:
+        return np.asarray(arrival_s, dtype=float) + overheads.arrival_delay_s(prompt_tokens)
+    a = np.asarray(arrival_s, dtype=float) + overheads.request_in_s
+    order = np.argsort(a, kind="stable")
+    out = np.empty_like(a)
+    out[order] = fifo_departures(a[order], (overheads.tokenize_s(prompt_tokens) * np.ones(a.shape))[order])
+    return out
+
+
 def shift_arrivals(workload: Workload, overheads: EngineOverheads) -> tuple[Workload, np.ndarray]:
-    """(the workload as the scheduler sees it, order): arrivals delayed by `arrival_delay_s`, re-sorted
-    (stably) by the delayed time — a long prompt's tokenisation can let a later short request overtake it.
+    """(the workload as the scheduler sees it, order): arrivals as `fifo_arrivals` (request-in, then the one
+    tokeniser, first come first served), re-sorted (stably) by that time.
     `order[i]` is the index in `workload` of the i-th request of the shifted workload. Every per-request
     column (prompt, output, priority, stage, ...) moves with its request."""
     n = workload.n
-    shifted = workload.arrival_s + overheads.arrival_delay_s(workload.prompt_tokens)
+    shifted = fifo_arrivals(workload.arrival_s, workload.prompt_tokens, overheads)
     order = np.argsort(shifted, kind="stable")
     cols = {f.name: np.asarray(getattr(workload, f.name))[order] for f in fields(workload)
             if isinstance(getattr(workload, f.name), np.ndarray) and len(getattr(workload, f.name)) == n}
@@ -403,7 +431,8 @@ def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency:
     from .core import ClosedLoop
 
     delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
-    loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s))
+    service = overheads.tokenize_s(workload.prompt_tokens) * np.ones(workload.n) if SERIAL_TOKENIZER else None
+    loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s), service_s=service)
     tr = run(workload, loop)
     out = overheads.first_token_out_s
     return replace(tr, arrival_s=np.asarray(loop.sends_s, dtype=float), first_token_s=np.asarray(tr.first_token_s) + out,
