@@ -159,6 +159,13 @@ def _schedule_ahead(effect: str) -> str:
 
 #: the closed-loop client run to its fixed point (2026-11-26, after set w was scored): every set with `max_concurrency`
 #: runs whose predictions it moves
+def _disclose(effects: dict[str, str], text) -> None:
+    """Each set's disclosure of one post hoc change: `text(effect)` appended to DISCLOSURES[set] for every set of
+    `effects` (the change's recomputed effect on that set)."""
+    for name, effect in effects.items():
+        DISCLOSURES.setdefault(name, []).append(text(effect))
+
+
 def _closed_loop_fixed_point(effect: str) -> str:
     return ("2026-11-26, after set w's measured values were seen (found through its TensorRT-LLM runs, 2-5x too slow: "
             "more than their concurrency in flight, so decode batches above the CUDA-graph limit of C ran eagerly): the "
@@ -243,7 +250,7 @@ DISCLOSURES = {
     "j": [_moe_routing("TTFT 42% -> 41%, TPOT 38% -> 32%, ITL 51% -> 41%")],
     "n": [_moe_routing("TTFT 36% -> 35%, TPOT 20% -> 20%, end-to-end 24% -> 24%, ITL 25% -> 26%")],
 }
-for _set, _effect in {
+_disclose({
         "a": "vLLM runs 80.7% -> 74.5%, SGLang 5.6% -> 35.2%, TensorRT-LLM 59.5% -> 43.0%",
         "b": "vLLM runs 60.9% -> 46.3%, SGLang 53.6% -> 34.9%, TensorRT-LLM 42.1% -> 21.3%",
         "c": "TensorRT-LLM runs 63.2% -> 46.7%",
@@ -265,9 +272,8 @@ for _set, _effect in {
         "t": "TensorRT-LLM runs 65.3% -> 55.6%",
         "u": "vLLM V1 runs 35.2% -> 13.9%",
         "v": "67.9% -> 64.0% (end-to-end 11.7% -> 12.0%, ITL/TPOT 8.7% -> 8.7%); with the factor model of its declared "
-             "alternative 27.5% -> 13.9% (end-to-end 5.5%, ITL/TPOT 4.9%)"}.items():
-    DISCLOSURES.setdefault(_set, []).append(_schedule_ahead(_effect))
-for _set, _effect in {
+             "alternative 27.5% -> 13.9% (end-to-end 5.5%, ITL/TPOT 4.9%)"}, _schedule_ahead)
+_disclose({
         "e": "22 of its 30 closed-loop runs move; end-to-end 35.1% -> 34.4%, TTFT 97.3% -> 64.3%, ITL 37.2% -> 34.7%",
         "f": "13 of 15 move; end-to-end 56.3% -> 57.7%, TTFT 69.1% -> 69.8%, ITL 55.8% -> 56.1%",
         "h": "both closed-loop runs move; TTFT 31.4% -> 2.4%, ITL 2.1% -> 11.9%",
@@ -278,8 +284,7 @@ for _set, _effect in {
         "n": "7 of 17 move; end-to-end 12.8% -> 12.8%, TTFT 23.6% -> 23.6%, ITL 25.1% -> 25.2%",
         "p": "7 of 11 move; end-to-end 39.7% -> 40.2%, TTFT 73.1% -> 73.0%, ITL 616% -> 616%",
         "q": "2 of 3 move; ITL 12.0% -> 11.9%",
-        "w": "all 40 closed-loop runs move; end-to-end 77.7% -> 22.5%, TTFT 86.3% -> 83.0%, ITL 62.3% -> 22.2%"}.items():
-    DISCLOSURES.setdefault(_set, []).append(_closed_loop_fixed_point(_effect))
+        "w": "all 40 closed-loop runs move; end-to-end 77.7% -> 22.5%, TTFT 86.3% -> 83.0%, ITL 62.3% -> 22.2%"}, _closed_loop_fixed_point)
 
 
 def _recomputed(against: str, effect: str, undo: str, fixture: str) -> str:
@@ -299,7 +304,7 @@ def _driver_memory(effect: str) -> str:
                           "datasheet_memory"))
 
 
-for _set, _effect in {
+_disclose({
         "b": "2 of 18 runs move; end-to-end 55.1% -> 56.6%, TTFT 858% -> 534%, ITL 46.1% -> 47.0%",
         "g": "2 of 32 move; end-to-end 49.9% -> 49.9%, TTFT 66.2% -> 66.1%, ITL 57.6% -> 57.3%",
         "i": "5 of 33 move; end-to-end 21.8% -> 21.8%, TTFT 42.1% -> 41.3%, ITL 68.1% -> 112.7% (gpt-oss-120b on one "
@@ -313,8 +318,7 @@ for _set, _effect in {
         "s": "6 of 19 move; end-to-end 69.1% -> 69.0%, TTFT 1,993% -> 1,920%, ITL 43.5% -> 43.9%",
         "u": "1 of 20 moves, by less than 0.1 point in every family",
         "v": "1 of 24 moves; end-to-end 35.4% -> 34.4%, TTFT 175.9% -> 174.4%, ITL 10.3% -> 10.0%",
-        "w": "1 of 41 moves; end-to-end 22.5% -> 22.6%, TTFT 82.9% -> 44.3%, ITL 23.5% -> 22.9%"}.items():
-    DISCLOSURES.setdefault(_set, []).append(_driver_memory(_effect))
+        "w": "1 of 41 moves; end-to-end 22.5% -> 22.6%, TTFT 82.9% -> 44.3%, ITL 23.5% -> 22.9%"}, _driver_memory)
 
 
 def _graph_breaks(effect: str) -> str:
@@ -340,8 +344,7 @@ GRAPH_BREAKS_EFFECT = {
     "w": "1 of 41 moves; ITL 22.9% -> 22.8%, end-to-end and TTFT by less than 0.1 point",
     "z": "2 of 30 move (its TensorRT-LLM runs at concurrency 128); end-to-end 14.3% -> 9.8%, TTFT 19.5% -> 19.3%, "
          "ITL 13.3% -> 10.5%"}
-for _set, _effect in GRAPH_BREAKS_EFFECT.items():
-    DISCLOSURES.setdefault(_set, []).append(_graph_breaks(_effect))
+_disclose(GRAPH_BREAKS_EFFECT, _graph_breaks)
 
 
 def _launches_inside_ops(effect: str) -> str:
@@ -375,8 +378,7 @@ LAUNCHES_INSIDE_OPS_EFFECT: dict[str, str] = {
     "aa": "27 of 60 move; end-to-end 11.6% -> 9.2%, TTFT 22.2% -> 22.0%, ITL 11.1% -> 8.3%",
     "ab": "27 of 55 move; TTFT 157.5% -> 156.6%, ITL 47.5% -> 46.3%",
     "ac": "26 of 50 move; TTFT 84.5% -> 83.7%, ITL 59.4% -> 58.3%"}
-for _set, _effect in LAUNCHES_INSIDE_OPS_EFFECT.items():
-    DISCLOSURES.setdefault(_set, []).append(_launches_inside_ops(_effect))
+_disclose(LAUNCHES_INSIDE_OPS_EFFECT, _launches_inside_ops)
 
 
 def _one_tokeniser(effect: str) -> str:
@@ -421,8 +423,7 @@ ONE_TOKENISER_EFFECT: dict[str, str] = {
     "ab": "53 of 55 move; TTFT 156.6% -> 153.3%, ITL 46.3% -> 46.2%",
     "ac": "50 of 50 move; TTFT 83.7% -> 81.6%, ITL 58.3% -> 58.2%",
     "ad": "50 of 50 move; end-to-end 14.0% -> 13.7%, TTFT 31.6% -> 28.0%, ITL 23.2% -> 21.5%"}
-for _set, _effect in ONE_TOKENISER_EFFECT.items():
-    DISCLOSURES.setdefault(_set, []).append(_one_tokeniser(_effect))
+_disclose(ONE_TOKENISER_EFFECT, _one_tokeniser)
 
 
 def set_paths(name: str = "a") -> dict[str, Path]:
