@@ -1124,6 +1124,31 @@ def test_set_ae_committed_predictions_and_declared_alternative_reproduce(monkeyp
     _registered_before_measured("ae", pred["at_commit"])
 
 
+def test_set_af_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set af's predictions (pre-registered at b6d8fe5: a third draw of AIConfigurator's silicon_sample.csv rows, after
+    the launch fix and the one tokeniser) recompute exactly with today's code for a TensorRT-LLM run and a vLLM run; the
+    alternative committed beside them (the rules of sets a to ac: tokenised at once, launches inside measured ops
+    counted twice) is what the code gives with both undone; at the commit they record, the measured values were not
+    in the repository."""
+    import numpy as np
+
+    import roofline.simulate.overheads as O
+    from roofline import model as M
+
+    doc, pred, alt = _registered_with_alternative("af", "b6d8fe5")
+    assert "af" not in S.DISCLOSURES and len(doc["runs"]) == 35
+    runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm-v1-sync")]
+    for run in runs:
+        _reproduces(run, doc, pred["runs"], central="median")
+    real = M.kernels_inside_measured_ops
+    monkeypatch.setattr(M, "kernels_inside_measured_ops",
+                        lambda m, lp=False, lpe=None: tuple(0 * np.asarray(x) for x in real(m, lp, lpe)))
+    monkeypatch.setattr(O, "SERIAL_TOKENIZER", False)
+    for run in runs:
+        _reproduces(run, doc, alt["runs"], central="median")
+    _registered_before_measured("af", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
