@@ -293,6 +293,12 @@ def _recomputed(against: str, effect: str, undo: str, fixture: str) -> str:
             f"predictions; the reproduction tests recompute them {undo} (tests/conftest.py {fixture}).")
 
 
+def _posthoc(change: str, against: str, undo: str, fixture: str):
+    """The disclosure text of one post hoc change for a set: `change` (when it came, what found it, what it does)
+    followed by its recomputed `effect` on that set (_recomputed)."""
+    return lambda effect: change + " " + _recomputed(against, effect, undo, fixture)
+
+
 def _driver_memory(effect: str) -> str:
     return ("2026-11-26, after set w's measured values were seen (found through its DeepSeek-R1 FP8 run on 4 B200 at "
             "concurrency 32, whose KV pool held 10 of the 32 requests and queued the rest: TTFT 30 s predicted, 0.9 s "
@@ -321,14 +327,13 @@ _disclose({
         "w": "1 of 41 moves; end-to-end 22.5% -> 22.6%, TTFT 82.9% -> 44.3%, ITL 23.5% -> 22.9%"}, _driver_memory)
 
 
-def _graph_breaks(effect: str) -> str:
-    return ("2026-11-26, after set z's measured values were seen (found through its TensorRT-LLM runs of gpt-oss-120b on "
-            "B200 at concurrency 128 under the launch's CUDA-graph limit of 128: TPOT +57% and +112%): the step table's "
-            "batch grid holds the largest graphed batch and the next one (OverheadStep.batch_breaks), where the "
-            "registered predictions read a batch at the limit between grid points on either side of it, a blend of the "
-            "graphed pass and the eager floor (16.3 ms for an 8.5 ms pass). "
-            + _recomputed("without the grid points against with them", effect, "without the grid points",
-                          "step_table_without_graph_breaks"))
+_graph_breaks = _posthoc(
+    ("2026-11-26, after set z's measured values were seen (found through its TensorRT-LLM runs of gpt-oss-120b on "
+     "B200 at concurrency 128 under the launch's CUDA-graph limit of 128: TPOT +57% and +112%): the step table's "
+     "batch grid holds the largest graphed batch and the next one (OverheadStep.batch_breaks), where the "
+     "registered predictions read a batch at the limit between grid points on either side of it, a blend of the "
+     "graphed pass and the eager floor (16.3 ms for an 8.5 ms pass)."),
+    "without the grid points against with them", "without the grid points", "step_table_without_graph_breaks")
 
 
 GRAPH_BREAKS_EFFECT = {
@@ -347,16 +352,15 @@ GRAPH_BREAKS_EFFECT = {
 _disclose(GRAPH_BREAKS_EFFECT, _graph_breaks)
 
 
-def _launches_inside_ops(effect: str) -> str:
-    return ("2026-11-27, after set aa's measured values were seen (found through its vLLM gpt-oss-120b runs on H100 and "
-            "H200, 10-17% slow in TPOT at every TP): a measured kernel table times a whole op (AIConfigurator's "
-            "collectors call a linear layer's forward, which quantises its input, and the FusedMoE module with router "
-            "logits, which runs the top-k, permute, activation and finalize kernels), so the launch latencies of those "
-            "kernels leave the factor model's overhead with the term the table replaces "
-            "(model.kernels_inside_measured_ops), where the registered predictions counted them a second time (36 MoE "
-            "layers x 6 kernels x 2.5 us = 0.54 ms a pass for gpt-oss-120b). "
-            + _recomputed("with those launches counted twice against once", effect, "with them counted twice",
-                          "launches_counted_twice"))
+_launches_inside_ops = _posthoc(
+    ("2026-11-27, after set aa's measured values were seen (found through its vLLM gpt-oss-120b runs on H100 and "
+     "H200, 10-17% slow in TPOT at every TP): a measured kernel table times a whole op (AIConfigurator's "
+     "collectors call a linear layer's forward, which quantises its input, and the FusedMoE module with router "
+     "logits, which runs the top-k, permute, activation and finalize kernels), so the launch latencies of those "
+     "kernels leave the factor model's overhead with the term the table replaces "
+     "(model.kernels_inside_measured_ops), where the registered predictions counted them a second time (36 MoE "
+     "layers x 6 kernels x 2.5 us = 0.54 ms a pass for gpt-oss-120b)."),
+    "with those launches counted twice against once", "with them counted twice", "launches_counted_twice")
 
 
 #: the disclosure scan (every set, seed 0, before and after); the sets where no run moves are not listed
@@ -381,15 +385,14 @@ LAUNCHES_INSIDE_OPS_EFFECT: dict[str, str] = {
 _disclose(LAUNCHES_INSIDE_OPS_EFFECT, _launches_inside_ops)
 
 
-def _one_tokeniser(effect: str) -> str:
-    return ("2026-11-27, after set ad's measured values were seen (found through its llm-benchmaq closed loops on H100, "
-            "whose requests went to the scheduler in whole waves: Llama 3.1 70B at concurrency 50 with 127-token "
-            "prompts, TTFT +133%): the engine's one tokeniser serves requests first come first served (vLLM's "
-            "OpenAI server tokenises on a thread pool of one worker; simulate/overheads.py fifo_arrivals), so a burst "
-            "reaches the scheduler spread by its tokenising times, where the registered predictions delayed every "
-            "request by its own tokenising alone, in parallel. "
-            + _recomputed("tokenised in parallel against by one tokeniser", effect, "tokenised in parallel",
-                          "tokeniser_in_parallel"))
+_one_tokeniser = _posthoc(
+    ("2026-11-27, after set ad's measured values were seen (found through its llm-benchmaq closed loops on H100, "
+     "whose requests went to the scheduler in whole waves: Llama 3.1 70B at concurrency 50 with 127-token "
+     "prompts, TTFT +133%): the engine's one tokeniser serves requests first come first served (vLLM's "
+     "OpenAI server tokenises on a thread pool of one worker; simulate/overheads.py fifo_arrivals), so a burst "
+     "reaches the scheduler spread by its tokenising times, where the registered predictions delayed every "
+     "request by its own tokenising alone, in parallel."),
+    "tokenised in parallel against by one tokeniser", "tokenised in parallel", "tokeniser_in_parallel")
 
 
 #: the disclosure scan (every set, seed 0, before and after); the sets where no run moves are not listed
