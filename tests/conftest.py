@@ -104,6 +104,26 @@ def tokeniser_in_parallel(monkeypatch):
 
 
 @pytest.fixture
+def itl_from_every_sequence(monkeypatch):
+    """ITL gaps counted for every sequence in a pass, prompt chunks included, as every serving set up to ae and the
+    scenario rows were registered (2026-11-27: validate/serving.py ITL_GAPS_FROM_DECODES)."""
+    import roofline.validate.serving as S
+
+    monkeypatch.setattr(S, "ITL_GAPS_FROM_DECODES", False)
+    yield
+
+
+@pytest.fixture
+def collective_sizes_in_bytes(monkeypatch):
+    """The collective tables' size axis read as bytes (it counts 16-bit elements), as every serving set up to ae and
+    the scenario rows were registered (2026-11-27: kernels.COLLECTIVE_SIZE_IN_ELEMENTS)."""
+    from roofline import kernels as K
+
+    monkeypatch.setattr(K, "COLLECTIVE_SIZE_IN_ELEMENTS", False)
+    yield
+
+
+@pytest.fixture
 def launches_counted_twice(monkeypatch):
     """The launches inside a measured table's op (a linear layer's input quantisation, the fused MoE op's own
     kernels) left in the factor model's overhead beside the table's time, as every serving set up to ac and the

@@ -47,8 +47,8 @@ def test_public_functions_hit_check_rows():
     r = K.attention_s("h200", "decode", b, s, h, kv, 128, engine="trtllm")
     assert r.seconds == pytest.approx(sec, rel=QUANT) and r.covered and "generation_attention" in r.source
     t = _table("h100-sxm", "custom_allreduce", "vllm")
-    g, nbytes, sec = t["check_rows"][0]
-    r = K.collective_s("h100-sxm", "all_reduce", nbytes, g, engine="vllm")
+    g, elements, sec = t["check_rows"][0]  # message_size counts bf16 elements: a buffer of 2x bytes
+    r = K.collective_s("h100-sxm", "all_reduce", 2 * elements, g, engine="vllm")
     assert r.seconds == pytest.approx(sec, rel=QUANT) and "custom_allreduce vllm" in r.source
     t = _table("h200", "moe", "sglang", moe_dtype="fp8_block", hidden_size=7168, num_experts=256,
                distribution="balanced")
@@ -155,6 +155,26 @@ def test_collective_one_gpu_is_free_and_engine_all_reduce_preferred():
     r = K.collective_s("h100-sxm", "all_reduce", np.array([1e6, 1e6]), np.array([1, 8]), engine="trtllm")
     assert r.seconds[0] == 0 and r.covered.all() and "custom_allreduce trtllm" in r.source
     assert "nccl" in K.collective_s("h100-sxm", "all_to_all", 1e6, 8).source
+
+
+def test_collective_tables_count_16_bit_elements():
+    """AIConfigurator's collectors log message_size in 16-bit elements (nccl-tests' bytes // 2; custom all-reduce of
+    bf16 tensors), so a buffer of B bytes reads the row of B / 2: 134 MB (8,192 tokens of Llama 3.1 70B's hidden
+    8,192 in bf16) over 8 H100s then moves at nccl-tests' 380-480 GB/s bus bandwidth, not half of it. The
+    registered rule (read at B) is the fixture's."""
+    nbytes, n = 8192 * 8192 * 2.0, 8
+    t = K.collective_s("h100-sxm", "all_reduce", nbytes, n, engine="nccl").seconds
+    assert 380e9 < nbytes / t * 2 * (n - 1) / n < 480e9  # bus bandwidth, nccl-tests' definition
+    t = _table("h100-sxm", "nccl", "nccl", op_name="all_reduce", nccl_dtype="fp16")
+    g, elements, sec = t["check_rows"][0]
+    r = K.collective_s("h100-sxm", "all_reduce", 2 * elements, g, engine="nccl")
+    assert r.seconds == pytest.approx(sec, rel=QUANT)
+
+
+def test_collective_read_at_bytes_is_the_registered_rule(collective_sizes_in_bytes):
+    nbytes, n = 8192 * 8192 * 2.0, 8
+    t = K.collective_s("h100-sxm", "all_reduce", nbytes, n, engine="nccl").seconds
+    assert 200e9 < nbytes / t * 2 * (n - 1) / n < 240e9  # twice the buffer's time: half the bus bandwidth
 
 
 def test_bad_input_one_line():

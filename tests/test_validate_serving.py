@@ -131,6 +131,37 @@ def test_itl_is_the_batch_weighted_pass_time():
     assert s["itl_p99"] == pytest.approx(0.050)
 
 
+def test_itl_counts_only_the_sequences_a_pass_gives_a_later_token_by_hand():
+    """Pass time 10 ms + 0.5 ms per token, chunked: r0 (20 + 3 tokens) at 0, r1 (20 + 3) at 25 ms. r0's prefill
+    0-20 ms (its TTFT, no gap); r0 decodes alone 20-30.5 ms; r0's decode beside r1's prompt 30.5-51 ms (r0's gap
+    20.5 ms, r1's TTFT); r1 decodes 51-61.5 and 61.5-72 ms. Gaps: r0 10.5, 20.5; r1 10.5, 10.5 — a mean of 13 ms.
+    Counting every sequence in the pass (as registered up to set ae) also counts the two prompt passes: 15.4 ms."""
+    from roofline.simulate import Deployment, Policy, Simulation, make_workload
+
+    class PerToken:
+        def __call__(self, batch, tokens, context):
+            shape = np.broadcast(np.asarray(batch), np.asarray(tokens), np.asarray(context)).shape
+            return 0.010 + 0.0005 * np.broadcast_to(np.asarray(tokens, dtype=float), shape)
+
+    wl = make_workload([0.0, 0.025], [20, 20], [3, 3])
+    tr = Simulation(wl, Deployment(PerToken()), Policy("chunked", max_seqs=8, max_batched_tokens=64)).run()
+    assert tr.first_token_s.tolist() == pytest.approx([0.020, 0.051]) and tr.finish_s.tolist() == pytest.approx([0.051, 0.072])
+    assert tr.seg_decodes.tolist() == [0, 1, 1, 1] and tr.seg_batch.tolist() == [1, 1, 2, 1]
+    st = S.itl_stats(tr)
+    assert st["itl_mean"] == pytest.approx(0.013) and st["itl_p99"] == pytest.approx(0.0205)
+    assert st["itl_p50"] == pytest.approx(0.0105)
+
+
+def test_itl_counting_every_sequence_is_the_registered_rule(itl_from_every_sequence):
+    """The fixture restores the rule sets a to ae were registered with: the mixed pass's prompt counted as a gap."""
+    from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
+
+    wl = make_workload([0.0, 0.025], [20, 20], [3, 3])
+    tr = Simulation(wl, Deployment(ConstantStep(0.01)), Policy("chunked", max_seqs=8, max_batched_tokens=64)).run()
+    weights = S._itl_gaps(tr, False)[1]
+    assert weights.sum() == tr.seg_batch @ tr.seg_iters > tr.seg_decodes @ tr.seg_iters
+
+
 def test_cli_json_matches_the_library(run_cli):
     code, text, err = run_cli("validate", "--serving", "--json")
     assert code in (0, None), err

@@ -301,17 +301,30 @@ def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, expert
     return _lookup(acc, "moe", engine, keys, tokens, tp, ep, strict=strict)
 
 
+#: The collective tables' size axis `message_size` counts 16-bit ELEMENTS, not bytes: AIConfigurator's NCCL collector
+#: logs nccl-tests' byte size // 2 for its fp16 rows (collector/network/collect_nccl.py, `size // bytes_per_element`)
+#: and its custom all-reduce collector all-reduces bf16 tensors of `message_size` elements
+#: (collector/network/collect_all_reduce.py; aic-core's communication.rs: "size = x * h (element count, not bytes)").
+#: So a buffer of B bytes is read at B / 2. False: read at B, as every serving set up to ae and the scenario rows were
+#: registered (found post hoc on set ae: its 8,192-token passes, TP all-reduce at half the nccl-tests bus bandwidth).
+COLLECTIVE_SIZE_IN_ELEMENTS = True
+TABLE_ELEMENT_BYTES = 2
+
+
 def collective_s(acc, kind: str, nbytes, n_gpus, tier: str = "scale-up", engine: str | None = None) -> KernelTime:
     """Collective of `kind` over `n_gpus` GPUs moving `nbytes` (nccl-tests' size: the per-rank buffer of an
     all-reduce, the full gathered buffer of all-gather/reduce-scatter, the per-rank send buffer of an
-    all-to-all). All-reduce uses the engine's own custom all-reduce table where one was measured, else
-    NCCL's. The tables hold one scale-up domain only (NVLink: 2–8 GPUs, 2–4 on GB200/GB300 trays): a
-    scale-out tier is never covered. One GPU: zero time, covered."""
+    all-to-all), read at nbytes / 2 on the tables' axis of 16-bit elements (COLLECTIVE_SIZE_IN_ELEMENTS).
+    All-reduce uses the engine's own custom all-reduce table where one was measured, else NCCL's. The tables
+    hold one scale-up domain only (NVLink: 2–8 GPUs, 2–4 on GB200/GB300 trays): a scale-out tier is never
+    covered. One GPU: zero time, covered."""
     if kind not in COLLECTIVES:
         raise InputError(f"unknown collective {kind!r}: expected one of {', '.join(COLLECTIVES)}")
     if tier not in TIERS:
         raise InputError(f"unknown tier {tier!r}: expected one of {', '.join(TIERS)}")
     nb, g = np.broadcast_arrays(np.asarray(nbytes, float), np.asarray(n_gpus, float))
+    if COLLECTIVE_SIZE_IN_ELEMENTS:
+        nb = nb / TABLE_ELEMENT_BYTES  # the tables' message_size: elements of 2 bytes
     if tier == "scale-out":
         nan = np.full(nb.shape, np.nan)
         r = KernelTime(nan, np.zeros(nb.shape, bool), np.zeros(nb.shape, bool), "", nan)

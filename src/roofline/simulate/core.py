@@ -171,7 +171,9 @@ class Trace:
     """What a run returns. Per request (arrays of length n, seconds): arrival_s, admit_s (first
     admission), first_token_s, finish_s, prompt/output tokens, priority, preemptions. Per segment
     of the clock (k iterations of identical shape): seg_start_s, seg_iters, seg_t0_s, seg_slope_s
-    (step j of the segment takes t0 + slope·j), seg_batch (sequences per pass), seg_tokens."""
+    (step j of the segment takes t0 + slope·j), seg_batch (sequences per pass: decoding ones, prompt chunks and a
+    static batch's finished slots), seg_tokens, seg_decodes (the sequences a pass gives a token that is not their
+    first: the inter-token gaps it makes; None: seg_batch)."""
 
     arrival_s: np.ndarray
     admit_s: np.ndarray
@@ -198,6 +200,7 @@ class Trace:
     prefix_evictions: int = 0
     prefix_cached_blocks: int = 0
     block_tokens: int = 0
+    seg_decodes: np.ndarray | None = None
 
     @property
     def seg_busy_s(self) -> np.ndarray:
@@ -336,11 +339,11 @@ class Simulation:
         # decode clock it − lag keys the finish buckets and pf_it, so a stall delays every decoder by one pass
         lag = 0
         ctx_sum = reserved = now = 0.0
-        # segments: preallocated NumPy columns (it0, start, k, t0, slope, batch, tokens) written through
+        # segments: preallocated NumPy columns (it0, start, k, t0, slope, batch, tokens, decodes) written through
         # memoryviews at index ns; `grow` doubles them when full (a run of n requests makes ~1.5 n; pages
         # never written are never touched, so the spare capacity costs address space, not memory)
         seg = Segments(SEGMENTS_PER_REQUEST * n + 1024)
-        mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.views
+        mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d = seg.views
         ns, seg_cap = 0, seg.capacity
         report_every, next_report, reported = 4096, 4096, 0
         # bound methods and functions used in the loop
@@ -586,7 +589,7 @@ class Simulation:
                 if k < 1:
                     k = 1
                 if ns == seg_cap:
-                    mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.grow(ns)
+                    mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d = seg.grow(ns)
                     seg_cap = seg.capacity
                 mv_it0[ns] = it
                 mv_start[ns] = now
@@ -595,6 +598,7 @@ class Simulation:
                 mv_sl[ns] = s
                 mv_b[ns] = b_pass
                 mv_tok[ns] = (nd + pad) * r
+                mv_d[ns] = nd
                 ns += 1
                 now += k * t0 + s * k * (k - 1) / 2.0
                 ctx_sum += (nd + pad) * g * k
@@ -628,7 +632,7 @@ class Simulation:
                     if draft and nd + pad:
                         t += draft * t_pass(nd + pad, nd + pad, c_dec)
                 if ns == seg_cap:
-                    mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok = seg.grow(ns)
+                    mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d = seg.grow(ns)
                     seg_cap = seg.capacity
                 mv_it0[ns] = it
                 mv_start[ns] = now
@@ -637,6 +641,7 @@ class Simulation:
                 mv_sl[ns] = 0.0
                 mv_b[ns] = b_pass
                 mv_tok[ns] = n_tok
+                mv_d[ns] = 0 if separate else nd
                 ns += 1
                 now += t
                 ctx_sum += grow + pf_tokens
@@ -734,7 +739,7 @@ class Simulation:
         if progress is not None:
             progress(done - reported)
         # free the loop's per-request state before the trace's temporaries are made (peak memory)
-        del mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, admit_it, pf_it, first_it, fin_it
+        del mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d, admit_it, pf_it, first_it, fin_it
         del pre_len, rem, q0, q1, a0, a1, npre, state, reserve, pre_len_a, rem_a, q0_a, q1_a, a0_a, a1_a
         del state_a, reserve_a, buckets, heap, stack, requeue
         tr = self._trace(seg.trimmed(ns), its, npre_a, arr_a)
@@ -767,7 +772,7 @@ class Simulation:
 
     def _trace(self, cols, its, npre, arrival) -> Trace:
         w, dep = self.workload, self.deployment
-        it0, start, k, t0, sl, b, tok = cols
+        it0, start, k, t0, sl, b, tok, dec = cols
         admit, _ = iteration_times(it0, start, t0, sl, its[0])
         _, finish = iteration_times(it0, start, t0, sl, its[3])
         if self.prefilled:
@@ -776,7 +781,8 @@ class Simulation:
         else:
             _, first = iteration_times(it0, start, t0, sl, its[2])
         return Trace(arrival, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
-                     npre, start, k, t0, sl, b, tok, dep.gpus, dep.usd_per_gpu_hour, self.policy.kind)
+                     npre, start, k, t0, sl, b, tok, dep.gpus, dep.usd_per_gpu_hour, self.policy.kind,
+                     seg_decodes=dec)
 
 
 def simulate(workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int = 0,

@@ -82,7 +82,7 @@ def disaggregated(workload: Workload, prefill: Deployment, decode: Deployment, t
                   workload.output_tokens, workload.priority, tp.preemptions + (0 if td is None else 0),
                   seg.seg_start_s, seg.seg_iters, seg.seg_t0_s, seg.seg_slope_s, seg.seg_batch, seg.seg_tokens,
                   gpus, price, "disaggregated", tp.prefix_hit_tokens, tp.prefill_tokens_saved, tp.prefix_evictions,
-                  tp.prefix_cached_blocks, tp.block_tokens)
+                  tp.prefix_cached_blocks, tp.block_tokens, seg.seg_decodes)
     return Disaggregated(trace, tp, td, x, sim)
 
 

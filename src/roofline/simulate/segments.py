@@ -29,12 +29,12 @@ def iteration_times(seg_it0, seg_start, seg_t0, seg_slope, iters):
 
 
 class Segments:
-    """The loop's segment record: seven preallocated NumPy columns (iteration of the first pass, start
-    time, passes k, first step t0, slope, sequences per pass, tokens per pass), written one row at a
-    time through memoryviews (as fast as list appends, 8 bytes a value instead of a list slot plus a
-    Python object: 1.5·10^6 segments take 84 MB instead of about 340 MB)."""
+    """The loop's segment record: eight preallocated NumPy columns (iteration of the first pass, start
+    time, passes k, first step t0, slope, sequences per pass, tokens per pass, decoding sequences per pass),
+    written one row at a time through memoryviews (as fast as list appends, 8 bytes a value instead of a list
+    slot plus a Python object: 1.5·10^6 segments take 96 MB instead of about 390 MB)."""
 
-    DTYPES = (np.int64, float, np.int64, float, float, float, float)
+    DTYPES = (np.int64, float, np.int64, float, float, float, float, float)
 
     def __init__(self, capacity: int):
         self.capacity = int(capacity)

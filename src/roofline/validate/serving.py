@@ -26,9 +26,11 @@ Metrics (as the benchmark tools define them, over the requests of one replica):
           output token"
     e2e   finish - arrival
     itl   the gaps between a request's consecutive tokens over all tokens: each decode pass of duration t
-          carrying B sequences gives B gaps of t, so ITL percentiles are the batch-weighted percentiles of the
-          pass times (seg_t0_s + seg_slope_s * j). Ignores: a pass's prefilling sequences counted as gaps;
-          engines that stream several tokens per chunk (vLLM multi-step) — those ITLs are `not_modelled`.
+          giving D sequences a token that is not their first gives D gaps of t, so ITL percentiles are the
+          D-weighted percentiles of the pass times (seg_t0_s + seg_slope_s * j; D = Trace.seg_decodes: a pass's
+          prompt chunks make no gap, the pass that completes a prompt is that request's TTFT — until 2026-11-27
+          every sequence in the pass was counted, ITL_GAPS_FROM_DECODES). Ignores: engines that stream several
+          tokens per chunk (vLLM multi-step) — those ITLs are `not_modelled`.
 
 Arrivals are Poisson at rate / replicas per replica (a random split of a Poisson stream is Poisson; LoadGen's
 Server scenario and the bench tools' --request-rate are Poisson). A run's `dispatch` says how its harness splits
@@ -750,6 +752,12 @@ def itl_stats(trace, separate: bool = False, window: tuple[float, float] | None 
     return {"itl_mean": float((t * w).sum() / cw[-1]), "itl_p50": pct(50), "itl_p99": pct(99)}
 
 
+#: ITL weights a pass by the sequences it gives a non-first token (Trace.seg_decodes). False: by every sequence in the
+#: pass, prompt chunks included, as every serving set up to ae and the scenario rows were registered (found post hoc
+#: on set ae: a mixed pass that starts 12 prompts beside 1 decode counted 13 gaps of its 99 ms, not 1).
+ITL_GAPS_FROM_DECODES = True
+
+
 def _itl_gaps(trace, separate: bool, window: tuple[float, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """One trace's inter-token gaps and their weights (itl_stats); `window`: the passes starting inside it."""
     iters = np.asarray(trace.seg_iters, dtype=np.int64)
@@ -758,13 +766,22 @@ def _itl_gaps(trace, separate: bool, window: tuple[float, float] | None = None) 
     j = np.arange(int(iters.sum())) - np.repeat(np.cumsum(iters) - iters, iters)
     t0, slope = np.repeat(np.asarray(trace.seg_t0_s)[keep], iters), np.repeat(np.asarray(trace.seg_slope_s)[keep], iters)
     t = t0 + slope * j
-    w = np.repeat(np.asarray(trace.seg_batch, dtype=float)[keep], iters)
+    batch = np.repeat(np.asarray(trace.seg_batch, dtype=float)[keep], iters)
+    # the weight: the sequences the pass gives a token that is not their first (a prompt chunk's pass is its TTFT)
+    decodes = getattr(trace, "seg_decodes", None)  # a hand-made trace may not carry it: every sequence counted
+    counted = decodes is not None and ITL_GAPS_FROM_DECODES
+    gives = batch if not counted else np.repeat(np.asarray(decodes, dtype=float)[keep], iters)
+    w = gives
     if window is not None:  # pass j of a segment starts after its j earlier passes: t0·j + slope·j(j − 1)/2
         start = np.repeat(np.asarray(trace.seg_start_s)[keep], iters) + t0 * j + slope * j * (j - 1) / 2
-        w = np.where((start >= window[0]) & (start < window[1]), w, 0.0)
+        inside = (start >= window[0]) & (start < window[1])
+        w, batch = np.where(inside, w, 0.0), np.where(inside, batch, 0.0)
     if separate:
-        tok = np.repeat(np.asarray(trace.seg_tokens, dtype=float)[keep], iters)
-        pre = tok > w + 1e-9  # a prefill-only pass (decode passes carry one token per sequence)
+        if not counted:  # a prefill-only pass (decode passes carry one token per sequence)
+            pre = np.repeat(np.asarray(trace.seg_tokens, dtype=float)[keep], iters) > batch + 1e-9
+        else:
+            pre = gives == 0
+        w = np.where(pre, batch, w)  # a prefill pass's weight: the prompts it starts (below)
         idx = np.arange(t.size)
         prev = np.maximum.accumulate(np.where(~pre, idx, -1))  # the last decode pass at or before each pass
         before = np.concatenate(([-1], prev[:-1]))  # ... strictly before
