@@ -30,7 +30,7 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
     the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
     are reproduced exactly."""
@@ -227,7 +227,7 @@ def test_uniform_dataset_kind():
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
 
 
-def test_set_b_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_b_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
     its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
     sp = S.set_paths("b")
@@ -275,7 +275,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_c_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -290,7 +290,7 @@ def test_set_c_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_
     assert S.DISCLOSURES["c"]
 
 
-def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions(tokeniser_in_parallel, engines_before_eager_floor):
+def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, engines_before_eager_floor):
     """At the commits the set-c and MoE set-3 predictions record, their measured values did not exist."""
     import subprocess
 
@@ -363,7 +363,7 @@ def _registered_before_measured(name: str, at_commit: str) -> None:
     assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
 
 
-def test_set_d_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_d_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -479,7 +479,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_e_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -524,7 +524,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero(tokeniser_in_parallel):
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
                                                                 closed_loop_rounds_before_fixed_point, mixed_without_kernel_tables,
                                                                 engines_before_per_worker_families, moe_rows_balanced):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
@@ -601,7 +601,7 @@ def test_sets_i_to_ag_inputs_follow_the_rules_fixed_before_prediction(name, runs
     assert S.central_rule(name) == "median"
 
 
-def test_set_g_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
+def test_set_g_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
                                                engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
@@ -609,26 +609,26 @@ def test_set_g_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
-    assert len(S.DISCLOSURES["g"]) == 9 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
+    assert len(S.DISCLOSURES["g"]) == 10 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_h_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
     mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
     only the saturation verdict of its one-request runs, now bursts of one."""
     sp = S.set_paths("h")
     h = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
-    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 7
+    assert set(committed) == {r["id"] for r in h["runs"]} and len(S.DISCLOSURES["h"]) == 8
     for r in h["runs"][::6]:
         now = _reproduces(r, h, committed)
         assert now["saturation"]["burst"] and not now["saturation"]["saturated"], r["id"]
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_i_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
     exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
     were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
@@ -638,7 +638,7 @@ def test_set_i_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 7
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 9
     assert "median over seeds 0-2" in pred["method"]
     sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
               or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]
@@ -725,7 +725,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_j_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -734,7 +734,7 @@ def test_set_j_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 6
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 8
     sample = [r for r in doc["runs"] if r["id"].startswith("j2-")
               or r["id"] == "j1-gpustack_a100_gptoss120b_tp1_base_rand128_4"]
     assert len(sample) == 3
@@ -748,7 +748,7 @@ def test_set_j_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     _registered_before_measured("j", pred["at_commit"])
 
 
-def test_set_k_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_k_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row with the one disclosed change since undone; at the commit they record, the measured
     values were not in the repository."""
@@ -763,7 +763,7 @@ def test_set_k_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_
     _registered_before_measured("k", pred["at_commit"])
 
 
-def test_set_l_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_l_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
     largest V0 burst; at the commit they record, the measured values were not in the repository."""
 
@@ -777,7 +777,7 @@ def test_set_l_committed_predictions_reproduce(tokeniser_in_parallel, datasheet_
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_m_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -786,13 +786,13 @@ def test_set_m_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 7
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["m"]) == 8
     for r in doc["runs"][::8]:
         _reproduces(r, doc, committed, central="median")
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -800,7 +800,7 @@ def test_set_n_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 7
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 9
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -809,7 +809,7 @@ def test_set_n_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     _registered_before_measured("n", pred["at_commit"])
 
 
-def test_set_o_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
                                                                        monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
@@ -820,7 +820,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(tokenise
     sp = S.set_paths("o")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_o_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["o"]) == 6
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["o"]) == 8
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     runs = {r["id"]: r for r in doc["runs"]}
     run = runs["o1-google_b200x8_l31_405b_server"]
@@ -831,7 +831,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("o", pred["at_commit"])
 
 
-def test_set_p_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
     exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
     the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
@@ -842,7 +842,7 @@ def test_set_p_committed_predictions_and_declared_alternative_reproduce(tokenise
     sp = S.set_paths("p")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_p_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 6
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 8
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     runs = {r["id"]: r for r in doc["runs"]}
     for rid in ("p3-augmxnt_mi300x_llama405b_vllm064dev_sonnet80_default_n64",
@@ -871,14 +871,14 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
 
 
-def test_set_q_committed_predictions_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_q_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set q's predictions (pre-registered at 4fca1bd; the two changes since, S.DISCLOSURES["q"], undone) recompute exactly for a sample — a batch-1
     first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
     at the commit they record, the measured values were not in the repository."""
     sp = S.set_paths("q")
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
-    assert set(pred["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["q"]) == 4
+    assert set(pred["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["q"]) == 5
     runs = {r["id"]: r for r in doc["runs"]}
     for rid in ("q2-trtllm_v090_h100_mixtral_tp2_in128_ttft_b1", "q2-oci_mi300x_llama31_405b_fp8_tp8_lat_b64_i128_o128",
                 "q1-benhamm_b200_gptoss120b_mxfp4_tp8_sglang058_rand1k_c1"):
@@ -886,7 +886,7 @@ def test_set_q_committed_predictions_reproduce(tokeniser_in_parallel, launches_c
     _registered_before_measured("q", pred["at_commit"])
 
 
-def test_set_r_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
     AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
     (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
@@ -920,7 +920,7 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
-def test_set_s_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
@@ -938,7 +938,7 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("s", pred["at_commit"])
 
 
-def test_set_t_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
     dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
@@ -957,7 +957,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("t", pred["at_commit"])
 
 
-def test_set_u_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_u_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
     admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
     run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
@@ -979,7 +979,7 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("u", pred["at_commit"])
 
 
-def test_set_v_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_v_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set v's predictions (pre-registered at cfef6b5: inference-sim's 24 vLLM v0.15.1 stage runs on H100, each stage
     drained and simulated alone, inference-perf's line-stamping client, its shared-prefix prompts hitting the cache)
     recompute exactly for a stage run on the measured kernel tables, and the alternative committed beside them
@@ -995,7 +995,7 @@ def test_set_v_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("v", pred["at_commit"])
 
 
-def test_set_w_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
+def test_set_w_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
     """Set w's predictions (pre-registered at 7120a34, after scheduling one batch ahead was adopted post hoc on set v:
     vLLM PR #23696's baseline and 40 InferenceMAX configurations no earlier set used) recompute exactly with the
     closed-loop rounds they were made with (S.DISCLOSURES["w"]), and the alternative committed beside them
@@ -1004,7 +1004,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(tokenise
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative("w", "7120a34")
-    assert len(S.DISCLOSURES["w"]) == 4 and "fixed point" in S.DISCLOSURES["w"][0]
+    assert len(S.DISCLOSURES["w"]) == 6 and "fixed point" in S.DISCLOSURES["w"][0]
     run = next(r for r in doc["runs"] if r["id"] == "w2-imx-h200-vllm-gptoss-fp4-tp8-1k8k-c4")
     main = _reproduces(run, doc, pred["runs"], central="median")
     monkeypatch.setattr(O, "engine_policy", lambda pol, ovh: pol)
@@ -1013,7 +1013,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("w", pred["at_commit"])
 
 
-def test_set_x_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_x_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set x's predictions (pre-registered at acce6be, after KV pools from the driver's memory and experts reading
     their format's MoE tables were adopted post hoc on set w: 40 more InferenceMAX configurations no earlier set used)
     recompute exactly with today's code (the one disclosed change since undone) for a gpt-oss run on H100 whose experts read the
@@ -1021,7 +1021,7 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce(tokenise
     sets i to w, the factor model for such runs) is what the code gives with kernels: factor; at the commit they
     record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("x", "acce6be")
-    assert len(S.DISCLOSURES["x"]) == 2 and "launches_counted_twice" in S.DISCLOSURES["x"][0]  # undone by the fixture
+    assert len(S.DISCLOSURES["x"]) == 4 and "launches_counted_twice" in S.DISCLOSURES["x"][0]  # undone by the fixture
     run = next(r for r in doc["runs"] if r["id"] == "x1-imx-h100-vllm-gptoss-fp4-tp8-1k1k-c16")
     assert run["kernels"] == "tables" and run["expert_weights_dtype"] == "fp4"
     main = _reproduces(run, doc, pred["runs"], central="median")
@@ -1032,7 +1032,7 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("x", pred["at_commit"])
 
 
-def test_set_y_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_y_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set y's predictions (pre-registered at 6c2f856, a blind confirmation declared before gathering: gpt-oss-120b on
     vLLM 0.13 on H100/H200 only, no simulator change since set x) recompute exactly with today's code (the one
     disclosed change since, S.DISCLOSURES["y"], undone) for a run, and
@@ -1040,7 +1040,7 @@ def test_set_y_committed_predictions_and_declared_alternative_reproduce(tokenise
     factor; every run is on Hopper with MXFP4 experts reading the measured MoE rows; at the commit they record, the
     measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("y", "6c2f856")
-    assert len(S.DISCLOSURES["y"]) == 2 and "launches_counted_twice" in S.DISCLOSURES["y"][0]  # undone by the fixture
+    assert len(S.DISCLOSURES["y"]) == 4 and "launches_counted_twice" in S.DISCLOSURES["y"][0]  # undone by the fixture
     assert all(r["engine"] == "vllm" and r["system"] in ("dgx-h100", "hgx-h200") and r["kernels"] == "tables"
                and r["expert_weights_dtype"] == "fp4" for r in doc["runs"])
     run = doc["runs"][len(doc["runs"]) // 2]
@@ -1050,14 +1050,14 @@ def test_set_y_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("y", pred["at_commit"])
 
 
-def test_set_z_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_z_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set z's predictions (pre-registered at 0d41c75: gpt-oss-120b on B200, vLLM with the launch's MXFP8 MoE
     activations as run key moe_activations: fp8, and TensorRT-LLM) recompute exactly with today's code for a vLLM run,
     and the alternative committed beside them (without the key: the BF16 path's rows) is what the code gives without
     it; the TensorRT-LLM runs, which carry no key, agree; at the commit they record, the measured values were not in
     the repository."""
     doc, pred, alt = _registered_with_alternative("z", "0d41c75")
-    assert len(S.DISCLOSURES["z"]) == 3 and "batch_breaks" in S.DISCLOSURES["z"][0]  # undone by the fixtures
+    assert len(S.DISCLOSURES["z"]) == 5 and "batch_breaks" in S.DISCLOSURES["z"][0]  # undone by the fixtures
     assert "launches_counted_twice" in S.DISCLOSURES["z"][1]
     vllm = [r for r in doc["runs"] if r["engine"] == "vllm"]
     assert len(vllm) == 18 and all(r["moe_activations"] == "fp8" and r["kernels"] == "tables" for r in vllm)
@@ -1069,7 +1069,7 @@ def test_set_z_committed_predictions_and_declared_alternative_reproduce(tokenise
     _registered_before_measured("z", pred["at_commit"])
 
 
-def test_set_aa_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, monkeypatch):
+def test_set_aa_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, monkeypatch):
     """Set aa's predictions (pre-registered at a209cad: every remaining usable single-node InferenceMAX configuration,
     after the graph-limit batch breaks were adopted post hoc on set z) recompute exactly with today's code for a
     TensorRT-LLM run and a vLLM run; the alternative committed beside them (the step table without the breaks) is what
@@ -1078,7 +1078,7 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(tokenis
     from roofline.simulate.overheads import OverheadStep
 
     doc, pred, alt = _registered_with_alternative("aa", "a209cad")
-    assert len(S.DISCLOSURES["aa"]) == 2 and len(doc["runs"]) == 60  # the launch fix and the tokeniser, undone by the fixtures
+    assert len(S.DISCLOSURES["aa"]) == 4 and len(doc["runs"]) == 60  # the launch fix, the tokeniser, ITL gaps and collective sizes, undone by the fixtures
     runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm")]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1089,14 +1089,14 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(tokenis
 
 
 @pytest.mark.parametrize("name, commit, runs", [("ab", "ac6d99e", 55), ("ac", "8ed5fb3", 50)])
-def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, launches_counted_twice, name, commit, runs):
+def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, name, commit, runs):
     """Sets ab and ac's predictions (pre-registered at ac6d99e and 8ed5fb3: rows of NVIDIA AIConfigurator's end-to-end
     measurement set, low pinning, no simulator change since set aa; set ac a second draw declared as a confirmation)
     recompute exactly with today's code (the launch fix disclosed since undone) for a run with kernel tables, and the alternative committed beside them (the
     factor model on every run) is what the code gives without them; at the commit they record, the measured values
     were not in the repository."""
     doc, pred, alt = _registered_with_alternative(name, commit)
-    assert len(S.DISCLOSURES[name]) == 2 and len(doc["runs"]) == runs  # the launch fix and the tokeniser, undone by the fixtures
+    assert len(S.DISCLOSURES[name]) == 3 and len(doc["runs"]) == runs  # the launch fix, the tokeniser and the collective sizes, undone by the fixtures
     run = next(r for r in doc["runs"] if r.get("kernels") == "tables" and r["engine"] == "trtllm")
     main = _reproduces(run, doc, pred["runs"], central="median")
     other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
@@ -1104,7 +1104,7 @@ def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce
     _registered_before_measured(name, pred["at_commit"])
 
 
-def test_set_ad_committed_predictions_and_declared_alternative_reproduce(tokeniser_in_parallel, monkeypatch):
+def test_set_ad_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, monkeypatch):
     """Set ad's predictions (pre-registered at 30a5f02: InferenceX together_runner's B200 runs and more llm-benchmaq
     H100 runs, after the launches inside measured ops were taken out of the overhead post hoc on set aa) recompute
     exactly with today's code for the llm-benchmaq gpt-oss run the change moves and a together_runner SGLang run; the
@@ -1117,7 +1117,7 @@ def test_set_ad_committed_predictions_and_declared_alternative_reproduce(tokenis
     from roofline import model as M
 
     doc, pred, alt = _registered_with_alternative("ad", "30a5f02")
-    assert len(S.DISCLOSURES["ad"]) == 1 and len(doc["runs"]) == 50  # the tokeniser, undone by the fixture
+    assert len(S.DISCLOSURES["ad"]) == 3 and len(doc["runs"]) == 50  # the tokeniser, ITL gaps and collective sizes, undone by the fixtures
     def central(run):
         return {m: v["value"] for m, v in run["metrics"].items()}
 
@@ -1136,7 +1136,7 @@ def test_set_ad_committed_predictions_and_declared_alternative_reproduce(tokenis
     _registered_before_measured("ad", pred["at_commit"])
 
 
-def test_set_ae_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_ae_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, monkeypatch):
     """Set ae's predictions (pre-registered at 591dad7: the other 36 qualifying llm-benchmaq H100 runs, declared as a
     confirmation on set ad's part ad2 source, after the one tokeniser was adopted post hoc on set ad) recompute exactly
     with today's code for a dense run and a gpt-oss run; the alternative committed beside them (every request
@@ -1145,7 +1145,7 @@ def test_set_ae_committed_predictions_and_declared_alternative_reproduce(monkeyp
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative("ae", "591dad7")
-    assert "ae" not in S.DISCLOSURES and len(doc["runs"]) == 36
+    assert len(S.DISCLOSURES["ae"]) == 2 and len(doc["runs"]) == 36  # ITL gaps and collective sizes, undone
     assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
     runs = [doc["runs"][0], next(r for r in doc["runs"] if r.get("expert_weights_dtype") == "fp4")]
     for run in runs:
@@ -1155,7 +1155,7 @@ def test_set_ae_committed_predictions_and_declared_alternative_reproduce(monkeyp
     _registered_before_measured("ae", pred["at_commit"])
 
 
-def test_set_af_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, monkeypatch):
     """Set af's predictions (pre-registered at b6d8fe5: a third draw of AIConfigurator's silicon_sample.csv rows, after
     the launch fix and the one tokeniser) recompute exactly with today's code for a TensorRT-LLM run and a vLLM run; the
     alternative committed beside them (the rules of sets a to ac: tokenised at once, launches inside measured ops
@@ -1167,7 +1167,7 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(monkeyp
     from roofline import model as M
 
     doc, pred, alt = _registered_with_alternative("af", "b6d8fe5")
-    assert "af" not in S.DISCLOSURES and len(doc["runs"]) == 35
+    assert len(S.DISCLOSURES["af"]) == 1 and len(doc["runs"]) == 35  # collective sizes, undone by the fixture
     runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm-v1-sync")]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1178,6 +1178,27 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(monkeyp
     for run in runs:
         _reproduces(run, doc, alt["runs"], central="median")
     _registered_before_measured("af", pred["at_commit"])
+
+
+def test_set_ag_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set ag's predictions (pre-registered at f3f31a1: 38 llm-benchmaq TP4_DP2 runs of dense models on 8x H100, one
+    replica's share each, after the ITL and collective-size fixes found post hoc on set ae) recompute exactly with
+    today's code for a Llama 3.1 70B run and a Qwen3 run; the alternative committed beside them (both fixes undone, as
+    sets a to af were registered) is what the code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS
+    off and differs on every run; at the commit they record, the measured values were not in the repository."""
+    from roofline import kernels as K
+
+    doc, pred, alt = _registered_with_alternative("ag", "f3f31a1")
+    assert "ag" not in S.DISCLOSURES and len(doc["runs"]) == 38
+    assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
+    runs = [doc["runs"][1], next(r for r in doc["runs"] if r["model"] == "qwen3-8b")]
+    for run in runs:
+        _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.setattr(S, "ITL_GAPS_FROM_DECODES", False)
+    monkeypatch.setattr(K, "COLLECTIVE_SIZE_IN_ELEMENTS", False)
+    for run in runs:
+        _reproduces(run, doc, alt["runs"], central="median")
+    _registered_before_measured("ag", pred["at_commit"])
 
 
 def test_measured_compute_check_by_hand():

@@ -431,6 +431,74 @@ ONE_TOKENISER_EFFECT: dict[str, str] = {
 _disclose(ONE_TOKENISER_EFFECT, _one_tokeniser)
 
 
+_itl_from_decodes = _posthoc(
+    ("2026-11-27, after set ae's measured values were seen (found through its ITL P99, 172% mean APE: Llama 3.1 70B "
+     "at concurrency 25 with 127-token prompts, 76.6 ms predicted and 23.7 ms measured): a pass's inter-token gaps "
+     "are its sequences that receive a token which is not their first (Trace.seg_decodes), where the registered "
+     "predictions counted every sequence in the pass, so a mixed pass that starts 12 prompts beside 1 decode made 13 "
+     "gaps of its 99 ms instead of 1 (the prompts' pass is their TTFT)."),
+    "counting every sequence in a pass against its decodes only", "counting every sequence",
+    "itl_from_every_sequence")
+
+
+#: the disclosure scan (every set, seed 0, before and after); the sets where no run moves are not listed
+ITL_FROM_DECODES_EFFECT: dict[str, str] = {
+    "a": "8 of 16 move; every family by less than 0.1 point",
+    "d": "1 of 14 moves; ITL 8.1% -> 8.5%, end-to-end and TTFT by less than 0.1 point",
+    "f": "2 of 15 move; every family by less than 0.1 point",
+    "h": "2 of 34 move; every family by less than 0.1 point",
+    "i": "15 of 33 move; ITL 113.3% -> 112.5% (P99 39.1% -> 37.1%), end-to-end and TTFT by less than 0.1 point",
+    "j": "40 of 42 move; ITL 45.4% -> 33.9% (P99 98.0% -> 32.5%), TTFT by less than 0.1 point",
+    "n": "38 of 82 move; ITL 25.7% -> 23.5% (P99 42.7% -> 30.4%), end-to-end and TTFT by less than 0.1 point",
+    "o": "1 of 11 moves; ITL 42.9% -> 42.5% (P99 39.1% -> 23.7%), end-to-end and TTFT by less than 0.1 point",
+    "p": "36 of 52 move; ITL 150.8% -> 150.1% (P99 59.4% -> 52.8%), end-to-end and TTFT by less than 0.1 point",
+    "v": "24 of 24 move; every family by less than 0.1 point",
+    "w": "24 of 41 move; every family by less than 0.1 point",
+    "x": "18 of 40 move; every family by less than 0.1 point",
+    "y": "27 of 27 move; every family by less than 0.1 point",
+    "z": "30 of 30 move; every family by less than 0.1 point",
+    "aa": "54 of 60 move; every family by less than 0.1 point",
+    "ad": "42 of 50 move; ITL 21.5% -> 18.7% (P99 56.3% -> 40.2%), end-to-end and TTFT by less than 0.1 point",
+    "ae": "36 of 36 move; ITL 39.9% -> 18.4% (P99 171.9% -> 46.3%), end-to-end and TTFT by less than 0.1 point"}
+_disclose(ITL_FROM_DECODES_EFFECT, _itl_from_decodes)
+
+
+_collective_elements = _posthoc(
+    ("2026-11-27, after set ae's measured values were seen (found through its 8,192-token mixed passes, 22-32% slow "
+     "in the ITL P99 with half of each pass in TP all-reduce): the kernel tables' collective size axis counts 16-bit "
+     "elements (AIConfigurator's NCCL collector logs nccl-tests' bytes // 2; its custom all-reduce collector "
+     "all-reduces bf16 tensors of that many elements), so a buffer of B bytes reads the row of B / 2 "
+     "(kernels.COLLECTIVE_SIZE_IN_ELEMENTS), where the registered predictions read the row of B: twice the buffer, "
+     "at large sizes half nccl-tests' bus bandwidth (215 against about 400 GB/s on 8 H100)."),
+    "with the collective tables read at bytes against at elements", "read at bytes", "collective_sizes_in_bytes")
+
+
+#: the disclosure scan (every set, seed 0, before and after, the ITL change applied to both); the sets where no run
+#: moves are not listed
+COLLECTIVE_ELEMENTS_EFFECT: dict[str, str] = {
+    "f": "4 of 15 move; end-to-end 58.1% -> 58.5%, TTFT 69.7% -> 66.9%, ITL by less than 0.1 point",
+    "g": "15 of 32 move; end-to-end 49.7% -> 51.7%, TTFT 66.1% -> 67.8%, ITL 57.3% -> 58.4%",
+    "i": "11 of 33 move; end-to-end 22.1% -> 22.2%, TTFT 41.5% -> 42.5%, ITL 112.5% -> 113.5%",
+    "j": "10 of 42 move; TTFT 39.8% -> 40.7%, ITL 33.9% -> 34.1%",
+    "m": "4 of 25 move; end-to-end 411.4% -> 406.9%, TTFT 31,354% -> 31,335%, ITL 54.5% -> 48.0%",
+    "n": "54 of 82 move; end-to-end 212.5% -> 211.8%, TTFT 6,715% -> 6,700%, ITL 23.5% -> 22.8%",
+    "o": "1 of 11 moves; end-to-end 48.3% -> 50.4%, TTFT 49.9% -> 48.4%, ITL 42.5% -> 45.1%",
+    "p": "17 of 52 move; end-to-end 42.0% -> 50.7%, TTFT 273.0% -> 57.9%, ITL by less than 0.1 point",
+    "q": "19 of 28 move; TTFT 30.9% -> 23.4%, ITL 6.0% -> 6.2%, end-to-end by less than 0.1 point",
+    "v": "18 of 24 move; end-to-end 33.7% -> 28.6%, TTFT 164.6% -> 56.5%, ITL 9.7% -> 9.2%",
+    "w": "1 of 41 moves; TTFT 41.6% -> 41.8%, ITL 22.9% -> 23.0%, end-to-end by less than 0.1 point",
+    "x": "24 of 40 move; end-to-end 24.2% -> 24.5%, TTFT 44.6% -> 45.2%, ITL 17.8% -> 18.1%",
+    "y": "26 of 27 move; end-to-end 4.8% -> 5.8%, TTFT 12.6% -> 16.7%, ITL 6.2% -> 7.4%",
+    "z": "22 of 30 move; end-to-end 9.6% -> 9.3%, TTFT 17.04% -> 16.97%, ITL by less than 0.1 point",
+    "aa": "47 of 60 move; end-to-end 9.2% -> 9.5%, TTFT 20.4% -> 22.6%, ITL 8.3% -> 8.8%",
+    "ab": "43 of 55 move; TTFT 153.3% -> 135.7%, ITL 46.2% -> 44.1%",
+    "ac": "39 of 50 move; TTFT 81.6% -> 70.0%, ITL 58.2% -> 55.9%",
+    "ad": "50 of 50 move; end-to-end 13.7% -> 14.1%, TTFT 28.0% -> 27.4%, ITL 18.7% -> 16.8%",
+    "ae": "36 of 36 move; end-to-end 12.9% -> 12.2%, TTFT 24.3% -> 23.1%, ITL 18.4% -> 15.1%",
+    "af": "29 of 35 move; TTFT 85.3% -> 73.2%, ITL 38.5% -> 38.2%"}
+_disclose(COLLECTIVE_ELEMENTS_EFFECT, _collective_elements)
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
