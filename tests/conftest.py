@@ -105,7 +105,7 @@ def tokeniser_in_parallel(monkeypatch):
 
 @pytest.fixture
 def itl_from_every_sequence(monkeypatch):
-    """ITL gaps counted for every sequence in a pass, prompt chunks included, as every serving set up to ae and the
+    """ITL gaps counted for every sequence in a pass, prompt chunks included, as every serving set up to af and the
     scenario rows were registered (2026-11-27: validate/serving.py ITL_GAPS_FROM_DECODES)."""
     import roofline.validate.serving as S
 
@@ -115,7 +115,7 @@ def itl_from_every_sequence(monkeypatch):
 
 @pytest.fixture
 def collective_sizes_in_bytes(monkeypatch):
-    """The collective tables' size axis read as bytes (it counts 16-bit elements), as every serving set up to ae and
+    """The collective tables' size axis read as bytes (it counts 16-bit elements), as every serving set up to af and
     the scenario rows were registered (2026-11-27: kernels.COLLECTIVE_SIZE_IN_ELEMENTS)."""
     from roofline import kernels as K
 

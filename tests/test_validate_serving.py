@@ -1201,6 +1201,27 @@ def test_set_ag_committed_predictions_and_declared_alternative_reproduce(monkeyp
     _registered_before_measured("ag", pred["at_commit"])
 
 
+def test_set_ah_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
+    """Set ah's predictions (pre-registered at de07068: the other 37 qualifying llm-benchmaq TP4_DP2 runs, declared as
+    a confirmation on set ag's source, with no simulator change since set ag) recompute exactly with today's code for
+    a Llama 3.1 70B run at concurrency 100 and a Qwen3 run; the alternative committed beside them (set ag's: both of
+    set ae's post hoc fixes undone) is what the code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS
+    off; at the commit they record, the measured values were not in the repository."""
+    from roofline import kernels as K
+
+    doc, pred, alt = _registered_with_alternative("ah", "de07068")
+    assert "ah" not in S.DISCLOSURES and len(doc["runs"]) == 37
+    runs = [next(r for r in doc["runs"] if r["model"] == "llama-3.1-70b" and r["max_concurrency"] == 50),
+            next(r for r in doc["runs"] if r["model"] == "qwen3-14b")]
+    for run in runs:
+        _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.setattr(S, "ITL_GAPS_FROM_DECODES", False)
+    monkeypatch.setattr(K, "COLLECTIVE_SIZE_IN_ELEMENTS", False)
+    for run in runs:
+        _reproduces(run, doc, alt["runs"], central="median")
+    _registered_before_measured("ah", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8

@@ -305,7 +305,7 @@ def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, expert
 #: logs nccl-tests' byte size // 2 for its fp16 rows (collector/network/collect_nccl.py, `size // bytes_per_element`)
 #: and its custom all-reduce collector all-reduces bf16 tensors of `message_size` elements
 #: (collector/network/collect_all_reduce.py; aic-core's communication.rs: "size = x * h (element count, not bytes)").
-#: So a buffer of B bytes is read at B / 2. False: read at B, as every serving set up to ae and the scenario rows were
+#: So a buffer of B bytes is read at B / 2. False: read at B, as every serving set up to af and the scenario rows were
 #: registered (found post hoc on set ae: its 8,192-token passes, TP all-reduce at half the nccl-tests bus bandwidth).
 COLLECTIVE_SIZE_IN_ELEMENTS = True
 TABLE_ELEMENT_BYTES = 2

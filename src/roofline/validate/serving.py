@@ -821,7 +821,7 @@ def itl_stats(trace, separate: bool = False, window: tuple[float, float] | None 
 
 
 #: ITL weights a pass by the sequences it gives a non-first token (Trace.seg_decodes). False: by every sequence in the
-#: pass, prompt chunks included, as every serving set up to ae and the scenario rows were registered (found post hoc
+#: pass, prompt chunks included, as every serving set up to af and the scenario rows were registered (found post hoc
 #: on set ae: a mixed pass that starts 12 prompts beside 1 decode counted 13 gaps of its 99 ms, not 1).
 ITL_GAPS_FROM_DECODES = True
 
