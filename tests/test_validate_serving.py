@@ -1180,46 +1180,29 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_fro
     _registered_before_measured("af", pred["at_commit"])
 
 
-def test_set_ag_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
-    """Set ag's predictions (pre-registered at f3f31a1: 38 llm-benchmaq TP4_DP2 runs of dense models on 8x H100, one
-    replica's share each, after the ITL and collective-size fixes found post hoc on set ae) recompute exactly with
-    today's code for a Llama 3.1 70B run and a Qwen3 run; the alternative committed beside them (both fixes undone, as
-    sets a to af were registered) is what the code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS
-    off and differs on every run; at the commit they record, the measured values were not in the repository."""
+@pytest.mark.parametrize("name, commit, n_runs, picks", [
+    ("ag", "f3f31a1", 38, [("llama-3.1-70b", 25), ("qwen3-8b", None)]),
+    ("ah", "de07068", 37, [("llama-3.1-70b", 50), ("qwen3-14b", None)])])
+def test_sets_ag_and_ah_committed_predictions_and_declared_alternative_reproduce(monkeypatch, name, commit, n_runs, picks):
+    """Sets ag and ah (llm-benchmaq TP4_DP2 runs of dense models on 8x H100, one replica's share each: ag pre-registered
+    at f3f31a1 after the ITL and collective-size fixes found post hoc on set ae, ah at de07068 as its declared
+    confirmation with no simulator change between) recompute exactly with today's code for a Llama 3.1 70B run and a
+    Qwen3 run; the alternative committed beside them (both fixes undone, as sets a to af were registered) is what the
+    code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS off and differs on every run; at the commit
+    they record, the measured values were not in the repository."""
     from roofline import kernels as K
 
-    doc, pred, alt = _registered_with_alternative("ag", "f3f31a1")
-    assert "ag" not in S.DISCLOSURES and len(doc["runs"]) == 38
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert name not in S.DISCLOSURES and len(doc["runs"]) == n_runs
     assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
-    runs = [doc["runs"][1], next(r for r in doc["runs"] if r["model"] == "qwen3-8b")]
+    runs = [next(r for r in doc["runs"] if r["model"] == m and c in (None, r["max_concurrency"])) for m, c in picks]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
     monkeypatch.setattr(S, "ITL_GAPS_FROM_DECODES", False)
     monkeypatch.setattr(K, "COLLECTIVE_SIZE_IN_ELEMENTS", False)
     for run in runs:
         _reproduces(run, doc, alt["runs"], central="median")
-    _registered_before_measured("ag", pred["at_commit"])
-
-
-def test_set_ah_committed_predictions_and_declared_alternative_reproduce(monkeypatch):
-    """Set ah's predictions (pre-registered at de07068: the other 37 qualifying llm-benchmaq TP4_DP2 runs, declared as
-    a confirmation on set ag's source, with no simulator change since set ag) recompute exactly with today's code for
-    a Llama 3.1 70B run at concurrency 100 and a Qwen3 run; the alternative committed beside them (set ag's: both of
-    set ae's post hoc fixes undone) is what the code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS
-    off; at the commit they record, the measured values were not in the repository."""
-    from roofline import kernels as K
-
-    doc, pred, alt = _registered_with_alternative("ah", "de07068")
-    assert "ah" not in S.DISCLOSURES and len(doc["runs"]) == 37
-    runs = [next(r for r in doc["runs"] if r["model"] == "llama-3.1-70b" and r["max_concurrency"] == 50),
-            next(r for r in doc["runs"] if r["model"] == "qwen3-14b")]
-    for run in runs:
-        _reproduces(run, doc, pred["runs"], central="median")
-    monkeypatch.setattr(S, "ITL_GAPS_FROM_DECODES", False)
-    monkeypatch.setattr(K, "COLLECTIVE_SIZE_IN_ELEMENTS", False)
-    for run in runs:
-        _reproduces(run, doc, alt["runs"], central="median")
-    _registered_before_measured("ah", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_measured_compute_check_by_hand():
