@@ -1182,12 +1182,13 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_fro
 
 @pytest.mark.parametrize("name, commit, n_runs, picks", [
     ("ag", "f3f31a1", 38, [("llama-3.1-70b", 25), ("qwen3-8b", None)]),
-    ("ah", "de07068", 37, [("llama-3.1-70b", 50), ("qwen3-14b", None)])])
-def test_sets_ag_and_ah_committed_predictions_and_declared_alternative_reproduce(monkeypatch, name, commit, n_runs, picks):
-    """Sets ag and ah (llm-benchmaq TP4_DP2 runs of dense models on 8x H100, one replica's share each: ag pre-registered
-    at f3f31a1 after the ITL and collective-size fixes found post hoc on set ae, ah at de07068 as its declared
-    confirmation with no simulator change between) recompute exactly with today's code for a Llama 3.1 70B run and a
-    Qwen3 run; the alternative committed beside them (both fixes undone, as sets a to af were registered) is what the
+    ("ah", "de07068", 37, [("llama-3.1-70b", 50), ("qwen3-14b", None)]),
+    ("ai", "b36c183", 43, [("llama-3.1-70b", 200), ("qwen3-8b", 100)])])
+def test_sets_ag_to_ai_committed_predictions_and_declared_alternative_reproduce(monkeypatch, name, commit, n_runs, picks):
+    """Sets ag, ah and ai (llm-benchmaq runs on 8x H100: ag and ah TP4_DP2 runs of dense models, one replica's share
+    each, ag pre-registered at f3f31a1 after the ITL and collective-size fixes found post hoc on set ae, ah at de07068 as
+    its declared confirmation; ai at b36c183, every run at concurrency 200; no simulator change between them)
+    recompute exactly with today's code for a Llama 3.1 70B run and a Qwen3 run; the alternative committed beside them (both fixes undone, as sets a to af were registered) is what the
     code gives with ITL_GAPS_FROM_DECODES and COLLECTIVE_SIZE_IN_ELEMENTS off and differs on every run; at the commit
     they record, the measured values were not in the repository."""
     from roofline import kernels as K
