@@ -133,6 +133,27 @@ def test_one_tokeniser_serves_a_burst_in_turn_by_hand():
     np.testing.assert_allclose(tr.admit_s[:2], [0.020, 0.0425], atol=1e-12)
 
 
+def test_request_in_served_with_the_tokeniser_by_hand(monkeypatch):
+    """SERIAL_REQUEST_IN (the declared alternative of sets aj and ak): request-in (0.010 s) joins the tokenising
+    (0.010 s for 1,000 tokens) at one server, so three requests sent together reach the scheduler 0.020, 0.040 and
+    0.060 s later (not 0.020, 0.030, 0.040 as with the tokeniser alone); a request sent after the queue has drained
+    waits for nobody; the closed loop's sends queue the same way. Off (the default) the burst above is unchanged."""
+    import roofline.simulate.overheads as O
+
+    wl = make_workload(np.array([0.0, 0.0, 0.0, 1.0]), np.full(4, 1000.0), np.full(4, 2.0))
+    assert not O.SERIAL_REQUEST_IN
+    monkeypatch.setattr(O, "SERIAL_REQUEST_IN", True)
+    np.testing.assert_allclose(O.serial_service_s(OV, [1000.0]), [0.020], atol=1e-12)
+    shifted, order = shift_arrivals(wl, OV)
+    np.testing.assert_allclose(shifted.arrival_s, [0.020, 0.040, 0.060, 1.020], atol=1e-12)
+    # two clients: the second request reaches the scheduler at 0.040 s, after the first's pass (0.020 to 0.0425 s)
+    # has started, and is admitted when that pass ends
+    dep = with_engine(Deployment(ConstantStep(STEP_S)), OV)
+    tr = run_closed_loop(wl, OV, 2, lambda w, loop: Simulation(w, dep, Policy(), closed_loop=loop).run())
+    np.testing.assert_allclose(tr.admit_s[:2], [0.020, 0.0425], atol=1e-12)
+    np.testing.assert_allclose(tr.arrival_s[:2], [0.0, 0.0], atol=1e-12)
+
+
 def test_shift_resorts_and_restore_maps_back(monkeypatch):
     # tokenised in parallel (as the sets up to ad were registered): A (prompt 10,000) at 0 reaches the scheduler at
     # 0.010 + 0.100 = 0.110 s; B (prompt 10) at 0.001 s at 0.001 + 0.010 + 0.0001 = 0.0111 s: B is scheduled first,

@@ -40,8 +40,11 @@ overheads"):
   spread by their tokenising times (`fifo_arrivals`, Lindley's recursion), not all at once. Each of its tokens
   reaches the user first_token_out_s after the pass that made it (detokenise, stream the chunk). TTFT and
   end-to-end latency are measured from the user's arrival; TPOT is unchanged by the per-request terms (the first
-  and last tokens are streamed with the same delay). Ignores: the API server's event loop as a second server
-  (its per-request CPU time is inside request_in_s, a pure delay) and tokenisers with several workers.
+  and last tokens are streamed with the same delay). Ignores: the API server's event loop as a server of its own
+  (its per-request CPU time is inside request_in_s, a pure delay; vLLM RFC #12705, 2025-02-03: "the API server runs
+  in a single process, utilizing a single CPU"; `SERIAL_REQUEST_IN` serves request-in one request at a time with the
+  tokenising, a hypothesis the blind sets aj and ak test as their declared alternative) and tokenisers with several
+  workers.
 
 Relation to the realistic families (efficiency.yaml): a family's `pass_overhead_s` estimates the same
 per-step host work, so `with_engine` sets it to 0 when an engine is given (the engine's τ_pass + τ_seq·B
@@ -374,6 +377,19 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
 #: one tokeniser for all requests (module docstring); False: every request tokenised at once, a pure delay (as the
 #: serving sets up to ad were registered; tests/conftest.py `tokeniser_in_parallel`)
 SERIAL_TOKENIZER = True
+#: the API server's request-in work served one request at a time by the same server as the tokeniser (module
+#: docstring, "Ignores"): off, request_in_s is a pure delay. A hypothesis, not the default: post hoc on the closed loops
+#: of sets ae, ag and ah it fragmented the simulated waves as the measured TTFT spread says the real ones are (ITL
+#: 19.6 -> 14.6% on ag), but at concurrency 200 (set ai) it queued whole waves (TTFT 18.7 -> 31.8%); sets aj and ak
+#: declare it as their alternative before any measured value was seen.
+SERIAL_REQUEST_IN = False
+
+
+def serial_service_s(overheads: "EngineOverheads", prompt_tokens) -> np.ndarray:
+    """Each request's service time at the API server's one serial server: its tokenising, plus its request-in work
+    where SERIAL_REQUEST_IN; the rest of arrival_delay_s is a pure delay before that server."""
+    s = overheads.tokenize_s(prompt_tokens)
+    return s + overheads.request_in_s if SERIAL_REQUEST_IN else s
 
 
 def fifo_arrivals(arrival_s, prompt_tokens, overheads: EngineOverheads) -> np.ndarray:
@@ -383,10 +399,11 @@ def fifo_arrivals(arrival_s, prompt_tokens, overheads: EngineOverheads) -> np.nd
 
     if not SERIAL_TOKENIZER:
         return np.asarray(arrival_s, dtype=float) + overheads.arrival_delay_s(prompt_tokens)
-    a = np.asarray(arrival_s, dtype=float) + overheads.request_in_s
+    service = serial_service_s(overheads, prompt_tokens) * np.ones(np.shape(arrival_s))
+    a = np.asarray(arrival_s, dtype=float) + (0.0 if SERIAL_REQUEST_IN else overheads.request_in_s)  # + pure delay
     order = np.argsort(a, kind="stable")
     out = np.empty_like(a)
-    out[order] = fifo_departures(a[order], (overheads.tokenize_s(prompt_tokens) * np.ones(a.shape))[order])
+    out[order] = fifo_departures(a[order], service[order])
     return out
 
 
@@ -431,7 +448,7 @@ def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency:
     from .core import ClosedLoop
 
     delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
-    service = overheads.tokenize_s(workload.prompt_tokens) * np.ones(workload.n) if SERIAL_TOKENIZER else None
+    service = serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n) if SERIAL_TOKENIZER else None
     loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s), service_s=service)
     tr = run(workload, loop)
     out = overheads.first_token_out_s
