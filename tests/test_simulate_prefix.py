@@ -51,6 +51,29 @@ def test_hits_and_saved_prefill_by_hand():
     assert Simulation(wl, _dep(), Policy("continuous"), block_tokens=64).run().prefill_tokens_saved == 0
 
 
+def test_warm_prefixes_left_by_earlier_runs_by_hand():
+    """warm_prefixes: the cache an earlier run on the same server left. Two requests sent together, prompts 100,
+    with their own prefixes of 40 and 64 tokens (2 and 4 blocks of 16): cold, both miss and prefill 200 tokens in
+    one pass; warm, both hit from the first pass (32 and 64 tokens) and prefill 36 + 68 = 104; 6 blocks cached at
+    the start and at the end. A 150-token pool: the first request is admitted (100 tokens of context, its 2 warm
+    blocks now pinned) beside prefix 1's 4 unpinned blocks: 100 + 64 = 164 > 150, so ceil(14/16) = 1 block of
+    prefix 1's tail is evicted; the second request waits for the first to finish (at 20 ms) and hits 3 blocks
+    (48 tokens), prefilling 52."""
+    wl = _wl([0, 0], 100, 2, [0, 1], [40, 64])
+    cold = Simulation(wl, _dep(), Policy("continuous")).run()
+    warm = Simulation(wl, _dep(), Policy("continuous"), warm_prefixes=True).run()
+    assert cold.prefix_hit_tokens.tolist() == [0, 0] and _prefill_tokens(cold) == [200]
+    assert warm.prefix_hit_tokens.tolist() == [32, 64] and _prefill_tokens(warm) == [104]
+    assert warm.prefix_cached_blocks == 6 and warm.prefix_evictions == 0
+    small = Simulation(wl, _dep(150.0), Policy("continuous"), warm_prefixes=True).run()
+    assert small.prefix_hit_tokens.tolist() == [32, 48] and small.prefix_evictions == 1
+    assert _prefill_tokens(small) == [68, 52] and small.admit_s.tolist() == pytest.approx([0.0, 2 * STEP])
+    # without prefixes the flag changes nothing
+    plain = make_workload([0, 0], 100, 2)
+    assert (Simulation(plain, _dep(), Policy("continuous"), warm_prefixes=True).run().first_token_s.tolist()
+            == Simulation(plain, _dep(), Policy("continuous")).run().first_token_s.tolist())
+
+
 def test_concurrent_requests_miss_until_the_first_prefill_is_done():
     """Two requests of one prefix arriving together are prefilled in the same pass: neither finds the prefix
     cached (blocks are cached once a pass has computed them); the third, later, hits. A whole prompt of shared

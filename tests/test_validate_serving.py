@@ -1207,6 +1207,55 @@ def test_sets_ag_to_ai_committed_predictions_and_declared_alternative_reproduce(
     _registered_before_measured(name, pred["at_commit"])
 
 
+@pytest.mark.parametrize("name, commit, n_runs, picks", [
+    ("aj", "155e27f", 48, [("llama-3.1-70b", "dgx-h100", 8), ("gpt-oss-120b", "dgx-a100", 4)]),
+    ("ak", "5dac021", 45, [("qwen3-32b", "hgx-b200", 4), ("gpt-oss-120b", "dgx-h100", 8)])])
+def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(monkeypatch, name, commit, n_runs, picks):
+    """Sets aj and ak (llm-benchmaq bursts of 100 requests: aj every SGLang run of a catalog model on 8x H100, H200 and
+    A100, pre-registered at 155e27f; ak the January vLLM 0.14 runs on H100, H200 and B200 at 5dac021) recompute exactly
+    with today's code for two runs each; the alternative committed beside them (request-in served one request at a time
+    with the tokenising) is what the code gives with overheads.SERIAL_REQUEST_IN on and differs on every run; at the
+    commit they record, the measured values were not in the repository."""
+    import roofline.simulate.overheads as O
+
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert name not in S.DISCLOSURES and len(doc["runs"]) == n_runs
+    assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
+    runs = [next(r for r in doc["runs"] if (r["model"], r["system"], r["gpus"]) == p) for p in picks]
+    for run in runs:
+        _reproduces(run, doc, pred["runs"], central="median")
+    monkeypatch.setattr(O, "SERIAL_REQUEST_IN", True)
+    for run in runs:
+        _reproduces(run, doc, alt["runs"], central="median")
+    _registered_before_measured(name, pred["at_commit"])
+
+
+def test_warm_prefix_tokens_by_hand():
+    """Run key warm_prefix_tokens: request i gets a prefix of its own over min(warm_i, prompt_i) tokens (none at 0);
+    one number applies to every request; bad counts, negatives, a prefix cache turned off or a dispatch rule are one
+    line each. Through simulate_run, a burst of 4 prompts of 2,048 tokens whose first 1,024 are cached reaches its
+    first tokens sooner than cold, and prefills half the tokens."""
+    from roofline.simulate import make_workload
+
+    wl = make_workload([0.0, 0.0, 0.0], [100.0, 50.0, 10.0], 5.0)
+    w = S.warm_prefixes_for({"id": "t", "warm_prefix_tokens": [40, 80, 0]}, wl)
+    assert w.prefix_id.tolist() == [0, 1, -1] and w.shared_prefix_tokens.tolist() == [40.0, 50.0, 0.0]
+    assert S.warm_prefixes_for({"id": "t", "warm_prefix_tokens": 30}, wl).shared_prefix_tokens.tolist() == [30.0, 30.0, 10.0]
+    assert S.warm_prefixes_for({"id": "t"}, wl) is wl
+    for bad, msg in (({"warm_prefix_tokens": [1, 2]}, "3 of them"), ({"warm_prefix_tokens": -1}, "one number >= 0"),
+                     ({"warm_prefix_tokens": 5, "prefix_caching": False}, "prefix cache"),
+                     ({"warm_prefix_tokens": 5, "dispatch": "round_robin"}, "dispatch")):
+        with pytest.raises(S.InputError, match=msg):
+            S.warm_prefixes_for({"id": "t", **bad}, wl)
+    run = {"id": "t", "engine": "vllm", "engine_version": "0.14", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1,
+           "replicas": 1, "rate": float("inf"), "max_concurrency": 4, "requests": 4, "dataset": "d", "policy": "chunked",
+           "max_seqs": 256, "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16",
+           "metrics": ["ttft_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [2048, 2048], "output_range": [16, 16]}
+    cold, warm = (S.simulate_run(dict(run, **extra), ds, seed=0) for extra in ({}, {"warm_prefix_tokens": 1024}))
+    assert warm["ttft_mean"] < cold["ttft_mean"]
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8

@@ -218,13 +218,19 @@ class Simulation:
     `first_token_s`, when given, marks the requests as already prefilled elsewhere (the decode pool
     of a disaggregated deployment): they join decoding with their prompt's KV and need output − 1
     decode passes; their first-token times are the given ones.
+
+    `warm_prefixes` (with the prefix cache on): every prefix of the workload is already cached when the run starts,
+    to the full blocks of its longest use, unpinned and evictable (least recently used first, in prefix order) — the
+    cache that earlier runs on the same server left behind (a benchmark sweep against one server, whose prompts of
+    the same seed repeat or extend one another). Without it every prefix is computed by its first request.
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
-                 closed_loop: ClosedLoop | None = None):
+                 closed_loop: ClosedLoop | None = None, warm_prefixes: bool = False):
         self.workload, self.deployment, self.policy = workload, deployment, policy
+        self.warm_prefixes = bool(warm_prefixes)
         if int(block_tokens) != block_tokens or not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
             raise InputError(f"KV block size must be a whole number of tokens between 1 and {MAX_BLOCK_TOKENS}, got "
                              f"{block_tokens}; vLLM's default is {DEFAULT_BLOCK_TOKENS}, SGLang's radix cache is 1")
@@ -373,6 +379,13 @@ class Simulation:
             # per prefix: cached blocks, pinned blocks (its deepest running user's depth), running users by depth
             cached, pinned = [0] * self.prefixes, [0] * self.prefixes
             users: list = [{} for _ in range(self.prefixes)]
+            if self.warm_prefixes:  # left by earlier runs: each prefix to its longest use's full blocks, evictable
+                has = pfx_a >= 0
+                deepest = np.zeros(self.prefixes, np.int64)
+                np.maximum.at(deepest, pfx_a[has], fb_a[has])
+                cached = deepest.tolist()
+                lru.update((q, None) for q in range(self.prefixes) if cached[q] > 0)
+                free_tok = float(deepest.sum()) * blk
 
         while done < n:
             lagged = ahead and (nd > 0 or bool(pf))  # a batch was running, so this pass was scheduled at its start

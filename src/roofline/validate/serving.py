@@ -61,6 +61,11 @@ it) and its saturation verdict is simulate/metrics.stage_metrics'. `client_timin
 every line of the event stream (CLIENT_TIMING). Dataset kind `inference_perf_shared_prefix`: inference-perf's
 shared-prefix prompts, each recurring whole (shared_prefix_workload); the run's `prompt_tokens` is their length.
 `prefix_caching: false` turns the simulator's prefix cache off (on where requests share prefixes).
+`warm_prefix_tokens` (one number, or one per request in send order): the leading tokens of each request's prompt
+that the server's prefix cache already holds when the run starts, left there by the earlier runs of a sweep against
+the same server (bench clients of one seed send the same prompt content run after run, truncated to each run's
+lengths: vLLM's random dataset (offset_i + i + j) mod V, SGLang's random dataset the i-th ShareGPT prompt); each such
+request gets a prefix of its own, cached at the start (simulate/core.Simulation warm_prefixes). Absent: a cold cache.
 """
 
 from __future__ import annotations
@@ -776,6 +781,27 @@ def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     return p, np.maximum(o, 1.0)
 
 
+def warm_prefixes_for(run: dict, wl):
+    """The workload with the run's `warm_prefix_tokens` (module docstring) as prefixes of their own: request i gets
+    prefix id i over min(warm_i, prompt_i) tokens (none where that is 0); unchanged without the key. One line naming
+    the run for a count that does not match its requests, a negative number, or the prefix cache turned off."""
+    if "warm_prefix_tokens" not in run:
+        return wl
+    w = np.asarray(run["warm_prefix_tokens"], dtype=float)
+    if w.ndim > 1 or (w.ndim == 1 and w.size != wl.n) or not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise InputError(f"serving run {run.get('id')!r}: warm_prefix_tokens needs one number >= 0 or {wl.n} of them "
+                         f"(one per request, in send order), got {run['warm_prefix_tokens']!r}")
+    if run.get("prefix_caching") is False:
+        raise InputError(f"serving run {run.get('id')!r}: warm_prefix_tokens needs the server's prefix cache; drop "
+                         "prefix_caching: false or the warm tokens")
+    if run.get("dispatch", "random") != "random":
+        raise InputError(f"serving run {run.get('id')!r}: warm_prefix_tokens are per request of one replica; they "
+                         f"cannot follow dispatch {run['dispatch']!r}: drop one of them")
+    shared = np.floor(np.minimum(w * np.ones(wl.n), wl.prompt_tokens))
+    pid = np.where(shared >= 1, np.arange(wl.n), -1)
+    return replace(wl, prefix_id=pid, shared_prefix_tokens=np.where(pid >= 0, shared, 0.0))
+
+
 # ---- one simulation -----------------------------------------------------------------------------------
 def deployment_for(run: dict, which: str = "mid"):
     """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
@@ -936,14 +962,14 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
 
         dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")))
     dep = with_engine(dep, ovh)
-    wl = workload_for(run, ds, seed, sigma)
+    wl = warm_prefixes_for(run, workload_for(run, ds, seed, sigma))
 
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
 
     def one(x, closed_loop=None):
         sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
                          prefix_cache=run.get("prefix_caching"),  # None: on where requests share prefixes
-                         closed_loop=closed_loop)
+                         closed_loop=closed_loop, warm_prefixes="warm_prefix_tokens" in run)
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
