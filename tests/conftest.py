@@ -114,6 +114,17 @@ def itl_from_every_sequence(monkeypatch):
 
 
 @pytest.fixture
+def itl_first_gap_one_pass(monkeypatch):
+    """Under policy 'separate' every prompt started since the last decode pass takes that pass alone as its first
+    inter-token gap, as every serving set up to ak was registered (2026-11-27: validate/serving.py
+    ITL_FIRST_GAP_FROM_ITS_PREFILL)."""
+    import roofline.validate.serving as S
+
+    monkeypatch.setattr(S, "ITL_FIRST_GAP_FROM_ITS_PREFILL", False)
+    yield
+
+
+@pytest.fixture
 def collective_sizes_in_bytes(monkeypatch):
     """The collective tables' size axis read as bytes (it counts 16-bit elements), as every serving set up to af and
     the scenario rows were registered (2026-11-27: kernels.COLLECTIVE_SIZE_IN_ELEMENTS)."""

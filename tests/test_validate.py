@@ -189,7 +189,7 @@ def test_kv_capacity_batch_by_hand():
         kv_capacity_batch(tiny, m, extra)
 
 
-def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(itl_from_every_sequence, collective_sizes_in_bytes, datasheet_memory, factors_before_kernel_latency,
+def test_validate_with_kernel_tables_reproduces_the_preregistered_predictions(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, datasheet_memory, factors_before_kernel_latency,
                                                                               engines_before_schedule_ahead):
     """`roofline validate --kernels tables` (scenarios.evaluate(kernels="tables")) gives, row for row, the
     predictions committed before the comparison of issue 19 (docs/kernels_predictions.json), with the family

@@ -166,7 +166,7 @@ def test_serving_benchmark_at_concurrency_one_is_prefill_then_decodes_by_hand():
 
 
 @pytest.mark.parametrize("name", ["moe_scale4", "moe_scale5", "moe_scale6"])
-def test_moe_sets_4_to_6_predictions_reproduce_and_came_before_their_measured_values(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory,
+def test_moe_sets_4_to_6_predictions_reproduce_and_came_before_their_measured_values(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory,
         name, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point_rows):
     """MoE sets 4, 5 and 6 (serving_benchmark rows, pre-registered 2026-11-26): the committed predictions are what the
     model gives today (every 9th row) with the engine rows, closed-loop rounds and tokenising they were made with (the

@@ -30,7 +30,7 @@ def runs():
 
 
 @pytest.mark.parametrize("rid", CHEAP)
-def test_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, runs, rid, factors_before_kernel_latency, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """With the efficiency factors and engine rows of the registration commit (the per-launch kernel latencies and
     the eager-pass floor came after the errors were seen, docs/validation_serving.md), the committed predictions
     are reproduced exactly."""
@@ -152,7 +152,7 @@ def test_itl_counts_only_the_sequences_a_pass_gives_a_later_token_by_hand():
     assert st["itl_p50"] == pytest.approx(0.0105)
 
 
-def test_itl_counting_every_sequence_is_the_registered_rule(itl_from_every_sequence):
+def test_itl_counting_every_sequence_is_the_registered_rule(itl_from_every_sequence, itl_first_gap_one_pass):
     """The fixture restores the rule sets a to ae were registered with: the mixed pass's prompt counted as a gap."""
     from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
 
@@ -227,7 +227,7 @@ def test_uniform_dataset_kind():
     assert (o == 128).all()  # low == high: a fixed length (--random-range-ratio 1.0 in sglang)
 
 
-def test_set_b_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_b_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set b (pre-registered 2026-11-24 at dd26d3b, after the per-launch kernel latency): one run recomputes to
     its committed value and interval (a later change that moves them fails here: disclose and re-register)."""
     sp = S.set_paths("b")
@@ -275,7 +275,7 @@ def test_set_c_inputs_load_and_are_new():
     assert S.set_paths("c")["docs"].name == "validation_serving_c.md"
 
 
-def test_set_c_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_c_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set c (pre-registered 2026-11-26 at e2acf99): a TensorRT-LLM run recomputes to its committed values within
     the one disclosed change since (S.DISCLOSURES["c"]: τ_seq·⌈B⌉ → τ_seq·B on fractional table batches, ≤ 1% on
     central values, ≤ 3.1% on interval ends)."""
@@ -290,7 +290,7 @@ def test_set_c_committed_predictions_reproduce(itl_from_every_sequence, collecti
     assert S.DISCLOSURES["c"]
 
 
-def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, engines_before_eager_floor):
+def test_set_c_and_moe_set_3_measured_values_came_after_their_predictions(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, engines_before_eager_floor):
     """At the commits the set-c and MoE set-3 predictions record, their measured values did not exist."""
     import subprocess
 
@@ -363,7 +363,7 @@ def _registered_before_measured(name: str, at_commit: str) -> None:
     assert f"docs/preregistered/serving_measured_{name}.yaml" not in files
 
 
-def test_set_d_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_d_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Every set-d prediction (pre-registered at e89f4f2) is what the simulator still gives, to the last digit but
     floating-point noise — the vllm-v0 runs with the figures they were predicted with, now the `vllm-v0.5` row
     (the one disclosed change since, S.DISCLOSURES["d"]: the vllm-v0 row refitted to set d itself)."""
@@ -479,7 +479,7 @@ def test_set_e_inputs_load_and_replay_their_own_requests():
     assert all(r.get("client_zero_ttft_when_empty") for r in e["runs"] if r["id"].startswith("e1-"))
 
 
-def test_set_e_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_e_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_eager_floor, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set e's predictions (pre-registered at 06f03c5) recomputes exactly but for the ITL statistics,
     which the one disclosed change since moved (S.DISCLOSURES["e"]: the stalls of 'separate' prefill passes)."""
     sp = S.set_paths("e")
@@ -506,6 +506,34 @@ def test_itl_under_separate_policy_counts_the_prefill_stall_by_hand():
     assert S.itl_stats(tr)["itl_p99"] == pytest.approx(0.01)
 
 
+def test_itl_first_gap_spans_the_prefill_passes_after_its_own_by_hand(monkeypatch):
+    """ConstantStep 10 ms, policy 'separate', a budget of 10 tokens: r0 and r1 (10 + 3 tokens each) sent together.
+    r0 is prefilled at 0-10 ms, r1 at 10-20 ms, then both decode at 20-30 and 30-40 ms. r0's first gap runs from its
+    first token (10 ms) to its second (30 ms): 20 ms, across r1's prefill; r1's is 10 ms; then 10 and 10. Gaps 20, 10,
+    10, 10: mean 12.5 ms, p99 20 ms (ITL_FIRST_GAP_FROM_ITS_PREFILL). The registered rule gave every prompt started
+    since the last decode pass that pass alone: mean and p99 10 ms."""
+    from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
+
+    wl = make_workload([0.0, 0.0], [10, 10], [3, 3])
+    tr = Simulation(wl, Deployment(ConstantStep(0.01)), Policy("separate", max_seqs=8, max_batched_tokens=10)).run()
+    assert tr.first_token_s.tolist() == pytest.approx([0.01, 0.02]) and tr.finish_s.tolist() == pytest.approx([0.04, 0.04])
+    st = S.itl_stats(tr, separate=True)
+    assert st["itl_mean"] == pytest.approx(0.0125) and st["itl_p99"] == pytest.approx(0.02)
+    # the invariant the rule restores: the gaps sum to every request's last minus first token time, exactly on a
+    # burst of 40 prompts of 16 tokens, four to a 64-token prefill pass (the registered rule counted 5.71 of its
+    # 7.51 s); a prompt chunked over several passes counts in each (1-400 tokens: 4% over)
+    rng = np.random.default_rng(0)
+    burst = make_workload(np.zeros(40), 16, rng.integers(2, 30, 40))
+    tb = Simulation(burst, Deployment(ConstantStep(0.01)), Policy("separate", max_seqs=64, max_batched_tokens=64)).run()
+    t, w = S._itl_gaps(tb, True)
+    assert float((t * w).sum()) == pytest.approx(float(np.sum(tb.finish_s - tb.first_token_s)), rel=1e-9)
+    monkeypatch.setattr(S, "ITL_FIRST_GAP_FROM_ITS_PREFILL", False)
+    st = S.itl_stats(tr, separate=True)
+    assert st["itl_mean"] == pytest.approx(0.01) and st["itl_p99"] == pytest.approx(0.01)
+    t, w = S._itl_gaps(tb, True)
+    assert float((t * w).sum()) == pytest.approx(5.71) and float(np.sum(tb.finish_s - tb.first_token_s)) == pytest.approx(7.51)
+
+
 def test_client_zero_ttft_counts_empty_responses_as_zero(tokeniser_in_parallel):
     """vLLM's pre-0.6 client records TTFT 0 for a response that streamed no text: with the run key, those requests'
     simulated TTFTs are 0 in the statistics; the others are unchanged (tokenised in parallel, so that the four equal
@@ -524,7 +552,7 @@ def test_client_zero_ttft_counts_empty_responses_as_zero(tokeniser_in_parallel):
 
 
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
-def test_set_f_inputs_follow_the_rules_fixed_before_prediction(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
+def test_set_f_inputs_follow_the_rules_fixed_before_prediction(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
                                                                 closed_loop_rounds_before_fixed_point, mixed_without_kernel_tables,
                                                                 engines_before_per_worker_families, moe_rows_balanced):
     """Kernel tables on every accelerator that has them unless the experts have their own format; Kimi's experts
@@ -602,7 +630,7 @@ def test_sets_i_to_ak_inputs_follow_the_rules_fixed_before_prediction(name, runs
     assert S.central_rule(name) == "median"
 
 
-def test_set_g_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
+def test_set_g_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_graph_limit, mixed_without_kernel_tables,
                                                engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set g's predictions (pre-registered at 0207a75) recomputes exactly without the disclosed changes
     since (S.DISCLOSURES["g"]: the CUDA-graph batch limit, measured kernels in mixed passes, power-law MoE rows)."""
@@ -610,12 +638,12 @@ def test_set_g_committed_predictions_reproduce(itl_from_every_sequence, collecti
     g = S.load_runs(sp["runs"])
     committed = _yaml(sp["predictions"])["runs"]
     assert set(committed) == {r["id"] for r in g["runs"]} and S.DISCLOSURES["g"][0] == S._GRAPH_LIMIT
-    assert len(S.DISCLOSURES["g"]) == 10 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
+    assert len(S.DISCLOSURES["g"]) == 11 and "mixed_without_kernel_tables" in S.DISCLOSURES["g"][1]
     for r in g["runs"][::8]:
         _reproduces(r, g, committed)
 
 
-def test_set_h_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_h_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, mixed_without_kernel_tables, engines_before_per_worker_families, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """A sample of set h's predictions (pre-registered at 61fd14e) recomputes exactly without the measured kernels of
     mixed passes and with the per-worker term on every vendor (S.DISCLOSURES["h"]); the other disclosed change moved
     only the saturation verdict of its one-request runs, now bursts of one."""
@@ -629,7 +657,7 @@ def test_set_h_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _reproduces(h["runs"][-1], h, committed)  # a client run with kernel tables (H100)
 
 
-def test_set_i_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_i_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_per_worker_families, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set i's predictions (pre-registered at 4331841, central values the median over the seeds' runs) recompute
     exactly, with the per-worker term on every vendor (the one disclosed change since) and the balanced MoE rows they
     were registered with, for a sample: every ROCm latency row, a closed-loop ShareGPT run (whose seeds differ) and
@@ -726,7 +754,7 @@ def test_a_run_the_simulator_cannot_fit_is_scored_as_infeasible(runs, tmp_path):
     assert S.error_bands(rows)["bands"]["all"] == {}
 
 
-def test_set_j_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_j_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set j's predictions (pre-registered at 084d9bf, central values the median over the seeds' runs) recompute
     exactly for a sample — both ROCm blog rows, a 1,000-prompt burst of 128-token prompts — and the two runs it
     called infeasible still are; at the commit they record, the measured values were not in the repository."""
@@ -749,7 +777,7 @@ def test_set_j_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("j", pred["at_commit"])
 
 
-def test_set_k_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_k_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set k's predictions (pre-registered at b14f433, after the per-worker term was restricted to NVIDIA) recompute
     exactly for every fourth row with the one disclosed change since undone; at the commit they record, the measured
     values were not in the repository."""
@@ -764,7 +792,7 @@ def test_set_k_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("k", pred["at_commit"])
 
 
-def test_set_l_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_l_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set l's predictions (pre-registered at aeae149) recompute exactly for its vLLM V1 and SGLang runs and the
     largest V0 burst; at the commit they record, the measured values were not in the repository."""
 
@@ -778,7 +806,7 @@ def test_set_l_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("l", pred["at_commit"])
 
 
-def test_set_m_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_m_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set m's predictions (pre-registered at 069c025) recompute exactly for every eighth run (the capacity change
     disclosed since moves only saturation figures, not a predicted latency); at the commit they record, the
     measured values were not in the repository."""
@@ -793,7 +821,7 @@ def test_set_m_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("m", pred["at_commit"])
 
 
-def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, moe_rows_balanced, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Four of set n's predictions (pre-registered at 614940c; from four parts, one of them the run with vLLM's
     --long-prefill-token-threshold, one a B200 NVFP4 run) recompute exactly; at the commit they record, the measured
     values were not in the repository."""
@@ -801,7 +829,7 @@ def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, collecti
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 9
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 10
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -810,7 +838,7 @@ def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("n", pred["at_commit"])
 
 
-def test_set_o_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
+def test_set_o_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, kernels_with_fp4_alias, moe_rows_balanced,
                                                                        monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set o's predictions (pre-registered at daceeea, with the fp4 → nvfp4 kernel rows withdrawn after scoring,
     S.DISCLOSURES["o"]) recompute exactly with those rows, and the alternative declared and committed beside them
@@ -832,7 +860,7 @@ def test_set_o_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("o", pred["at_commit"])
 
 
-def test_set_p_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_p_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set p's predictions (pre-registered at 09d7715, with the power-law MoE rows adopted just before it) recompute
     exactly for a sample — a Mixtral MLPerf run, a Llama 3.1 405B MI300X burst, a closed-loop TensorRT-LLM run — and
     the alternative declared and committed beside them (serving_predictions_p_alt.yaml, balanced MoE rows) is what
@@ -843,7 +871,7 @@ def test_set_p_committed_predictions_and_declared_alternative_reproduce(itl_from
     sp = S.set_paths("p")
     doc = S.load_runs(sp["runs"])
     pred, alt = _yaml(sp["predictions"]), _yaml(sp["predictions"].with_name("serving_predictions_p_alt.yaml"))
-    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 8
+    assert set(pred["runs"]) == set(alt["runs"]) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["p"]) == 9
     assert alt["at_commit"] == pred["at_commit"] and "declared alternative" in alt["variant"]
     runs = {r["id"]: r for r in doc["runs"]}
     for rid in ("p3-augmxnt_mi300x_llama405b_vllm064dev_sonnet80_default_n64",
@@ -872,7 +900,7 @@ def test_one_token_outputs_leave_tpot_undefined_instead_of_crashing():
     assert set(pred["metrics"]) == {"ttft_mean"} and pred["metrics"]["ttft_mean"]["value"] > 0
 
 
-def test_set_q_committed_predictions_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_q_committed_predictions_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set q's predictions (pre-registered at 4fca1bd; the two changes since, S.DISCLOSURES["q"], undone) recompute exactly for a sample — a batch-1
     first-token TensorRT-LLM row (one output token: no TPOT), an MI300X offline-latency row and an SGLang B200 row;
     at the commit they record, the measured values were not in the repository."""
@@ -887,7 +915,7 @@ def test_set_q_committed_predictions_reproduce(itl_from_every_sequence, collecti
     _registered_before_measured("q", pred["at_commit"])
 
 
-def test_set_r_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_r_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set r's predictions (pre-registered at 27d5ad7, MLPerf v6.0 MI355X runs with `in_process: true` read from
     AMD's harness) recompute exactly for an Interactive run, and the alternative committed beside them
     (serving_predictions_r_alt.yaml: the engine row's per-request costs kept) is what the code gives with
@@ -921,7 +949,7 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
-def test_set_s_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_s_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
     isl_load_balancing), and the alternative committed beside them (serving_predictions_s_alt.yaml: every stream
@@ -939,7 +967,7 @@ def test_set_s_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("s", pred["at_commit"])
 
 
-def test_set_t_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_t_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set t's predictions (pre-registered at f6d1186, MLPerf v6.0/v6.1 runs on the new hgx-b300 system, with the
     dispatch, KV memory and CUDA-graph keys read from the configs) recompute exactly for a B300 Interactive run, and
     the alternative committed beside them (serving_predictions_t_alt.yaml: B300 runs on the GB300 with its measured
@@ -958,7 +986,7 @@ def test_set_t_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("t", pred["at_commit"])
 
 
-def test_set_u_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_u_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set u's predictions (pre-registered at cddf527, AMD MLPerf v5.1/v6.0 runs on the new mi325x-8 system, with the
     admission, multi-step and eager keys the lead engineer read from the code) recompute exactly for an Interactive
     run, and the alternative committed beside them (serving_predictions_u_alt.yaml: the amd row re-based on kernel
@@ -980,7 +1008,7 @@ def test_set_u_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("u", pred["at_commit"])
 
 
-def test_set_v_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
+def test_set_v_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set v's predictions (pre-registered at cfef6b5: inference-sim's 24 vLLM v0.15.1 stage runs on H100, each stage
     drained and simulated alone, inference-perf's line-stamping client, its shared-prefix prompts hitting the cache)
     recompute exactly for a stage run on the measured kernel tables, and the alternative committed beside them
@@ -996,7 +1024,7 @@ def test_set_v_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("v", pred["at_commit"])
 
 
-def test_set_w_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
+def test_set_w_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, datasheet_memory, step_table_without_graph_breaks, monkeypatch, closed_loop_rounds_before_fixed_point):
     """Set w's predictions (pre-registered at 7120a34, after scheduling one batch ahead was adopted post hoc on set v:
     vLLM PR #23696's baseline and 40 InferenceMAX configurations no earlier set used) recompute exactly with the
     closed-loop rounds they were made with (S.DISCLOSURES["w"]), and the alternative committed beside them
@@ -1005,7 +1033,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(itl_from
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative("w", "7120a34")
-    assert len(S.DISCLOSURES["w"]) == 6 and "fixed point" in S.DISCLOSURES["w"][0]
+    assert len(S.DISCLOSURES["w"]) == 7 and "fixed point" in S.DISCLOSURES["w"][0]
     run = next(r for r in doc["runs"] if r["id"] == "w2-imx-h200-vllm-gptoss-fp4-tp8-1k8k-c4")
     main = _reproduces(run, doc, pred["runs"], central="median")
     monkeypatch.setattr(O, "engine_policy", lambda pol, ovh: pol)
@@ -1014,7 +1042,7 @@ def test_set_w_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("w", pred["at_commit"])
 
 
-def test_set_x_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_x_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set x's predictions (pre-registered at acce6be, after KV pools from the driver's memory and experts reading
     their format's MoE tables were adopted post hoc on set w: 40 more InferenceMAX configurations no earlier set used)
     recompute exactly with today's code (the one disclosed change since undone) for a gpt-oss run on H100 whose experts read the
@@ -1022,7 +1050,7 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce(itl_from
     sets i to w, the factor model for such runs) is what the code gives with kernels: factor; at the commit they
     record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("x", "acce6be")
-    assert len(S.DISCLOSURES["x"]) == 4 and "launches_counted_twice" in S.DISCLOSURES["x"][0]  # undone by the fixture
+    assert len(S.DISCLOSURES["x"]) == 5 and "launches_counted_twice" in S.DISCLOSURES["x"][0]  # undone by the fixture
     run = next(r for r in doc["runs"] if r["id"] == "x1-imx-h100-vllm-gptoss-fp4-tp8-1k1k-c16")
     assert run["kernels"] == "tables" and run["expert_weights_dtype"] == "fp4"
     main = _reproduces(run, doc, pred["runs"], central="median")
@@ -1033,7 +1061,7 @@ def test_set_x_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("x", pred["at_commit"])
 
 
-def test_set_y_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_y_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set y's predictions (pre-registered at 6c2f856, a blind confirmation declared before gathering: gpt-oss-120b on
     vLLM 0.13 on H100/H200 only, no simulator change since set x) recompute exactly with today's code (the one
     disclosed change since, S.DISCLOSURES["y"], undone) for a run, and
@@ -1051,7 +1079,7 @@ def test_set_y_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("y", pred["at_commit"])
 
 
-def test_set_z_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
+def test_set_z_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, step_table_without_graph_breaks):
     """Set z's predictions (pre-registered at 0d41c75: gpt-oss-120b on B200, vLLM with the launch's MXFP8 MoE
     activations as run key moe_activations: fp8, and TensorRT-LLM) recompute exactly with today's code for a vLLM run,
     and the alternative committed beside them (without the key: the BF16 path's rows) is what the code gives without
@@ -1070,7 +1098,7 @@ def test_set_z_committed_predictions_and_declared_alternative_reproduce(itl_from
     _registered_before_measured("z", pred["at_commit"])
 
 
-def test_set_aa_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, monkeypatch):
+def test_set_aa_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, monkeypatch):
     """Set aa's predictions (pre-registered at a209cad: every remaining usable single-node InferenceMAX configuration,
     after the graph-limit batch breaks were adopted post hoc on set z) recompute exactly with today's code for a
     TensorRT-LLM run and a vLLM run; the alternative committed beside them (the step table without the breaks) is what
@@ -1079,7 +1107,7 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(itl_fro
     from roofline.simulate.overheads import OverheadStep
 
     doc, pred, alt = _registered_with_alternative("aa", "a209cad")
-    assert len(S.DISCLOSURES["aa"]) == 4 and len(doc["runs"]) == 60  # the launch fix, the tokeniser, ITL gaps and collective sizes, undone by the fixtures
+    assert len(S.DISCLOSURES["aa"]) == 5 and len(doc["runs"]) == 60  # the launch fix, the tokeniser, ITL gaps, collective sizes and the first gap, undone by the fixtures
     runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm")]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1090,7 +1118,7 @@ def test_set_aa_committed_predictions_and_declared_alternative_reproduce(itl_fro
 
 
 @pytest.mark.parametrize("name, commit, runs", [("ab", "ac6d99e", 55), ("ac", "8ed5fb3", 50)])
-def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, name, commit, runs):
+def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, name, commit, runs):
     """Sets ab and ac's predictions (pre-registered at ac6d99e and 8ed5fb3: rows of NVIDIA AIConfigurator's end-to-end
     measurement set, low pinning, no simulator change since set aa; set ac a second draw declared as a confirmation)
     recompute exactly with today's code (the launch fix disclosed since undone) for a run with kernel tables, and the alternative committed beside them (the
@@ -1105,7 +1133,7 @@ def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce
     _registered_before_measured(name, pred["at_commit"])
 
 
-def test_set_ad_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, tokeniser_in_parallel, monkeypatch):
+def test_set_ad_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, monkeypatch):
     """Set ad's predictions (pre-registered at 30a5f02: InferenceX together_runner's B200 runs and more llm-benchmaq
     H100 runs, after the launches inside measured ops were taken out of the overhead post hoc on set aa) recompute
     exactly with today's code for the llm-benchmaq gpt-oss run the change moves and a together_runner SGLang run; the
@@ -1118,7 +1146,7 @@ def test_set_ad_committed_predictions_and_declared_alternative_reproduce(itl_fro
     from roofline import model as M
 
     doc, pred, alt = _registered_with_alternative("ad", "30a5f02")
-    assert len(S.DISCLOSURES["ad"]) == 3 and len(doc["runs"]) == 50  # the tokeniser, ITL gaps and collective sizes, undone by the fixtures
+    assert len(S.DISCLOSURES["ad"]) == 4 and len(doc["runs"]) == 50  # the tokeniser, ITL gaps, collective sizes and the first gap, undone by the fixtures
     def central(run):
         return {m: v["value"] for m, v in run["metrics"].items()}
 
@@ -1137,7 +1165,7 @@ def test_set_ad_committed_predictions_and_declared_alternative_reproduce(itl_fro
     _registered_before_measured("ad", pred["at_commit"])
 
 
-def test_set_ae_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, monkeypatch):
+def test_set_ae_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, monkeypatch):
     """Set ae's predictions (pre-registered at 591dad7: the other 36 qualifying llm-benchmaq H100 runs, declared as a
     confirmation on set ad's part ad2 source, after the one tokeniser was adopted post hoc on set ad) recompute exactly
     with today's code for a dense run and a gpt-oss run; the alternative committed beside them (every request
@@ -1156,7 +1184,7 @@ def test_set_ae_committed_predictions_and_declared_alternative_reproduce(itl_fro
     _registered_before_measured("ae", pred["at_commit"])
 
 
-def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, collective_sizes_in_bytes, monkeypatch):
+def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, monkeypatch):
     """Set af's predictions (pre-registered at b6d8fe5: a third draw of AIConfigurator's silicon_sample.csv rows, after
     the launch fix and the one tokeniser) recompute exactly with today's code for a TensorRT-LLM run and a vLLM run; the
     alternative committed beside them (the rules of sets a to ac: tokenised at once, launches inside measured ops
@@ -1207,20 +1235,22 @@ def test_sets_ag_to_ai_committed_predictions_and_declared_alternative_reproduce(
     _registered_before_measured(name, pred["at_commit"])
 
 
-@pytest.mark.parametrize("name, commit, n_runs, picks", [
-    ("aj", "155e27f", 48, [("llama-3.1-70b", "dgx-h100", 8), ("gpt-oss-120b", "dgx-a100", 4)]),
-    ("ak", "5dac021", 45, [("qwen3-32b", "hgx-b200", 4), ("gpt-oss-120b", "dgx-h100", 8)])])
-def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(monkeypatch, name, commit, n_runs, picks):
+@pytest.mark.parametrize("name, commit, n_runs, n_differ, picks", [
+    ("aj", "155e27f", 48, 46, [("llama-3.1-70b", "dgx-h100", 8), ("gpt-oss-120b", "dgx-a100", 4)]),
+    ("ak", "5dac021", 45, 38, [("qwen3-32b", "hgx-b200", 4), ("gpt-oss-120b", "dgx-h100", 8)])])
+def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(monkeypatch, itl_first_gap_one_pass, name, commit,
+                                                                            n_runs, n_differ, picks):
     """Sets aj and ak (llm-benchmaq bursts of 100 requests: aj every SGLang run of a catalog model on 8x H100, H200 and
     A100, pre-registered at 155e27f; ak the January vLLM 0.14 runs on H100, H200 and B200 at 5dac021) recompute exactly
-    with today's code for two runs each; the alternative committed beside them (request-in served one request at a time
-    with the tokenising) is what the code gives with overheads.SERIAL_REQUEST_IN on and differs on every run; at the
-    commit they record, the measured values were not in the repository."""
+    with today's code for two runs each (set aj's first ITL gap as registered: S.DISCLOSURES["aj"]); the alternative
+    committed beside them (request-in served one request at a time with the tokenising) is what the code gives with
+    overheads.SERIAL_REQUEST_IN on, and differs where a run has a queue at the tokeniser; at the commit they record,
+    the measured values were not in the repository."""
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative(name, commit)
-    assert name not in S.DISCLOSURES and len(doc["runs"]) == n_runs
-    assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
+    assert len(S.DISCLOSURES.get(name, [])) == (1 if name == "aj" else 0) and len(doc["runs"]) == n_runs
+    assert sum(pred["runs"][r] != alt["runs"][r] for r in pred["runs"]) == n_differ
     runs = [next(r for r in doc["runs"] if (r["model"], r["system"], r["gpus"]) == p) for p in picks]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1228,6 +1258,25 @@ def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(mon
     for run in runs:
         _reproduces(run, doc, alt["runs"], central="median")
     _registered_before_measured(name, pred["at_commit"])
+
+
+def test_set_ak_warm_cache_alternative_reproduces():
+    """Set ak's second declared alternative (eea35f0, after the predictions and before the measured values): the
+    registered runs with warm_prefix_tokens = the previous run's input length on the same server (GPU, model and
+    layout; inputs ascending), 0 for the first. Recomputed for a Qwen3-32B TP4 x DP2 run at 4,096 tokens (warm 2,048)
+    and the first run of its sweep (unchanged); the file records the rule and the commit of the code."""
+    sp = S.set_paths("ak")
+    doc = S.load_runs(sp["runs"])
+    warm = _yaml(sp["predictions"].with_name("serving_predictions_ak_warm.yaml"))
+    pred = _yaml(sp["predictions"])
+    assert warm["at_commit"] == "0e00923" and "second declared alternative" in warm["variant"]
+    byid = {r["id"]: r for r in doc["runs"]}
+    first, later = (byid[f"ak1-bmq_h200_qwen332b_tp4dp2_c100_n100_i{n}_o128"] for n in (1024, 4096))
+    assert warm["runs"][first["id"]] == pred["runs"][first["id"]] and warm["runs"][later["id"]] != pred["runs"][later["id"]]
+    _reproduces(dict(later, warm_prefix_tokens=2048), doc, warm["runs"], central="median")
+    _reproduces(first, doc, warm["runs"], central="median")
+    page = sp["docs"].read_text()
+    assert "## Second declared alternative" in page and "| ttft | 45% (38%) | 19% (14%) | ≤ 20% |" in page
 
 
 def test_warm_prefix_tokens_by_hand():
