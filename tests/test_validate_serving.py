@@ -1292,6 +1292,7 @@ def test_warm_prefix_tokens_by_hand():
     assert S.warm_prefixes_for({"id": "t", "warm_prefix_tokens": 30}, wl).shared_prefix_tokens.tolist() == [30.0, 30.0, 10.0]
     assert S.warm_prefixes_for({"id": "t"}, wl) is wl
     for bad, msg in (({"warm_prefix_tokens": [1, 2]}, "3 of them"), ({"warm_prefix_tokens": -1}, "one number >= 0"),
+                     ({"warm_prefix_tokens": "many"}, "got 'many'"),
                      ({"warm_prefix_tokens": 5, "prefix_caching": False}, "prefix cache"),
                      ({"warm_prefix_tokens": 5, "dispatch": "round_robin"}, "dispatch")):
         with pytest.raises(S.InputError, match=msg):

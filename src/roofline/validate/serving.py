@@ -811,10 +811,14 @@ def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
 def warm_prefixes_for(run: dict, wl):
     """The workload with the run's `warm_prefix_tokens` (module docstring) as prefixes of their own: request i gets
     prefix id i over min(warm_i, prompt_i) tokens (none where that is 0); unchanged without the key. One line naming
-    the run for a count that does not match its requests, a negative number, or the prefix cache turned off."""
+    the run for a value that is not numbers, a count that does not match its requests, a negative number, the prefix
+    cache turned off or a dispatch rule."""
     if "warm_prefix_tokens" not in run:
         return wl
-    w = np.asarray(run["warm_prefix_tokens"], dtype=float)
+    try:
+        w = np.asarray(run["warm_prefix_tokens"], dtype=float)
+    except (TypeError, ValueError):
+        w = np.asarray([-1.0])  # reported below
     if w.ndim > 1 or (w.ndim == 1 and w.size != wl.n) or not np.all(np.isfinite(w)) or np.any(w < 0):
         raise InputError(f"serving run {run.get('id')!r}: warm_prefix_tokens needs one number >= 0 or {wl.n} of them "
                          f"(one per request, in send order), got {run['warm_prefix_tokens']!r}")
