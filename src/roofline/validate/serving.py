@@ -932,9 +932,9 @@ def _itl_gaps(trace, separate: bool, window: tuple[float, float] | None = None) 
         pidx = idx[pre]
         nxt = np.searchsorted(dec, pidx)
         ok = nxt < dec.size
-        pidx, d = pidx[ok], dec[nxt[ok]]
+        k = nxt[ok]  # each prefill pass's next decode pass, as an index into dec
+        pidx, d = pidx[ok], dec[k]
         share = np.divide(fresh, started, out=np.zeros_like(fresh), where=started > 0)
-        k = np.searchsorted(dec, d)
         gap = t[d] + (cs_t[d] - cs_t[pidx])  # the prefill passes after it, up to the decode pass, then that pass
         t = np.concatenate((t[dec] + stall, gap))
         w = np.concatenate((stalled, w[pidx] * share[k]))
