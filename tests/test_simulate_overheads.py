@@ -86,6 +86,54 @@ def test_in_process_flag_and_run_key(run_cli):
     assert gap == pytest.approx(ovh.ttft_overhead_s(128), rel=1e-6)
 
 
+def test_top_k_top_p_filter_by_hand():
+    """Requests sampling through a top-k/top-p filter (--sampling top-k-top-p): the two requests of the test below, on
+    a row with a filter of 0.001 s per pass + 1e-8 s per logit over a 100,000-entry vocabulary (0.001 s per sequence):
+    each pass of batch 2 takes 0.020 + 0.002 + 0.001 + 2 x (0.0005 + 0.001) = 0.026 s, so TPOT = 0.026 s. Greedy
+    requests (the default) never pay it, and a row without the figures refuses the filter in one line."""
+    ov = replace(OV, tokenize_s_per_token=0.0, filter_s_per_pass=0.001, filter_s_per_logit=1e-8)
+    wl = make_workload(np.zeros(2), np.full(2, 100.0), np.full(2, 6.0))
+    np.testing.assert_allclose((_run(wl, ov=ov).finish_s - _run(wl, ov=ov).first_token_s) / 5, 0.023, atol=1e-12)
+    tk = ov.with_top_k_top_p(100_000)
+    assert tk.pass_overhead_s(2) == pytest.approx(0.002 + 0.001 + 2 * 0.0015, abs=1e-15)
+    tr = _run(wl, ov=tk)
+    np.testing.assert_allclose((tr.finish_s - tr.first_token_s) / 5, 0.026, atol=1e-12)
+    assert tk.to_dict()["engine_sampling"] == "top-k-top-p" and ov.to_dict()["engine_sampling"] == "greedy"
+    with pytest.raises(InputError, match="no top-k/top-p filter cost"):
+        OV.with_top_k_top_p(100_000)
+    with pytest.raises(InputError, match="vocabulary"):
+        ov.with_top_k_top_p(0)
+
+
+def test_sampling_flag_and_run_key(run_cli):
+    """`simulate --sampling top-k-top-p` and the validator's run key `sampling`: with vLLM's row (its PyTorch sort path)
+    a burst of 32 fixed-length requests of Qwen3-8B decodes in lock step, so TPOT grows by the filter at batch 32,
+    filter_s_per_pass + 32 x filter_s_per_logit x 151,936; --json names the sampling; bad values get one line."""
+    from roofline.validate import serving as S
+
+    vllm = EngineOverheads.load("vllm")
+    per_pass = vllm.filter_s_per_pass + 32 * vllm.filter_s_per_logit * model("qwen3-8b").vocab
+    run = {"id": "x", "engine": "vllm", "model": "qwen3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 32, "dataset": "d", "policy": "chunked", "max_seqs": 64,
+           "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["tpot_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [64, 64], "output_range": [64, 64]}
+    gap = S.simulate_run({**run, "sampling": "top-k-top-p"}, ds)["tpot_mean"] - S.simulate_run(run, ds)["tpot_mean"]
+    assert gap == pytest.approx(per_pass, rel=0.05)
+    with pytest.raises(InputError, match="sampling 'top_p'; expected greedy or top-k-top-p"):
+        S.simulate_run({**run, "sampling": "top_p"}, ds)
+    with pytest.raises(InputError, match="no top-k/top-p filter cost"):
+        S.simulate_run({**run, "engine": "trtllm", "sampling": "top-k-top-p"}, ds)
+    args = ["simulate", "-m", "qwen3-8b", "-s", "dgx-h100", "-g", "1", "--rate", "2", "--requests", "20",
+            "--prompt-tokens", "128", "--output-tokens", "16", "--realistic", "--engine", "vllm", "--json"]
+    code, out, _ = run_cli(*args)
+    code_s, out_s, _ = run_cli(*args, "--sampling", "top-k-top-p")
+    assert code == code_s == 0
+    assert (json.loads(out)["engine_sampling"], json.loads(out_s)["engine_sampling"]) == ("greedy", "top-k-top-p")
+    assert json.loads(out_s)["tpot_overhead_s"] > json.loads(out)["tpot_overhead_s"]
+    code, _, err = run_cli(*[a for a in args if a not in ("--engine", "vllm")], "--sampling", "top-k-top-p")
+    assert code != 0 and "--sampling" in err and "--engine" in err and len(err.strip().splitlines()) == 1
+
+
 def test_per_sequence_term_scales_with_the_batch():
     # two requests at t = 0 (no tokenising, so the one tokeniser does not space them) are both delayed 0.010 s and
     # prefilled in one pass of batch 2: 0.020 + 0.002 + 2 x 0.0005 = 0.023 s; TTFT = 0.010 + 0.023 + 0.004 = 0.037;

@@ -94,6 +94,7 @@ class SimulateRequest(LayoutOptions):
     overlap: bool = False
     engine: Text = "none"
     in_process: bool = False  # the client calls the engine in process: no per-request HTTP/tokeniser/streaming costs
+    sampling: Choice("greedy", "top-k-top-p") = "greedy"  # top-k-top-p: every pass gains the engine's filter cost
     cuda_graph_max_batch: OptWhole(0, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160; 0 for --enforce-eager") = None
     plot: OptText = None
 
@@ -109,6 +110,9 @@ class SimulateRequest(LayoutOptions):
         if self.in_process and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('in_process')} drops the {f('engine')}'s per-request costs (HTTP, tokeniser, "
                                    f"first-token streaming); give {f('engine')}, e.g. vllm, or drop {f('in_process')}")
+        if self.sampling != "greedy" and self.engine.lower() == "none":
+            raise rules.UsageError(f"{f('sampling')} {self.sampling} adds the {f('engine')}'s top-k/top-p filter cost to "
+                                   f"every pass; give {f('engine')}, e.g. vllm, or drop {f('sampling')}")
         if self.admit_interval > 1 and self.recv_interval > 1:
             raise rules.UsageError(f"{f('admit_interval')} ({self.admit_interval}) and {f('recv_interval')} "
                                    f"({self.recv_interval}) are two engines' admission gates (AMD's vLLM patch, "
@@ -337,6 +341,8 @@ def simulate(req: SimulateRequest, progress=None):
         from dataclasses import replace
 
         ovh = replace(ovh, cuda_graph_max_batch=float(req.cuda_graph_max_batch))
+    if req.sampling == "top-k-top-p":  # the engine's filter over the model's vocabulary in every pass
+        ovh = ovh.with_top_k_top_p(req._model.vocab)
     pol = engine_policy(pol, ovh)  # the row's scheduling one batch ahead (vLLM V1 async scheduling)
     from ..layout import Layout
 

@@ -69,9 +69,12 @@ from .workload import Workload
 
 #: The figures every engine row gives (catalog/data/engines.yaml documents each).
 FIGURES = ("request_in_s", "tokenize_s_per_token", "first_token_out_s", "per_pass_s", "per_sequence_s", "per_worker_s",
-           "eager_s_per_kernel")
+           "eager_s_per_kernel", "filter_s_per_pass", "filter_s_per_logit")
 #: Figures a row may leave out (then 0 at every corner).
-OPTIONAL = ("per_worker_s", "eager_s_per_kernel")
+OPTIONAL = ("per_worker_s", "eager_s_per_kernel", "filter_s_per_pass", "filter_s_per_logit")
+#: Requests' sampling (`simulate --sampling`, the validator's run key `sampling`): greedy (argmax, inside per_pass_s) or
+#: top-k-top-p (a top-k and/or top-p filter over the whole vocabulary each pass: the row's filter_s_* figures).
+SAMPLING = ("greedy", "top-k-top-p")
 #: The engine name that adds nothing (today's pass times, bit-identical results).
 NO_ENGINE = "none"
 
@@ -158,6 +161,9 @@ class EngineOverheads:
     per_sequence_s: float = 0.0
     per_worker_s: float = 0.0
     eager_s_per_kernel: float = 0.0
+    filter_s_per_pass: float = 0.0
+    filter_s_per_logit: float = 0.0
+    filter_vocab: int = 0  # the vocabulary the requests' top-k/top-p filter runs over (with_top_k_top_p); 0: greedy
     cuda_graph_max_batch: float = math.inf
     per_worker_families: tuple | None = None  # vendors the per-worker term applies on (None: all)
     schedule_ahead: int = 0  # 1: the engine schedules the next batch while this one runs (Policy.schedule_ahead)
@@ -210,6 +216,27 @@ class EngineOverheads:
         eager floor and the CUDA-graph limit stay."""
         return replace(self, request_in_s=0.0, tokenize_s_per_token=0.0, first_token_out_s=0.0)
 
+    def with_top_k_top_p(self, vocab: int) -> "EngineOverheads":
+        """These overheads for requests that sample through a top-k and/or top-p filter over a `vocab`-entry
+        vocabulary: every pass gains filter_s_per_pass + filter_s_per_logit·vocab per sequence (`step_pass_s`,
+        `step_sequence_s`). A row without the filter figures cannot say what the filter costs: InputError."""
+        if self.filter_s_per_pass == 0 and self.filter_s_per_logit == 0:
+            raise InputError(f"engine {self.engine!r}'s catalog row gives no top-k/top-p filter cost (filter_s_per_pass, "
+                             f"filter_s_per_logit); add them to its row with --catalog, or leave sampling greedy")
+        if not (int(vocab) == vocab and vocab >= 1):
+            raise InputError(f"the top-k/top-p filter needs the model's vocabulary (a whole number >= 1), got {vocab!r}")
+        return replace(self, filter_vocab=int(vocab))
+
+    @property
+    def step_pass_s(self) -> float:
+        """τ_pass with the top-k/top-p filter's fixed part where the requests use one (with_top_k_top_p)."""
+        return self.per_pass_s + (self.filter_s_per_pass if self.filter_vocab else 0.0)
+
+    @property
+    def step_sequence_s(self) -> float:
+        """τ_seq with the filter's part where the requests use one: filter_s_per_logit · vocabulary per sequence."""
+        return self.per_sequence_s + self.filter_s_per_logit * self.filter_vocab
+
     @property
     def is_none(self) -> bool:
         return all(getattr(self, n) == 0.0 for n in FIGURES)
@@ -232,14 +259,15 @@ class EngineOverheads:
     def pass_overhead_s(self, batch, workers: int = 1):
         """τ_pass + τ_worker·(workers − 1) + τ_seq·batch: what every pass of `batch` sequences gains on `workers`
         tensor-parallel worker processes."""
-        return self.per_pass_s + self.per_worker_s * (workers - 1) + self.per_sequence_s * batch
+        return self.step_pass_s + self.per_worker_s * (workers - 1) + self.step_sequence_s * batch
 
     def to_dict(self) -> dict:
         """The figures used, under `engine_*` keys (the --json record)."""
         return {"engine": self.engine, "engine_which": self.which,
                 **{f"engine_{n}": getattr(self, n) for n in FIGURES},
                 "engine_cuda_graph_max_batch": None if math.isinf(self.cuda_graph_max_batch) else self.cuda_graph_max_batch,
-                "engine_schedule_ahead": self.schedule_ahead}
+                "engine_schedule_ahead": self.schedule_ahead,
+                "engine_sampling": SAMPLING[1] if self.filter_vocab else SAMPLING[0], "engine_filter_vocab": self.filter_vocab}
 
     def terms(self, prompt_tokens, mean_batch: float, tokens_per_pass: float = 1.0, workers: int = 1) -> dict:
         """The overheads as their own --json terms of a run: `ttft_overhead_s` = request-in + tokenise +
@@ -367,8 +395,8 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
         return dep
     overheads = overheads.for_system(getattr(dep.step, "system", None))
     workers, schedulers = workers_of(dep)
-    step = OverheadStep(_without_pass_overhead(dep.step), overheads.per_pass_s + overheads.per_worker_s * (workers - 1),
-                        overheads.per_sequence_s, schedulers, eager_floor_s(dep.step, overheads),
+    step = OverheadStep(_without_pass_overhead(dep.step), overheads.step_pass_s + overheads.per_worker_s * (workers - 1),
+                        overheads.step_sequence_s, schedulers, eager_floor_s(dep.step, overheads),
                         overheads.cuda_graph_max_batch)
     return replace(dep, step=step)
 

@@ -66,6 +66,10 @@ that the server's prefix cache already holds when the run starts, left there by 
 the same server (bench clients of one seed send the same prompt content run after run, truncated to each run's
 lengths: vLLM's random dataset (offset_i + i + j) mod V, SGLang's random dataset the i-th ShareGPT prompt); each such
 request gets a prefix of its own, cached at the start (simulate/core.Simulation warm_prefixes). Absent: a cold cache.
+`sampling: top-k-top-p` says the server sampled through a top-k and/or top-p filter (a client that sent no temperature
+to a server whose model's generation_config sets top_k or top_p, as vLLM 0.15's `vllm bench serve` does): every pass
+gains the engine row's filter cost over the model's vocabulary (simulate/overheads.EngineOverheads.with_top_k_top_p).
+Absent or `greedy`: an argmax, inside the row's per-pass figure.
 """
 
 from __future__ import annotations
@@ -987,6 +991,22 @@ def trace_metrics(trace, ttft_zero=None, separate: bool = False, window: tuple[f
     return out
 
 
+def sampling_overheads(run: dict, ovh):
+    """`ovh` for the run's `sampling` (module docstring): greedy (absent) leaves it; top-k-top-p adds the engine row's
+    filter over the model's vocabulary (EngineOverheads.with_top_k_top_p)."""
+    from ..simulate.overheads import SAMPLING
+
+    sampling = run.get("sampling", SAMPLING[0])
+    if sampling not in SAMPLING:
+        raise InputError(f"serving run {run.get('id')!r}: sampling {sampling!r}; expected {' or '.join(SAMPLING)} "
+                         f"(top-k-top-p: the requests sample through a top-k and/or top-p filter)")
+    if sampling == SAMPLING[0]:
+        return ovh
+    from ..catalog import model
+
+    return ovh.with_top_k_top_p(model(run["model"]).vocab)
+
+
 def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str = "mid", seed: int = 0,
                  sigma: float | None = None) -> dict:
     """One replica of `run` simulated (the variant given by the keywords): its metrics and the simulator's
@@ -1005,6 +1025,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
         ovh = ovh.in_process()
     if "cuda_graph_max_batch" in run:  # the launch's own CUDA-graph batch limit (else the engine row's default)
         ovh = replace(ovh, cuda_graph_max_batch=float(run["cuda_graph_max_batch"]))
+    ovh = sampling_overheads(run, ovh)
     pol = engine_policy(pol, ovh)  # the row's scheduling one batch ahead (vLLM V1 async scheduling)
     dep = deployment_for(run, efficiency)
     if run.get("kernels", "factor") == "tables":  # decode passes from the engine family's measured kernel tables
