@@ -606,9 +606,9 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("aa", 60, {"aa1"}), ("ab", 55, {"ab1"}),
                                                ("ac", 50, {"ac1"}), ("ad", 50, {"ad1", "ad2"}), ("ae", 36, {"ae1"}),
                                                ("af", 35, {"af1"}), ("ag", 38, {"ag1"}), ("ah", 37, {"ah1"}), ("ai", 43, {"ai1"}),
-                                               ("aj", 48, {"aj1"}), ("ak", 45, {"ak1"})])
-def test_sets_i_to_ak_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to ak (the ninth to thirty-seventh blind sets, gathered 2026-11-26 and 27, each after the one before was scored): runs
+                                               ("aj", 48, {"aj1"}), ("ak", 45, {"ak1"}), ("al", 30, {"al1"})])
+def test_sets_i_to_al_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to al (the ninth to thirty-eighth blind sets, gathered 2026-11-26 and 27, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
@@ -1304,6 +1304,32 @@ def test_warm_prefix_tokens_by_hand():
     ds = {"kind": "uniform", "prompt_range": [2048, 2048], "output_range": [16, 16]}
     cold, warm = (S.simulate_run(dict(run, **extra), ds, seed=0) for extra in ({}, {"warm_prefix_tokens": 1024}))
     assert warm["ttft_mean"] < cold["ttft_mean"]
+
+
+def test_layout_run_key():
+    """Run key `layout` (vLLM's MoE data parallelism, {tp: 4, dp: 2, expert_tp: 8}): {tp: 8} is the default one TP
+    group exactly; the DP layout gives two attention-DP schedulers with each routed expert over all 8 GPUs and its own
+    KV capacity; a layout over the wrong GPU count, an unknown key or a bad degree is one line each."""
+    from roofline.simulate.overheads import workers_of
+
+    run = {"id": "t", "engine": "vllm", "model": "gpt-oss-120b", "system": "dgx-h100", "gpus": 8, "replicas": 1,
+           "rate": float("inf"), "max_concurrency": 8, "requests": 16, "dataset": "d", "policy": "chunked",
+           "max_seqs": 2048, "max_batched_tokens": 16384, "weights_dtype": "bf16", "expert_weights_dtype": "fp4",
+           "kv_dtype": "bf16", "kernels": "tables", "metrics": ["ttft_mean", "tpot_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [256, 256], "output_range": [16, 16]}
+    assert S.layout_of(run) is None
+    one_group, tp8 = (S.simulate_run(dict(run, **extra), ds) for extra in ({}, {"layout": {"tp": 8}}))
+    assert one_group["tpot_mean"] == tp8["tpot_mean"] and one_group["ttft_mean"] == tp8["ttft_mean"]
+    dp = dict(run, layout={"tp": 4, "dp": 2, "expert_tp": 8})
+    lay = S.layout_of(dp)
+    assert (lay.tp, lay.dp, lay.moe_tp, lay.ep, lay.gpus) == (4, 2, 8, 1, 8)
+    dep = S.deployment_for(dp)
+    assert workers_of(dep) == (4, 2) and dep.kv_capacity_tokens != S.deployment_for(run).kv_capacity_tokens
+    assert S.simulate_run(dp, ds)["tpot_mean"] > 0
+    for bad, msg in (({"tp": 4, "dp": 1}, "uses 4 GPUs but the run's gpus is 8"), ({"tp": 4, "pp": 2}, "tp, dp, ep"),
+                     ({"tp": 0, "dp": 8}, "whole numbers >= 1"), ([4, 2], "whole numbers >= 1")):
+        with pytest.raises(S.InputError, match=msg):
+            S.layout_of(dict(run, layout=bad))
 
 
 def test_measured_compute_check_by_hand():

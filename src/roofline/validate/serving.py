@@ -70,6 +70,11 @@ request gets a prefix of its own, cached at the start (simulate/core.Simulation 
 to a server whose model's generation_config sets top_k or top_p, as vLLM 0.15's `vllm bench serve` does): every pass
 gains the engine row's filter cost over the model's vocabulary (simulate/overheads.EngineOverheads.with_top_k_top_p).
 Absent or `greedy`: an argmax, inside the row's per-pass figure.
+`layout: {tp, dp, ep, expert_tp}` lays one replica's `gpus` out as layout.Layout does (`simulate --tp/--dp/--ep/--moe-tp`):
+vLLM's MoE data parallelism (`--data-parallel-size 2 --tensor-parallel-size 4` without expert parallelism) is
+{tp: 4, dp: 2, expert_tp: 8}, attention data-parallel over two TP-4 groups that step together, each routed expert
+sliced over all 8 GPUs; its `max_seqs` and `max_batched_tokens` are the engine's, summed over the DP ranks. Absent: the
+GPUs as one TP group.
 """
 
 from __future__ import annotations
@@ -96,10 +101,10 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # pages, gathered after set c was scored (suffix _d), "e" = the fifth (Lambda vLLM v0.5.4 result files and SGLang cookbook
 # benchmarks), gathered after set d was scored (suffix _e), "f" = the sixth (SGLang cookbook hold-outs and Kimi-K2.5,
 # vLLM recipes on MI300X), gathered after set e was scored and the kernel tables were wired into the simulator; "g" to
-# "z" the seventh to twenty-sixth (suffixes _g to _z), each gathered after the one before was scored; then "aa" to "ak",
-# the twenty-seventh to thirty-seventh (suffixes _aa to _ak; the names go on as spreadsheet columns do: aa, ab, ...).
+# "z" the seventh to twenty-sixth (suffixes _g to _z), each gathered after the one before was scored; then "aa" to "al",
+# the twenty-seventh to thirty-eighth (suffixes _aa to _al; the names go on as spreadsheet columns do: aa, ab, ...).
 SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
-        "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak")
+        "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al")
 
 
 #: the per-worker term on NVIDIA only (2026-11-26): every set with vLLM V0/V1-sync runs at TP > 1 on MI300X discloses it
@@ -539,7 +544,7 @@ def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to ak = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; b to al = data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
@@ -838,18 +843,45 @@ def warm_prefixes_for(run: dict, wl):
 
 
 # ---- one simulation -----------------------------------------------------------------------------------
+#: the Layout fields a run's `layout` may set (module docstring): the rest keep Layout's defaults
+LAYOUT_KEYS = ("tp", "dp", "ep", "expert_tp")
+
+
+def layout_of(run: dict):
+    """The run's `layout` (module docstring) as a Layout over its `gpus`; None without one."""
+    from ..layout import Layout
+
+    spec = run.get("layout")
+    if spec is None:
+        return None
+    if (not isinstance(spec, dict) or not spec or set(spec) - set(LAYOUT_KEYS)
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in spec.values())):
+        raise InputError(f"serving run {run.get('id')!r}: layout must map some of {', '.join(LAYOUT_KEYS)} to whole "
+                         f"numbers >= 1 (e.g. {{tp: 4, dp: 2, expert_tp: 8}}), got {spec!r}")
+    lay = Layout(**spec)
+    if lay.gpus != int(run["gpus"]):
+        raise InputError(f"serving run {run.get('id')!r}: layout {spec} uses {lay.gpus} GPUs but the run's gpus is "
+                         f"{run['gpus']}; gpus counts one replica's GPUs, tp x dp of its layout")
+    return lay
+
+
 def deployment_for(run: dict, which: str = "mid"):
     """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
-    --realistic`), its dtypes (`expert_weights_dtype`: the routed experts' own format, where given), the
-    efficiency factors at `which`."""
+    --realistic`), or its `layout` where given, its dtypes (`expert_weights_dtype`: the routed experts' own format,
+    where given), the efficiency factors at `which`."""
     from ..catalog import model, system
-    from ..simulate.steptable import roofline_deployment
+    from ..simulate.steptable import deployment, roofline_deployment
 
     extra: dict[str, Any] = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
     if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
         extra.update(usable_memory=float(run["kv_memory_fraction"]), kv_memory_of=str(run.get("kv_memory_of", "total")))
-    dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
-                              weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
+    lay = layout_of(run)
+    if lay is None:
+        dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
+                                  weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
+    else:
+        dep = deployment(model(run["model"]), system(run["system"]), lay, realistic=True,
+                         weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
     step: Any = dep.step  # an EngineStep (realistic): the corner is its `which`
     return dep if which == "mid" else replace(dep, step=replace(step, which=which))
 
