@@ -1332,6 +1332,32 @@ def test_layout_run_key():
             S.layout_of(dict(run, layout=bad))
 
 
+def test_set_al_committed_predictions_and_declared_alternatives_reproduce():
+    """Set al (the llm-benchmaq gpt-oss-120b TP4 x DP2 runs, pre-registered at 36b1f0d with the run key `layout`) recomputes
+    exactly with today's code for a January warm burst (an April closed loop's inputs checked); the declared alternative (4a4bf02: one
+    TP-4 replica of two with half the client's load, set ag's encoding) and the second (dafba21: the January bursts
+    cold) are what the code gives with those inputs; at the commit they record, the measured values were not in the
+    repository."""
+    sp = S.set_paths("al")
+    doc, pred, alt = _registered_with_alternative("al", "36b1f0d")
+    warm = _yaml(sp["predictions"].with_name("serving_predictions_al_warm.yaml"))
+    assert warm["at_commit"] == "36b1f0d" and "second declared alternative" in warm["variant"]
+    assert not S.DISCLOSURES.get("al") and len(doc["runs"]) == 30
+    byid = {r["id"]: r for r in doc["runs"]}
+    closed = byid["al1-bmq_h100_gptoss120b_tp4dp2_c25_n1000_i512_o128"]
+    burst = byid["al1-bmq_h200jan_gptoss120b_tp4dp2_c100_n100_i2048_o128"]
+    assert closed["layout"] == {"tp": 4, "dp": 2, "expert_tp": 8} and burst["warm_prefix_tokens"] == 1024
+    assert (closed["max_concurrency"], closed["requests"], closed["max_seqs"], closed["max_batched_tokens"]) == (25, 1000, 2048, 16384)
+    _reproduces(burst, doc, pred["runs"], central="median")
+    half = {k: v for k, v in burst.items() if k != "layout"} | {"gpus": 4, "replicas": 2, "max_concurrency": 50,
+                                                                "requests": 50, "max_seqs": 1024,
+                                                                "max_batched_tokens": 8192}
+    _reproduces(half, doc, alt["runs"], central="median")
+    assert warm["runs"][closed["id"]] == pred["runs"][closed["id"]]
+    _reproduces({k: v for k, v in burst.items() if k != "warm_prefix_tokens"}, doc, warm["runs"], central="median")
+    _registered_before_measured("al", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
