@@ -9,7 +9,9 @@ overheads"):
                                                                             without a layout)
 
   τ_pass = scheduler + sampling + host sync per step, τ_seq = per sequence in the pass (sampling, output
-  processing, detokenisation), τ_worker = per step and per tensor-parallel worker process beyond the first
+  processing, detokenisation); requests that sample through a top-k/top-p filter (`with_top_k_top_p`, `--sampling`)
+  add the row's filter to both, filter_s_per_pass to τ_pass and filter_s_per_logit·V (the model's vocabulary) to τ_seq
+  (vLLM V1's PyTorch path sorts the whole vocabulary; docs/simulator.md "Sampling through a top-k/top-p filter"), τ_worker = per step and per tensor-parallel worker process beyond the first
   (the engines that run one Python worker per GPU and wait for all of them each step: the driver's input
   broadcast and the slowest worker's launch; 0 for engines whose host work overlaps the GPU's). All are the
   part of that host work exposed on the GPU's critical path (what Nsight shows as GPU idle between steps),
