@@ -129,6 +129,23 @@ def test_vectorised_broadcast():
     assert np.all(np.diff(r.seconds, axis=1) > 0)  # wider outputs take longer at every m
 
 
+def test_constant_axes_and_repeats_give_the_point_by_point_answer():
+    """A grid whose GEMM sizes do not vary along one axis (materialised, not broadcast views) and a repeated
+    lookup give exactly what each point looked up alone gives; the answers cannot be altered by a caller."""
+    m = np.repeat(np.geomspace(1, 20000, 7)[:, None], 5, axis=1)  # constant along axis 1
+    n = np.full((7, 5), 5120.0)
+    K._MEMO.clear()
+    grid = K.gemm_s("h100-sxm", "bf16", m, n, 8192, engine="vllm")
+    again = K.gemm_s("h100-sxm", "bf16", m.copy(), n.copy(), 8192, engine="vllm")
+    alone = np.array([[float(K.gemm_s("h100-sxm", "bf16", np.array([x]), 5120, 8192, engine="vllm").seconds[0])
+                       for x in row] for row in m])
+    assert grid.seconds.shape == (7, 5) and np.array_equal(grid.seconds, alone)
+    assert np.array_equal(again.seconds, grid.seconds) and again.covered.all()
+    assert len(K._MEMO) == 1 + 7  # the grid once (7 distinct rows), each point alone once
+    with pytest.raises(ValueError):
+        grid.seconds[0, 0] = 1.0
+
+
 def test_not_covered_returns_nan_and_no_source():
     r = K.gemm_s("mi300x", "bf16", 64, 4096, 4096)
     assert not r.covered and np.isnan(r.seconds) and r.source == ""

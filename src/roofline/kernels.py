@@ -37,7 +37,9 @@ between kernels (the engine composes them).
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections import OrderedDict
 from functools import cache, lru_cache
 from importlib import resources
 from typing import NamedTuple
@@ -200,11 +202,46 @@ def _pick(acc: str, kind: str, engine: str | None, keys: dict) -> dict | None:
     return None
 
 
+#: recent lookups and their results (a lookup is a pure function of its arguments: the tables are package data).
+#: A simulation tabulates the same grid of passes once per variant (seeds, overhead corners) and the interval's
+#: corners read every engine's tables at the points the central one read, so the repeats are answered from here.
+#: Bounded (least recently used dropped); the cached arrays are read-only, so no caller can alter a later answer.
+_MEMO: OrderedDict[tuple, KernelTime] = OrderedDict()
+_MEMO_SIZE = 1024
+
+
 def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -> KernelTime:
     """`strict`: a point off an axis the table measured at one value only is not covered (else the table's
-    value at that one point stands in for it, flagged extrapolated)."""
+    value at that one point stands in for it, flagged extrapolated). The coordinates are broadcast together;
+    along an axis where none of them varies (a step table's GEMM sizes along its context axis, for one) the
+    points are looked up once and the answer broadcast back; a repeated lookup is answered from _MEMO."""
     acc = accelerator_id(acc)
     arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
+    shape = arrs[0].shape
+    for j in range(len(shape)):
+        if shape[j] > 1 and all(np.array_equal(a, np.take(a, [0], axis=j).repeat(shape[j], axis=j)) for a in arrs):
+            arrs = [np.take(a, [0], axis=j) for a in arrs]
+    digest = hashlib.blake2b(digest_size=16)
+    for a in arrs:
+        digest.update(np.ascontiguousarray(a).tobytes())
+    key = (acc, kind, engine, tuple(sorted(keys.items())), strict, arrs[0].shape, digest.digest())
+    out = _MEMO.get(key)
+    if out is None:
+        out = _lookup_new(acc, kind, engine, keys, arrs, strict)
+        for a in (out.seconds, out.covered, out.extrapolated, out.distance):
+            a.flags.writeable = False
+        _MEMO[key] = out
+        if len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    else:
+        _MEMO.move_to_end(key)
+    if out.seconds.shape == shape:
+        return out
+    return KernelTime(*(np.broadcast_to(f, shape) if isinstance(f, np.ndarray) else f for f in out))
+
+
+def _lookup_new(acc: str, kind: str, engine, keys: dict, arrs: list, strict: bool) -> KernelTime:
+    """_lookup of points not asked before (`arrs`: the coordinates broadcast together)."""
     shape = arrs[0].shape
     t = _pick(acc, kind, engine, keys)
     if t is None:
