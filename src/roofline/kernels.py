@@ -216,7 +216,7 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -
     along an axis where none of them varies (a step table's GEMM sizes along its context axis, for one) the
     points are looked up once and the answer broadcast back; a repeated lookup is answered from _MEMO."""
     acc = accelerator_id(acc)
-    arrs = np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords))
+    arrs = list(np.broadcast_arrays(*(np.asarray(c, dtype=float) for c in coords)))
     shape = arrs[0].shape
     for j in range(len(shape)):
         if shape[j] > 1 and all(np.array_equal(a, np.take(a, [0], axis=j).repeat(shape[j], axis=j)) for a in arrs):
@@ -237,10 +237,11 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -
         _MEMO.move_to_end(key)
     if out.seconds.shape == shape:
         return out
-    return KernelTime(*(np.broadcast_to(f, shape) if isinstance(f, np.ndarray) else f for f in out))
+    return KernelTime(np.broadcast_to(out.seconds, shape), np.broadcast_to(out.covered, shape),
+                      np.broadcast_to(out.extrapolated, shape), out.source, np.broadcast_to(out.distance, shape))
 
 
-def _lookup_new(acc: str, kind: str, engine, keys: dict, arrs: list, strict: bool) -> KernelTime:
+def _lookup_new(acc: str, kind: str, engine, keys: dict, arrs: list[np.ndarray], strict: bool) -> KernelTime:
     """_lookup of points not asked before (`arrs`: the coordinates broadcast together)."""
     shape = arrs[0].shape
     t = _pick(acc, kind, engine, keys)
