@@ -125,6 +125,16 @@ def itl_first_gap_one_pass(monkeypatch):
 
 
 @pytest.fixture
+def moe_tokens_not_gathered(monkeypatch):
+    """A MoE group serving several attention groups all-reduces one group's tokens over its GPUs, as serving set al
+    was registered (2026-11-27: layout.MOE_GATHERS_GROUPS)."""
+    from roofline import layout as LY
+
+    monkeypatch.setattr(LY, "MOE_GATHERS_GROUPS", False)
+    yield
+
+
+@pytest.fixture
 def collective_sizes_in_bytes(monkeypatch):
     """The collective tables' size axis read as bytes (it counts 16-bit elements), as every serving set up to af and
     the scenario rows were registered (2026-11-27: kernels.COLLECTIVE_SIZE_IN_ELEMENTS)."""

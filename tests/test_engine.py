@@ -209,6 +209,42 @@ def test_moe_tensor_parallel_unlike_attention():
     assert float(r.ep_comm_s) == pytest.approx(2 * m.moe_layers * a2a, rel=1e-12)
 
 
+def test_moe_tokens_gathered_across_attention_groups_by_hand(monkeypatch):
+    """Mixtral on 8 GPUs as vLLM's MoE data parallelism: attention TP 4 x DP 2, each routed expert sliced over all 8
+    (ep 1). Every MoE layer all-gathers both DP groups' tokens, reduce-scatters the expert outputs and all-reduces
+    over its TP 4 (layout.MOE_GATHERS_GROUPS), by hand; so do the measured-kernel terms, from NCCL's tables. Off: one
+    all-reduce of the group's own tokens over 8 GPUs, as set al was registered."""
+    from roofline import kernels as K
+    from roofline import layout as LY
+    from roofline import network as N
+    from roofline.kernel_pass import table_terms
+
+    m, s = CAT.model("mixtral-8x7b"), CAT.system("dgx-h100")
+    lay = Layout(tp=4, dp=2, expert_tp=8)
+    B = 64
+    act = m.d_model * 2.0
+    up_bw, up_lat = s.scale_up_bytes_per_s, s.scale_up_latency_s
+    own, gathered = B / 2 * act, B * act  # a DP group's tokens, both groups' tokens
+    dense = m.layers * N.best_all_reduce_s(own, 4, up_bw, up_lat)
+    moe = m.moe_layers * (N.all_gather_s(gathered, 2, up_bw, up_lat) + N.reduce_scatter_s(gathered, 2, up_bw, up_lat)
+                          + N.best_all_reduce_s(own, 4, up_bw, up_lat))
+    assert float(step(m, s, B, 1000, layout=lay).tp_comm_s) == pytest.approx(float(dense + moe), rel=1e-12)
+    t = table_terms(m, s, B, 1000, tp=4, dp=2, moe_tp=8, engine="vllm")
+    by_table = (m.layers * K.collective_s("h100-sxm", "all_reduce", own, 4, engine="vllm").seconds
+                + m.moe_layers * (K.collective_s("h100-sxm", "all_reduce", own, 4, engine="vllm").seconds
+                                  + K.collective_s("h100-sxm", "all_gather", gathered, 2).seconds
+                                  + K.collective_s("h100-sxm", "reduce_scatter", gathered, 2).seconds))
+    assert t.tp_covered and float(t.tp_comm_s) == pytest.approx(float(by_table), rel=1e-12)
+    monkeypatch.setattr(LY, "MOE_GATHERS_GROUPS", False)
+    registered = dense + m.moe_layers * N.best_all_reduce_s(own, 8, up_bw, up_lat)
+    assert float(step(m, s, B, 1000, layout=lay).tp_comm_s) == pytest.approx(float(registered), rel=1e-12)
+    # attention TP 8 with MoE TP 2 x EP 4 serves one attention group: no gather either way
+    monkeypatch.setattr(LY, "MOE_GATHERS_GROUPS", True)
+    hybrid = step(m, s, B, 1000, layout=Layout(tp=8, ep=4, expert_tp=2))
+    assert float(hybrid.tp_comm_s) == pytest.approx(float((m.layers * N.best_all_reduce_s(B * act, 8, up_bw, up_lat)
+                                                            + m.moe_layers * N.best_all_reduce_s(B * act, 2, up_bw, up_lat))), rel=1e-12)
+
+
 def test_context_parallel_prefill_by_hand():
     """Llama 3.1 70B, one 131,072-token prompt on 4 DGX H100: TP 8 x CP 4. Each CP rank computes 1/4 of the
     GEMMs and of the (balanced causal) attention, holds 1/4 of the KV, and every layer all-gathers the

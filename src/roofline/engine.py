@@ -13,6 +13,8 @@ group, f = v·ceil(L/(pp·v))/L):
                 KV  = f·(b/dp)·kv_seq(ctx)/kv_shard · G                          t = KV/(BW·η_kv)
     elementwise φ·f·T_g·E(tp)/(BW·η_ew)                       norms, residual adds, rotary, activation, casts
     TP          f·[(L + L_dense)·AR(T_g·D·b_a, tp) + L_moe·AR(T_g·D·b_a, moe_tp)]   best of ring/one-shot
+                (a MoE group serving s = moe_tp·ep/tp > 1 attention groups with ep = 1: L_moe·[AG(T_e·D·b_a, s)
+                + RS(T_e·D·b_a, s) + AR(T_g·D·b_a, tp)] in place of its all-reduce; layout.MOE_GATHERS_GROUPS)
                 (+ f·L·A2A(T_g·N·(H_qk + H_v)·b_a/tp, tp) with attention sharded by batch, Pope et al. 2022)
     CP          f·L·AG(K,V of the sequences' ctx + len tokens / layer, cp)       context parallelism (prefill)
     EP          f·L_moe·2·A2A(T_e/(moe_tp·ep)·k·D·b_a·λ) on moe_tp·ep GPUs, scale-out share 1 − 1/n_domains
@@ -45,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from . import layout as LY
 from . import model as M
 from . import network as N
 from .efficiency import LOW_PRECISION, Efficiency, gemm_efficiency, realistic
@@ -402,7 +405,16 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
             tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
-            tp_s = tp_s + f * moe_l * N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s)
+            spans = moe_tp * ep / tp  # attention groups (DP groups, CP ranks) one MoE group serves
+            naive = (spans > 1) & (ep <= 1) if LY.MOE_GATHERS_GROUPS else np.zeros_like(spans, bool)
+            if np.any(naive):  # their tokens all-gathered in, the expert outputs reduce-scattered back, then the
+                # attention group's own all-reduce (vLLM's allgather_reducescatter dispatch, SGLang's DP attention)
+                g_bw, g_lat = ((up_bw, up.latency_s) if np.all(moe_tp <= chips) else (out_bw, out.latency_s))
+                gather = (N.all_gather_s(Te * act, spans, g_bw, g_lat) + N.reduce_scatter_s(Te * act, spans, g_bw, g_lat)
+                          + N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s))
+            else:
+                gather = 0.0
+            tp_s = tp_s + f * moe_l * np.where(naive, gather, N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s))
         if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the output back, over the tp/g GPUs
             qk, v = M.qk_v_dims(m)        # that share the sequences (none when the whole layer is gathered, g = tp)
             per_gpu = Tg * m.heads * (qk + v) * np.asarray(b_act, dtype=float) / tp

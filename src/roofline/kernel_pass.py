@@ -20,7 +20,9 @@ runs per layer and asks the tables for each (b = B/pp sequences per micro-batch,
                kernels.ep_all_to_all_s), where ep > 1
     TP comm    (layers + dense-MLP layers) all-reduces over tp and one per MoE layer over moe_tp, of
                T·D·bytes(activation) each (Megatron-LM: two per layer), from the engine's own custom
-               all-reduce table (else NCCL) on the scale-up tier
+               all-reduce table (else NCCL) on the scale-up tier; a MoE group serving s = moe_tp/tp
+               attention groups (ep = 1) instead all-gathers their s·T tokens, reduce-scatters the expert
+               outputs and all-reduces over tp (NCCL's tables; layout.MOE_GATHERS_GROUPS)
 
 Each term is a loop total (pp stages × layers/pp each) on one GPU, with masks: covered where every
 kernel of the term was found in a table, extrapolated where any lookup left its table's range or was
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernels as K
+from . import layout as LY
 from . import model as M
 
 
@@ -213,11 +216,18 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
 
     # TP all-reduces on the scale-up tier (beyond one domain: not covered)
     act_bytes = T * D * dtype_bytes(activation_dtype)
-    for n_ar, group in ((m.layers + m.dense_mlp_layers, tp), (m.moe_layers, moe_tp)):
+    spans = moe_tp * ep / tp  # attention groups one MoE group serves (layout.MOE_GATHERS_GROUPS)
+    naive = (spans > 1) & (ep <= 1) if (LY.MOE_GATHERS_GROUPS and m.moe_layers) else np.zeros(spans.shape, bool)
+    for n_ar, group in ((m.layers + m.dense_mlp_layers, tp), (m.moe_layers, np.where(naive, tp, moe_tp))):
         if n_ar and np.any(group > 1):
             up = K.collective_s(acc, "all_reduce", act_bytes, group, "scale-up", engine=engine)
             inside = np.broadcast_to(group <= chips, up.covered.shape)  # beyond one domain: not covered
             c.add(up._replace(covered=up.covered & inside), n_ar)
+    if np.any(naive):  # their tokens all-gathered in, the expert outputs reduce-scattered back (NCCL's tables)
+        for kind in ("all_gather", "reduce_scatter"):
+            r = K.collective_s(acc, kind, act_bytes * spans, np.where(naive, spans, 1.0), "scale-up", engine=engine)
+            inside = np.broadcast_to(moe_tp <= chips, r.covered.shape)
+            c.add(r._replace(covered=r.covered & inside), m.moe_layers)
     if m.moe and m.moe_layers and np.any(ep > 1):  # DeepEP dispatch + combine, nodes of 8 GPUs
         e = m.moe
         nodes = np.maximum(np.ceil(moe_tp * ep / 8.0), 1.0)

@@ -55,6 +55,15 @@ import numpy as np
 
 from .errors import InputError
 
+#: A MoE group that serves several attention groups (MoE TP sliced over tp·dp GPUs with attention data-parallel,
+#: ep = 1) gathers their tokens: per MoE layer an all-gather of the T_e tokens over the `spans` = moe_tp·ep/tp groups,
+#: a reduce-scatter of the expert outputs back, and the attention group's all-reduce over tp (vLLM's default MoE
+#: dispatch under data parallelism without expert parallelism: AgRsAll2AllManager, all2all_backend
+#: "allgather_reducescatter", in vllm/distributed/device_communicators/all2all.py and FusedMoE.forward_impl of
+#: v0.14.1). False: one all-reduce of the group's own T_g tokens over moe_tp GPUs, as set al was registered
+#: (found post hoc on set al: its DP bursts' TTFT 1.2–1.3x the TP 8 bursts' of the same campaign).
+MOE_GATHERS_GROUPS = True
+
 RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
 ATTENTION_SHARDINGS = ("heads", "batch")
 WEIGHT_STATIONARY = ("1d", "2d", "gathered")
