@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with only Python 3.11+ and pip:
 #   make demo   - create .venv, install roofline, write the lecture report to report/
 #   make test   - create .venv with the dev extras, lint (ruff) and type-check (mypy), run the whole test suite
+#                 (pytest-xdist: one worker per CPU)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -24,7 +25,7 @@ demo: $(VENV)/.installed
 	@echo "Open report/index.html"
 
 test: lint
-	MPLBACKEND=Agg $(BIN)/python -m pytest
+	MPLBACKEND=Agg $(BIN)/python -m pytest -n auto --dist worksteal
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests benchmarks scripts
