@@ -24,17 +24,10 @@ def _one(args):
     from roofline import layout as LY
     from roofline.validate import serving as S
 
-    set_name, run_id = args
-    doc = S.load_runs(set_name=set_name)
-    run = next(r for r in doc["runs"] if r["id"] == run_id)
-    ds = doc["datasets"][run["dataset"]]
-    meas = S._load(S.set_paths(set_name)["measured"])["runs"][run_id]
-    skip = run.get("not_modelled", {})
     out = []
     for label, flag in (("as registered", False), ("tokens gathered", True)):
         LY.MOE_GATHERS_GROUPS = flag
-        m = S.simulate_run(run, ds, seed=0)
-        out += [(label, k, m[k] / float(meas[k]) - 1) for k in run["metrics"] if k not in skip]
+        out += [(label, k, e) for k, e in S.what_if_errors(*args)[1]]
     return out
 
 

@@ -26,15 +26,10 @@ def _one(args):
     from roofline.validate import serving as S
 
     set_name, run_id = args
-    doc = S.load_runs(set_name=set_name)
-    run = next(r for r in doc["runs"] if r["id"] == run_id)
-    ds = doc["datasets"][run["dataset"]]
-    meas = S._load(S.set_paths(set_name)["measured"])["runs"][run_id]
-    skip = run.get("not_modelled", {})
     out = []
-    for label, r in (("registered", run), ("top-k-top-p", {**run, "sampling": "top-k-top-p"})):
-        m = S.simulate_run(r, ds, seed=0)
-        out += [(label, run["model"], k, m[k] / float(meas[k]) - 1) for k in run["metrics"] if k not in skip]
+    for label, changes in (("registered", None), ("top-k-top-p", {"sampling": "top-k-top-p"})):
+        run, errors = S.what_if_errors(set_name, run_id, changes)
+        out += [(label, run["model"], k, e) for k, e in errors]
     return out
 
 

@@ -1515,3 +1515,17 @@ def test_inference_perf_shared_prefix_prompts_recur_and_hit_the_cache_by_hand():
     tr = Simulation(wl, S.deployment_for(run), Policy("chunked", 128, 2048)).run()
     hit = np.asarray(tr.prefix_hit_tokens)
     assert np.all(hit[:100] == 0) and np.all(hit[100:] == 560.0)
+
+
+def test_what_if_errors_are_the_seed_0_run_against_its_measured_values():
+    """S.what_if_errors (the post hoc scripts' scoring) is simulate_run at seed 0 with the changes, over the run's
+    modelled metrics, divided by the measured values; no change is the registered inputs."""
+    rid = CHEAP[0]
+    doc = S.load_runs()
+    run = next(r for r in doc["runs"] if r["id"] == rid)
+    measured = _yaml(S.set_paths("a")["measured"])["runs"][rid]
+    sim = S.simulate_run({**run, "max_seqs": 8}, doc["datasets"][run["dataset"]], seed=0)
+    got, errors = S.what_if_errors("a", rid, {"max_seqs": 8})
+    assert got == run and [k for k, _ in errors] == [k for k in run["metrics"] if k not in run.get("not_modelled", {})]
+    assert errors == [(k, sim[k] / float(measured[k]) - 1) for k, _ in errors]
+    assert S.what_if_errors("a", rid)[1] != errors

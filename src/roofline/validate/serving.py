@@ -602,6 +602,18 @@ def load_runs(path: str | Path | None = None, set_name: str = "a") -> dict:
     return doc
 
 
+def what_if_errors(set_name: str, run_id: str, changes: dict | None = None) -> tuple[dict, list[tuple[str, float]]]:
+    """(the run, [(metric, predicted/measured - 1)]) of one scored run simulated at seed 0 with the central factors,
+    its keys updated by `changes`, over its modelled metrics: the post hoc what-ifs of scripts/posthoc_*.py, which
+    print and never write a set."""
+    doc = load_runs(set_name=set_name)
+    run = next(r for r in doc["runs"] if r["id"] == run_id)
+    measured = _load(set_paths(set_name)["measured"])["runs"][run_id]
+    m = simulate_run({**run, **(changes or {})}, doc["datasets"][run["dataset"]], seed=0)
+    skip = run.get("not_modelled", {})
+    return run, [(k, m[k] / float(measured[k]) - 1) for k in run["metrics"] if k not in skip]
+
+
 # ---- lengths ------------------------------------------------------------------------------------------
 def _lognormal_pairs(z: np.ndarray, medians: tuple[float, float], sigma: float, ds: dict) -> tuple[np.ndarray, np.ndarray]:
     """(prompt, output) token counts from standard normal pairs `z` (n x 2), kept where the benchmark
