@@ -1358,6 +1358,24 @@ def test_set_al_committed_predictions_and_declared_alternatives_reproduce(moe_to
     _registered_before_measured("al", pred["at_commit"])
 
 
+def test_set_am_committed_predictions_and_declared_alternative_reproduce():
+    """Set am (the llm-benchmaq GLM-4.7 January vLLM 0.14 bursts, pre-registered at 1558d7f with the MoE token gather
+    of set al's post hoc change already in the code) recomputes exactly with today's code for an H100 TP4 x DP2 warm
+    burst; the declared alternative (every run with expert parallelism: layout {tp: 8, ep: 8} or {tp: 4, dp: 2, ep: 8})
+    is what the code gives with those layouts; the three B200 runs that served no request are not in the set; at the
+    commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("am", "1558d7f")
+    assert not S.DISCLOSURES.get("am") and len(doc["runs"]) == 31
+    assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
+    byid = {r["id"]: r for r in doc["runs"]}
+    assert not any(k.startswith("am1-bmq_b200jan_glm47fp8_tp4dp2") and "i1024" not in k for k in byid)
+    dp = byid["am1-bmq_h100jan_glm47fp8_tp4dp2_c100_n100_i2048_o128"]
+    assert dp["layout"] == {"tp": 4, "dp": 2, "expert_tp": 8} and dp["warm_prefix_tokens"] == 1024
+    _reproduces(dp, doc, pred["runs"], central="median")
+    _reproduces({**dp, "layout": {"tp": 4, "dp": 2, "ep": 8}}, doc, alt["runs"], central="median")
+    _registered_before_measured("am", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
