@@ -125,6 +125,16 @@ def itl_first_gap_one_pass(monkeypatch):
 
 
 @pytest.fixture
+def moe_per_expert_gemms(monkeypatch):
+    """A routed-expert shape without MoE rows composed from per-expert GEMMs, as every serving set up to am was
+    registered (2026-11-27: kernel_pass.MOE_PER_EXPERT_GEMMS)."""
+    from roofline import kernel_pass as KP
+
+    monkeypatch.setattr(KP, "MOE_PER_EXPERT_GEMMS", True)
+    yield
+
+
+@pytest.fixture
 def moe_tokens_not_gathered(monkeypatch):
     """A MoE group serving several attention groups all-reduces one group's tokens over its GPUs, as serving set al
     was registered (2026-11-27: layout.MOE_GATHERS_GROUPS)."""

@@ -251,3 +251,28 @@ def test_with_kernel_tables_refuses_an_unknown_activation_format(cat):
     with pytest.raises(InputError, match="moe activations must be one of auto, bf16, fp8"):
         with_kernel_tables(dep, "vllm", "fp6")
     assert with_kernel_tables(dep, "vllm", "fp8").step.kernel_moe_activations == "fp8"
+
+
+def test_moe_shape_without_rows_keeps_the_factor_models_gemm_term(monkeypatch):
+    """GLM-4.7's routed experts (160 of 1,536, hidden 5,120) have no MoE row: the pass's GEMM term is not covered, so
+    `apply` keeps the factor model's; the old composition (kernel_pass.MOE_PER_EXPERT_GEMMS, as sets up to am were
+    registered) is one measured GEMM per touched expert: at MoE TP 8 and 100 decodes, 160 experts x 2 GEMMs of 192
+    columns per MoE layer, by hand."""
+    from roofline import kernel_pass as KP
+    from roofline import kernels as K
+    from roofline.catalog import model, system
+
+    m, s = model("glm-4.7"), system("dgx-h100")
+    now = KP.table_terms(m, s, 100, 2048, tp=8, weights_dtype="fp8", engine="vllm")
+    assert not now.gemm_covered and now.attention_covered and now.tp_covered
+    monkeypatch.setattr(KP, "MOE_PER_EXPERT_GEMMS", True)
+    old = KP.table_terms(m, s, 100, 2048, tp=8, weights_dtype="fp8", engine="vllm")
+    assert old.gemm_covered and old.gemm_extrapolated
+    e = m.moe
+    touched = M.expected_distinct_experts(e.experts, e.active, 100.0)
+    rows = max(100.0 * e.active / e.experts, 1.0)
+    per_layer = sum(float(K.gemm_s("h100-sxm", "fp8", rows, n, k, engine="vllm").seconds)
+                    for n, k in ((2 * e.d_ff_expert / 8, m.d_model), (m.d_model, e.d_ff_expert / 8)))
+    moe_gemms = m.moe_layers * touched * per_layer
+    assert touched > 159 and moe_gemms > 0.15  # 160 experts touched; over 150 ms of expert GEMMs per pass
+    assert float(old.gemm_s) > moe_gemms

@@ -8,8 +8,8 @@ runs per layer and asks the tables for each (b = B/pp sequences per micro-batch,
                (MLA: fused q_a+kv_a [T × (q_rank + kv_rank + rope) ← D], q_b, kv_b, O; DeepSeek-V2 §2.1)
                dense MLP              gate+up [T × 2F/tp ← D] (F/tp when not gated), down [T × D ← F/tp]
                MoE layer              router [T × E ← D]; routed experts: the MoE table at T·moe_tp/tp
-                                      tokens per EP rank (kernels.moe_s), else per-expert GEMMs of
-                                      T_e·k/E rows on the E/ep experts of a GPU (flagged extrapolated);
+                                      tokens per EP rank (kernels.moe_s), else the factor model's GEMM
+                                      term (MOE_PER_EXPERT_GEMMS: not per-expert GEMMs, post hoc on set am);
                                       shared experts as a dense MLP of their total width over moe_tp
                LM head                [b/dp × V/tp ← D] once per pass (prefill: the last token only)
     attention  context (prefill: b/dp sequences of L tokens) or generation (decode: b/dp sequences over
@@ -98,6 +98,12 @@ def _gemm_dtype(weights_dtype: str) -> str:
 
 
 MOE_ACTIVATIONS = ("auto", "bf16", "fp8")
+#: A routed-expert shape with no measured MoE row keeps the factor model's GEMM term (the fused MoE kernel it stands for
+#: runs every expert in one launch). True: the grouped GEMM composed from one measured GEMM per expert a GPU touches,
+#: each at its launch-bound time (160 GEMMs of 192 columns per MoE layer for GLM-4.7 at MoE TP 8: 202 ms of GEMMs
+#: in a 100-sequence decode pass on H100 against a 41 ms measured step), as every serving set up to am was registered
+#: (found post hoc on set am).
+MOE_PER_EXPERT_GEMMS = False
 
 
 def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
@@ -193,9 +199,9 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         if r.covered.any():
             g.add(r, m.moe_layers)
             moe_op = np.broadcast_to(r.covered, shape)
-        elif ed == "fp4" or ed != wd:  # experts without MoE rows in their format at this shape: no per-expert
-            g.add(r, m.moe_layers)  # stand-in, so the factor model times the GEMMs (docs/kernels.md "Dtype names")
-        else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches
+        elif ed == "fp4" or ed != wd or not MOE_PER_EXPERT_GEMMS:  # experts without MoE rows at this shape and
+            g.add(r, m.moe_layers)  # format: no per-expert stand-in, so the factor model times the GEMMs (docs/kernels.md)
+        else:  # grouped GEMM as per-expert GEMMs on the experts one GPU touches (as sets before am were registered)
             Te = per_rank * ep
             rows = np.maximum(Te * e.active * moe_imbalance / e.experts, 1.0)
             touched = M.expected_distinct_experts(e.experts, e.active, Te) / ep

@@ -550,7 +550,23 @@ _moe_gather = _posthoc(
      "layout."),
     "with one all-reduce against the gather", "with one all-reduce", "moe_tokens_not_gathered")
 _disclose({"al": "all 30 runs move; end-to-end 45.7% -> 41.8%, TTFT 62.2% -> 61.4%, ITL 46.0% -> 41.6% "
-                 "(scripts/posthoc_moe_gather.py)"}, _moe_gather)
+                 "(scripts/posthoc_switch.py layout.MOE_GATHERS_GROUPS --sets al)"}, _moe_gather)
+
+
+_moe_factor = _posthoc(
+    ("2026-11-27, after set am's measured values were seen (found through its GLM-4.7 runs as registered, TPOT +170% "
+     "median error: 202 ms of GEMMs in a 100-sequence decode pass on H100 against a 41 ms measured step): a routed-expert "
+     "shape with no measured MoE row in its format keeps the factor model's GEMM term (kernel_pass.MOE_PER_EXPERT_GEMMS), "
+     "where the registered predictions composed the grouped GEMM from one measured GEMM per expert a GPU touches, each "
+     "at its launch-bound time (a fused MoE kernel runs them in one launch). The sets where no run moves are not listed "
+     "(only GLM-4.7, and gpt-oss-120b with BF16 experts, lack rows)."),
+    "with per-expert GEMMs against the factor model", "with per-expert GEMMs", "moe_per_expert_gemms")
+_disclose({"aj": "24 of 48 runs move (its gpt-oss-120b runs); end-to-end 38.7% -> 39.7%, TTFT 48.9% -> 47.3%, "
+                 "ITL 64.7% -> 45.7%",
+           "ak": "5 of 45 move (its H200 gpt-oss-120b runs, BF16 experts); end-to-end 42.1% -> 31.4%, TTFT 44.8% -> 39.6%, "
+                 "ITL 45.4% -> 33.7%",
+           "am": "all 31 runs move; end-to-end 139.6% -> 48.4%, TTFT 57.1% -> 56.5%, ITL 196.0% -> 43.3% "
+                 "(scripts/posthoc_switch.py kernel_pass.MOE_PER_EXPERT_GEMMS --sets aj,ak,am)"}, _moe_factor)
 
 
 def set_paths(name: str = "a") -> dict[str, Path]:
