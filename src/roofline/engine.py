@@ -405,8 +405,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
             ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
             tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
-            spans = moe_tp * ep / tp  # attention groups (DP groups, CP ranks) one MoE group serves
-            naive = (spans > 1) & (ep <= 1) if LY.MOE_GATHERS_GROUPS else np.zeros_like(spans, bool)
+            naive, spans = LY.moe_gather_group(moe_tp, ep, tp)  # attention groups one MoE group serves
             if np.any(naive):  # their tokens all-gathered in, the expert outputs reduce-scattered back, then the
                 # attention group's own all-reduce (vLLM's allgather_reducescatter dispatch, SGLang's DP attention)
                 g_bw, g_lat = ((up_bw, up.latency_s) if np.all(moe_tp <= chips) else (out_bw, out.latency_s))

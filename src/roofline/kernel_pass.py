@@ -222,8 +222,8 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
 
     # TP all-reduces on the scale-up tier (beyond one domain: not covered)
     act_bytes = T * D * dtype_bytes(activation_dtype)
-    spans = moe_tp * ep / tp  # attention groups one MoE group serves (layout.MOE_GATHERS_GROUPS)
-    naive = (spans > 1) & (ep <= 1) if (LY.MOE_GATHERS_GROUPS and m.moe_layers) else np.zeros(spans.shape, bool)
+    naive, spans = LY.moe_gather_group(moe_tp, ep, tp)  # attention groups one MoE group serves
+    naive = naive & bool(m.moe_layers)
     for n_ar, group in ((m.layers + m.dense_mlp_layers, tp), (m.moe_layers, np.where(naive, tp, moe_tp))):
         if n_ar and np.any(group > 1):
             up = K.collective_s(acc, "all_reduce", act_bytes, group, "scale-up", engine=engine)
@@ -231,7 +231,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
             c.add(up._replace(covered=up.covered & inside), n_ar)
     if np.any(naive):  # their tokens all-gathered in, the expert outputs reduce-scattered back (NCCL's tables)
         for kind in ("all_gather", "reduce_scatter"):
-            r = K.collective_s(acc, kind, act_bytes * spans, np.where(naive, spans, 1.0), "scale-up", engine=engine)
+            r = K.collective_s(acc, kind, act_bytes * spans, spans, "scale-up", engine=engine)
             inside = np.broadcast_to(moe_tp <= chips, r.covered.shape)
             c.add(r._replace(covered=r.covered & inside), m.moe_layers)
     if m.moe and m.moe_layers and np.any(ep > 1):  # DeepEP dispatch + combine, nodes of 8 GPUs

@@ -64,6 +64,15 @@ from .errors import InputError
 #: (found post hoc on set al: its DP bursts' TTFT 1.2–1.3x the TP 8 bursts' of the same campaign).
 MOE_GATHERS_GROUPS = True
 
+
+def moe_gather_group(moe_tp, ep, tp):
+    """(gathers, s): where a MoE group gathers the tokens of s = moe_tp·ep/tp > 1 attention groups (ep = 1 and
+    MOE_GATHERS_GROUPS), and the gather's group size s there, 1 elsewhere (a whole number of GPUs for the collectives).
+    Broadcasts over the planner's arrays of degrees."""
+    spans = np.asarray(moe_tp, dtype=float) * np.asarray(ep, dtype=float) / np.asarray(tp, dtype=float)
+    gathers = (spans > 1) & (np.asarray(ep) <= 1) & MOE_GATHERS_GROUPS
+    return gathers, np.where(gathers, spans, 1.0)
+
 RECOMPUTE_MODES = ("none", "selective", "full", "reversible")
 ATTENTION_SHARDINGS = ("heads", "batch")
 WEIGHT_STATIONARY = ("1d", "2d", "gathered")
