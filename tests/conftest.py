@@ -135,6 +135,16 @@ def moe_per_expert_gemms(monkeypatch):
 
 
 @pytest.fixture
+def moe_shape_not_transferred(monkeypatch):
+    """A routed-expert shape without MoE rows not read from the nearest measured shape, as every serving set up to am
+    was registered (2026-11-27: kernel_pass.MOE_SHAPE_TRANSFER)."""
+    from roofline import kernel_pass as KP
+
+    monkeypatch.setattr(KP, "MOE_SHAPE_TRANSFER", False)
+    yield
+
+
+@pytest.fixture
 def moe_tokens_not_gathered(monkeypatch):
     """A MoE group serving several attention groups all-reduces one group's tokens over its GPUs, as serving set al
     was registered (2026-11-27: layout.MOE_GATHERS_GROUPS)."""

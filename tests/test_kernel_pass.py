@@ -263,6 +263,7 @@ def test_moe_shape_without_rows_keeps_the_factor_models_gemm_term(monkeypatch):
     from roofline.catalog import model, system
 
     m, s = model("glm-4.7"), system("dgx-h100")
+    monkeypatch.setattr(KP, "MOE_SHAPE_TRANSFER", False)  # the nearest-shape rows (the next test) left out
     now = KP.table_terms(m, s, 100, 2048, tp=8, weights_dtype="fp8", engine="vllm")
     assert not now.gemm_covered and now.attention_covered and now.tp_covered
     monkeypatch.setattr(KP, "MOE_PER_EXPERT_GEMMS", True)
@@ -276,3 +277,33 @@ def test_moe_shape_without_rows_keeps_the_factor_models_gemm_term(monkeypatch):
     moe_gemms = m.moe_layers * touched * per_layer
     assert touched > 159 and moe_gemms > 0.15  # 160 experts touched; over 150 ms of expert GEMMs per pass
     assert float(old.gemm_s) > moe_gemms
+
+
+def test_moe_shape_without_rows_reads_the_nearest_shape_in_the_pass(monkeypatch):
+    """With kernel_pass.MOE_SHAPE_TRANSFER (the default), GLM-4.7's routed experts at TP 8 x EP 8 read the nearest
+    measured shape (kernels.moe_transfer_s) at the tokens each EP rank brings (100 decodes over 8 ranks: 12.5): the
+    pass's GEMM term is covered and extrapolated, and holds that time once per MoE layer (doubling the transfer's time
+    adds exactly MoE layers x it); its distance grows by the shape distance, so the interval widens."""
+    from roofline import kernel_pass as KP
+    from roofline import kernels as K
+    from roofline.catalog import model, system
+
+    m, s = model("glm-4.7"), system("dgx-h100")
+    kw = dict(tp=8, ep=8, moe_tp=1, weights_dtype="fp8", engine="vllm")
+    on = KP.table_terms(m, s, 100, 2048, **kw)
+    assert on.gemm_covered and on.gemm_extrapolated and on.moe_op_covered
+    r = K.moe_transfer_s("h100-sxm", "fp8", 12.5, hidden=m.d_model, inter=m.moe.d_ff_expert, topk=m.moe.active,
+                         experts=m.moe.experts, tp=1, ep=8, engine="vllm")
+    assert r.covered and float(on.distance) >= float(r.distance) > 0.4
+    real = K.moe_transfer_s
+    monkeypatch.setattr(K, "moe_transfer_s", lambda *a, **k: real(*a, **k)._replace(seconds=2 * real(*a, **k).seconds))
+    doubled = KP.table_terms(m, s, 100, 2048, **kw)
+    assert float(doubled.gemm_s - on.gemm_s) == pytest.approx(m.moe_layers * float(r.seconds))
+    monkeypatch.setattr(KP, "MOE_SHAPE_TRANSFER", False)
+    assert not KP.table_terms(m, s, 100, 2048, **kw).gemm_covered
+    monkeypatch.setattr(KP, "MOE_SHAPE_TRANSFER", True)
+    # the interval's spread: only the pass's own engine transfers (the others' estimates are not measurements)
+    kw.pop("engine")
+    spread = KP.engine_spread(m, s, 100, 2048, transfer_engine="vllm", **kw)
+    assert spread["vllm"].gemm_covered and not spread["sglang"].gemm_covered and not spread["trtllm"].gemm_covered
+    assert KP.table_terms(m, s, 100, 2048, engine="sglang", **kw).gemm_covered  # which it would be as its own

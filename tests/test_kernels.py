@@ -248,3 +248,38 @@ def test_plain_import_and_factor_step_do_not_load_the_tables():
             "print('roofline.kernels' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_moe_shape_without_rows_read_from_the_nearest_shape_scaled_by_the_rooflines_by_hand():
+    """GLM-4.7's routed experts (hidden 5,120, 160 experts of 1,536, top 8) have no vLLM FP8-block row on H100: the
+    nearest measured shape is Qwen3-235B's (4,096, 1,536, top 8 of 128; d = 2·ln 1.25), read at the same tokens per
+    expert (100 tokens per rank -> 100·8·128/(8·160) = 80) and scaled by the two MoE rooflines, by hand (H100: FP8
+    peak 1,979 TFLOP/s, HBM 3.35 TB/s; every expert touched at these loads, so both are weight-bound)."""
+    r = K.moe_transfer_s("h100-sxm", "fp8_block", 100, hidden=5120, inter=1536, topk=8, experts=160, tp=1, ep=8,
+                         engine="vllm")
+    src = K.moe_s("h100-sxm", "fp8_block", 80, hidden=4096, inter=1536, topk=8, experts=128, tp=1, ep=8, engine="vllm")
+    assert bool(src.covered) and not bool(K.moe_s("h100-sxm", "fp8_block", 100, hidden=5120, inter=1536, topk=8,
+                                                  experts=160, tp=1, ep=8, engine="vllm").covered)
+
+    def roof(h, i, e, tokens):
+        touched = e * (1 - (1 - 8 / e) ** (tokens * 8)) / 8
+        weights = touched * 3 * h * i * 1.0 + 4 * tokens * 8 * h
+        return max(6 * tokens * 8 * h * i / 1979e12, weights / 3.35e12)
+
+    assert roof(5120, 1536, 160, 100) > 20 * 3 * 5120 * 1536 / 3.35e12  # weight-bound, all 20 experts
+    assert float(r.seconds) == pytest.approx(float(src.seconds) * roof(5120, 1536, 160, 100) / roof(4096, 1536, 128, 80),
+                                             rel=1e-6)
+    assert bool(r.covered) and bool(r.extrapolated)
+    assert float(r.distance) == pytest.approx(float(src.distance) + 2 * np.log(1.25))
+    assert "scaled from shape 4096x1536 top-8 of 128" in r.source and src.source in r.source
+    # beyond MOE_TRANSFER_MAX_DISTANCE, or in a format no table has: not covered (the factor model)
+    far = K.moe_transfer_s("h100-sxm", "fp8_block", 100, hidden=65536, inter=1536, topk=8, experts=160, ep=8,
+                           engine="vllm")
+    assert not bool(far.covered) and far.source == ""
+    assert not bool(K.moe_transfer_s("h100-sxm", "fp4", 100, hidden=5120, inter=1536, topk=8, experts=160, ep=8,
+                                     engine="vllm").covered)
+    # vectorised: each point is the scalar answer
+    many = K.moe_transfer_s("h100-sxm", "fp8_block", np.array([1.0, 100.0, 4096.0]), hidden=5120, inter=1536, topk=8,
+                            experts=160, tp=1, ep=8, engine="vllm")
+    assert float(many.seconds[1]) == pytest.approx(float(r.seconds))
+    assert np.all(np.diff(many.seconds) > 0)

@@ -1238,7 +1238,7 @@ def test_sets_ag_to_ai_committed_predictions_and_declared_alternative_reproduce(
 @pytest.mark.parametrize("name, commit, n_runs, n_differ, picks", [
     ("aj", "155e27f", 48, 46, [("llama-3.1-70b", "dgx-h100", 8), ("gpt-oss-120b", "dgx-a100", 4)]),
     ("ak", "5dac021", 45, 38, [("qwen3-32b", "hgx-b200", 4), ("gpt-oss-120b", "dgx-h100", 8)])])
-def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(monkeypatch, itl_first_gap_one_pass, moe_per_expert_gemms, name, commit,
+def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(monkeypatch, itl_first_gap_one_pass, moe_per_expert_gemms, moe_shape_not_transferred, name, commit,
                                                                             n_runs, n_differ, picks):
     """Sets aj and ak (llm-benchmaq bursts of 100 requests: aj every SGLang run of a catalog model on 8x H100, H200 and
     A100, pre-registered at 155e27f; ak the January vLLM 0.14 runs on H100, H200 and B200 at 5dac021) recompute exactly
@@ -1249,7 +1249,7 @@ def test_sets_aj_ak_committed_predictions_and_declared_alternative_reproduce(mon
     import roofline.simulate.overheads as O
 
     doc, pred, alt = _registered_with_alternative(name, commit)
-    assert len(S.DISCLOSURES.get(name, [])) == (2 if name == "aj" else 1) and len(doc["runs"]) == n_runs  # + the MoE GEMMs
+    assert len(S.DISCLOSURES.get(name, [])) == (3 if name == "aj" else 2) and len(doc["runs"]) == n_runs  # + the MoE GEMMs, the nearest shape
     assert sum(pred["runs"][r] != alt["runs"][r] for r in pred["runs"]) == n_differ
     runs = [next(r for r in doc["runs"] if (r["model"], r["system"], r["gpus"]) == p) for p in picks]
     for run in runs:
@@ -1358,14 +1358,14 @@ def test_set_al_committed_predictions_and_declared_alternatives_reproduce(moe_to
     _registered_before_measured("al", pred["at_commit"])
 
 
-def test_set_am_committed_predictions_and_declared_alternative_reproduce(moe_per_expert_gemms):
+def test_set_am_committed_predictions_and_declared_alternative_reproduce(moe_per_expert_gemms, moe_shape_not_transferred):
     """Set am (the llm-benchmaq GLM-4.7 January vLLM 0.14 bursts, pre-registered at 1558d7f with the MoE token gather
     of set al's post hoc change already in the code) recomputes exactly with today's code for an H100 TP4 x DP2 warm
     burst; the declared alternative (every run with expert parallelism: layout {tp: 8, ep: 8} or {tp: 4, dp: 2, ep: 8})
     is what the code gives with those layouts; the three B200 runs that served no request are not in the set; at the
     commit they record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("am", "1558d7f")
-    assert len(S.DISCLOSURES["am"]) == 1 and len(doc["runs"]) == 31  # the MoE GEMMs, undone by the fixture
+    assert len(S.DISCLOSURES["am"]) == 2 and len(doc["runs"]) == 31  # the MoE GEMMs and the nearest shape, undone by the fixtures
     assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
     byid = {r["id"]: r for r in doc["runs"]}
     assert not any(k.startswith("am1-bmq_b200jan_glm47fp8_tp4dp2") and "i1024" not in k for k in byid)

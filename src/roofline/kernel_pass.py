@@ -8,7 +8,9 @@ runs per layer and asks the tables for each (b = B/pp sequences per micro-batch,
                (MLA: fused q_a+kv_a [T × (q_rank + kv_rank + rope) ← D], q_b, kv_b, O; DeepSeek-V2 §2.1)
                dense MLP              gate+up [T × 2F/tp ← D] (F/tp when not gated), down [T × D ← F/tp]
                MoE layer              router [T × E ← D]; routed experts: the MoE table at T·moe_tp/tp
-                                      tokens per EP rank (kernels.moe_s), else the factor model's GEMM
+                                      tokens per EP rank (kernels.moe_s); a shape without rows the
+                                      nearest measured shape scaled by the MoE rooflines (kernels.
+                                      moe_transfer_s, MOE_SHAPE_TRANSFER); else the factor model's GEMM
                                       term (MOE_PER_EXPERT_GEMMS: not per-expert GEMMs, post hoc on set am);
                                       shared experts as a dense MLP of their total width over moe_tp
                LM head                [b/dp × V/tp ← D] once per pass (prefill: the last token only)
@@ -104,6 +106,10 @@ MOE_ACTIVATIONS = ("auto", "bf16", "fp8")
 #: in a 100-sequence decode pass on H100 against a 41 ms measured step), as every serving set up to am was registered
 #: (found post hoc on set am).
 MOE_PER_EXPERT_GEMMS = False
+#: A routed-expert shape with no MoE rows of its own, in a format that has rows, reads the nearest measured shape
+#: scaled by the two shapes' MoE rooflines (kernels.moe_transfer_s: the fused kernel's measured efficiency at the
+#: same tokens per expert). False: the factor model's GEMM term, as every serving set up to am was registered.
+MOE_SHAPE_TRANSFER = True
 
 
 def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
@@ -135,10 +141,12 @@ def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores:
 def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode", prompt=1, tp=1, ep=1, pp=1,
                 dp=1, moe_tp=None, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                 activation_dtype: str = "bf16", engine: str = "trtllm", moe_imbalance: float = 1.0,
-                expert_weights_dtype: str | None = None, moe_activations: str = "auto") -> TableTerms:
+                expert_weights_dtype: str | None = None, moe_activations: str = "auto",
+                shape_transfer: bool = True) -> TableTerms:
     """Measured-kernel GEMM, attention and TP all-reduce terms of one pass (module docstring);
     `expert_weights_dtype`: the routed experts' format where it differs (their MoE table, `_moe_dtypes`, with the
-    launch's `moe_activations`)."""
+    launch's `moe_activations`); `shape_transfer`: a routed-expert shape without rows may read the nearest measured
+    one (MOE_SHAPE_TRANSFER)."""
     from .units import dtype_bytes
 
     m, acc = model, K.accelerator_id(system)
@@ -196,6 +204,13 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                         tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
             if r.covered.any():
                 break
+        if not r.covered.any() and MOE_SHAPE_TRANSFER and shape_transfer and _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores,
+                                                                      moe_activations):
+            for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations):
+                r = K.moe_transfer_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active,
+                                     experts=e.experts, tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
+                if r.covered.any():
+                    break
         if r.covered.any():
             g.add(r, m.moe_layers)
             moe_op = np.broadcast_to(r.covered, shape)
@@ -281,10 +296,13 @@ def apply(result, terms: TableTerms, *, overlap_comm: bool = False, scale=(1.0, 
     return step, used, {"gemm": gemm, "attention": attn, "tp_comm": tp, "ep_comm": ep, "overhead": overhead}
 
 
-def engine_spread(model, system, batch, context, **kw) -> dict:
+def engine_spread(model, system, batch, context, transfer_engine: str | None = None, **kw) -> dict:
     """table_terms for every engine that has tables ({engine: TableTerms}); the spread across engines is
-    the interval of a measured-kernel term."""
-    return {e: table_terms(model, system, batch, context, engine=e, **kw) for e in K.ENGINES}
+    the interval of a measured-kernel term. Only `transfer_engine` (the pass's own) reads a MoE shape it did not
+    measure from its nearest measured shape: another engine's estimate for a shape it never measured is not a
+    measurement of this one, so it does not widen the spread."""
+    return {e: table_terms(model, system, batch, context, engine=e, shape_transfer=e == transfer_engine, **kw)
+            for e in K.ENGINES}
 
 
 WIDEN_PER_LN = 0.1  # interval widening of a table term per e-fold outside its table's range (chosen, not fitted)
@@ -323,6 +341,7 @@ def corner_terms(model, system, batch, context, *, which: str = "mid", engine: s
     distance (docs/kernels.md: intervals from the spread across engines and from extrapolation)."""
     if which == "mid":
         return table_terms(model, system, batch, context, engine=engine, **kw), 1.0
-    terms = _combine(engine_spread(model, system, batch, context, **kw), np.min if which == "fast" else np.max)
+    terms = _combine(engine_spread(model, system, batch, context, transfer_engine=engine, **kw),
+                     np.min if which == "fast" else np.max)
     return terms, np.exp((-1.0 if which == "fast" else 1.0) * WIDEN_PER_LN * terms.distance)
 

@@ -339,6 +339,92 @@ def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, expert
     return _lookup(acc, "moe", engine, keys, tokens, tp, ep, strict=strict)
 
 
+#: The MoE tables' formats: (bytes per weight, the tensor-core format whose peak the GEMMs run at). Scale factors
+#: (one per 128×128 block, 32 or 16 weights) are left out of the bytes.
+_MOE_FORMAT = {"bf16": (2.0, "bf16"), "fp8": (1.0, "fp8"), "fp8_block": (1.0, "fp8"), "int4_wo": (0.5, "bf16"),
+               "w4a16_mxfp4": (0.5, "bf16"), "w4a8_mxfp4_mxfp8": (0.5, "fp8"), "nvfp4": (0.5, "fp4")}
+#: The farthest measured MoE shape moe_transfer_s reads (Σ |ln ratio| over hidden, inter, topk and experts; 1.5 ≈ one
+#: dimension 4.5× off). Chosen, not fitted.
+MOE_TRANSFER_MAX_DISTANCE = 1.5
+
+
+def moe_roofline_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp=1, ep=1):
+    """The roofline time of one GPU's routed experts in one MoE layer (the work moe_s's tables measured), with
+    `tokens` the tables' num_tokens (tokens each of the ep ranks brings, T·ep in all) and balanced routing:
+
+        pairs  P = T·k                                 (token-expert pairs per GPU)
+        experts touched  u = E·(1 − (1 − k/E)^(T·ep)) / ep   (model.expected_distinct_experts)
+        FLOPs  F = 2·P·3·H·I/tp                        (gate, up and down GEMMs; gated experts)
+        bytes  W = u·3·H·(I/tp)·w + 2·P·H·2            (weights in the format, activations in and out in 16 bits)
+        t = max(F / peak(format), W / HBM bandwidth)
+
+    Ignores the routing kernels, the activation, scale factors and partial tiles. Broadcasts."""
+    from .catalog import accelerator
+    from .model import expected_distinct_experts
+
+    wbytes, core = _MOE_FORMAT[_dt(dtype)]
+    a = accelerator(accelerator_id(acc))
+    peak = a.flops_per_s.get(core) or a.flops_per_s["bf16"]
+    T, tp, ep = (np.asarray(x, dtype=float) for x in (tokens, tp, ep))
+    pairs, cols = T * topk, inter / tp
+    touched = expected_distinct_experts(experts, topk, T * ep) / ep
+    return np.maximum(6.0 * pairs * hidden * cols / peak,
+                      (touched * 3.0 * hidden * cols * wbytes + 4.0 * pairs * hidden) / a.hbm_bytes_per_s)
+
+
+def moe_transfer_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp=1, ep=1,
+                   distribution: str | None = None, engine: str | None = None, strict: bool = False,
+                   max_distance: float = MOE_TRANSFER_MAX_DISTANCE) -> KernelTime:
+    """A MoE shape without rows of its own, read from the nearest measured shape of the same GPU, engine, format and
+    routing: shape s' = (H', I', k', E') nearest by d = Σ |ln(x / x')| over (hidden, inter, topk, experts), at most
+    `max_distance`; read at the same tokens per expert, T' = T·k·E' / (k'·E), and the same moe tp and ep; scaled by
+    the two shapes' MoE rooflines (moe_roofline_s):
+
+        t(s, T) = t_measured(s', T') · roofline(s, T) / roofline(s', T')
+
+    so the fused kernel's measured efficiency at that load carries over to the new shape. A point the nearest shape
+    does not cover is read from the next one. Extrapolated everywhere; distance = the table's own + d (which widens
+    the interval, kernel_pass.WIDEN_PER_LN). An exact shape is moe_s's, not this."""
+    distribution = MOE_ROUTING if distribution is None else distribution
+    d = _dt(dtype)
+    if d not in _MOE_FORMAT:
+        nan = np.full(np.broadcast(np.asarray(tokens, float), np.asarray(tp, float), np.asarray(ep, float)).shape,
+                      np.nan)
+        return KernelTime(nan, np.zeros(nan.shape, bool), np.zeros(nan.shape, bool), "", nan)
+    want = np.log([hidden, inter, topk, experts])
+    cands = []
+    for i, eng in enumerate((engine,) if engine else ENGINES):
+        for t in _by_kind(accelerator_id(acc), "moe"):
+            k = t["keys"]
+            if t["engine"] != eng or k["moe_dtype"] != d or k["distribution"] != distribution:
+                continue
+            s = (k["hidden_size"], k["inter_size"], k["topk"], k["num_experts"])
+            dist = float(np.abs(np.log(s) - want).sum())
+            if 0 < dist <= max_distance:
+                cands.append((dist, i, s, eng))
+    T = np.asarray(tokens, dtype=float)
+    shape = np.broadcast(T, np.asarray(tp, float), np.asarray(ep, float)).shape
+    sec, dist_out = np.full(shape, np.nan), np.full(shape, np.nan)
+    cov = np.zeros(shape, bool)
+    sources: list[str] = []
+    own = moe_roofline_s(acc, d, T, hidden=hidden, inter=inter, topk=topk, experts=experts, tp=tp, ep=ep)
+    for dist, _, (H2, I2, k2, E2), eng in sorted(cands):
+        T2 = T * topk * E2 / (k2 * experts)
+        r = moe_s(acc, d, np.maximum(T2, 1.0), hidden=H2, inter=I2, topk=k2, experts=E2, tp=tp, ep=ep,
+                  distribution=distribution, engine=eng, strict=strict)
+        new = np.broadcast_to(r.covered, shape) & ~cov
+        if not new.any():
+            continue
+        theirs = moe_roofline_s(acc, d, np.maximum(T2, 1.0), hidden=H2, inter=I2, topk=k2, experts=E2, tp=tp, ep=ep)
+        sec = np.where(new, r.seconds * own / theirs, sec)
+        dist_out = np.where(new, r.distance + dist, dist_out)
+        cov = cov | new
+        sources.append(f"{r.source} scaled from shape {H2}x{I2} top-{k2} of {E2}")
+        if cov.all():
+            break
+    return KernelTime(sec, cov, cov.copy(), "; ".join(sources), dist_out)
+
+
 #: The collective tables' size axis `message_size` counts 16-bit ELEMENTS, not bytes: AIConfigurator's NCCL collector
 #: logs nccl-tests' byte size // 2 for its fp16 rows (collector/network/collect_nccl.py, `size // bytes_per_element`)
 #: and its custom all-reduce collector all-reduces bf16 tensors of `message_size` elements

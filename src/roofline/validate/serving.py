@@ -569,6 +569,23 @@ _disclose({"aj": "24 of 48 runs move (its gpt-oss-120b runs); end-to-end 38.7% -
                  "(scripts/posthoc_switch.py kernel_pass.MOE_PER_EXPERT_GEMMS --sets aj,ak,am)"}, _moe_factor)
 
 
+_moe_transfer = _posthoc(
+    ("2026-11-27, after set am's measured values were seen (the factor model that the change above left on its GLM-4.7 "
+     "runs was about 45% too fast; the method was fixed before it was tried on any run): a routed-expert shape with no "
+     "measured MoE row, in a format that has rows, reads the nearest measured shape of the same GPU, engine and format "
+     "at the same tokens per expert, scaled by the two shapes' MoE rooflines (kernels.moe_transfer_s, "
+     "kernel_pass.MOE_SHAPE_TRANSFER), where the registered predictions kept the factor model's GEMM term (or composed "
+     "per-expert GEMMs, as the change above says). On set am's declared expert-parallel alternative it moves "
+     "end-to-end 49.7% -> 31.1%, TTFT 57.1% -> 44.3% and ITL 44.8% -> 35.2%; as registered (MoE TP 8, the per-tensor "
+     "FP8 rows read first) its ITL gets worse."),
+    "with the factor model against the nearest shape", "without the transfer", "moe_shape_not_transferred")
+_disclose({"aj": "24 of 48 runs move (its gpt-oss-120b runs, BF16 experts); end-to-end 39.7% -> 39.3%, "
+                 "TTFT 47.3% -> 49.0%, ITL 45.7% -> 45.2%",
+           "ak": "5 of 45 move; end-to-end 31.4% -> 31.3%, TTFT 39.6% -> 40.0%, ITL 33.7% -> 33.6%",
+           "am": "all 31 runs move; end-to-end 48.4% -> 44.0%, TTFT 56.5% -> 41.5%, ITL 43.3% -> 62.3% "
+                 "(scripts/posthoc_switch.py kernel_pass.MOE_SHAPE_TRANSFER --sets aj,ak,am)"}, _moe_transfer)
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
