@@ -1377,6 +1377,25 @@ def test_set_am_committed_predictions_and_declared_alternative_reproduce(moe_per
     _registered_before_measured("am", pred["at_commit"])
 
 
+def test_set_an_committed_predictions_reproduce():
+    """Set an (the AccelMark in-process vLLM runs, pre-registered at eb2a7b2 with the nearest-shape MoE rows already in
+    the code) recomputes exactly with today's code for a sample: an open loop and the one-at-a-time run of vLLM 0.7.3
+    (V0, prefill-only passes) on one H100, a warm vLLM 0.20.1 run on one A100 and the Mixtral TP 8 run on H200 (its MoE
+    rows measured: no shape transferred); the runs call the engine in process; at the commit they record, the measured
+    values were not in the repository."""
+    sp = S.set_paths("an")
+    doc, pred = S.load_runs(sp["runs"]), _yaml(sp["predictions"])
+    assert pred["at_commit"] == "eb2a7b2" and "an" not in S.DISCLOSURES and len(doc["runs"]) == 37
+    assert all(r["in_process"] and set(r["metrics"]) == {"ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99"}
+               for r in doc["runs"])
+    byid = {r["id"]: r for r in doc["runs"]}
+    for rid in ("an1-accelmark_h100_a_online_q25", "an1-accelmark_h100_a_interactive_c1",
+                "an1-accelmark_a100_a020_online_q5", "an1-accelmark_h200x8_g_online_q2"):
+        _reproduces(byid[rid], doc, pred["runs"], central="median")
+    assert byid["an1-accelmark_a100_a020_online_q5"]["warm_prefix_tokens"] == 100000
+    _registered_before_measured("an", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
