@@ -283,3 +283,21 @@ def test_moe_shape_without_rows_read_from_the_nearest_shape_scaled_by_the_roofli
                             experts=160, tp=1, ep=8, engine="vllm")
     assert float(many.seconds[1]) == pytest.approx(float(r.seconds))
     assert np.all(np.diff(many.seconds) > 0)
+
+
+def test_moe_transfer_on_an_accelerator_without_tables_or_outside_the_catalog():
+    """An accelerator with no MoE tables (a dataset's own, such as the scenario rows' power-limited A100) is not
+    covered and needs no catalog entry; moe_roofline_s reads the Accelerator it is given (a System's too), so a
+    variant with twice the bandwidth halves a weight-bound roofline."""
+    from dataclasses import replace
+
+    from roofline.catalog import accelerator, system
+
+    h100 = accelerator("h100-sxm")
+    own = replace(h100, id="my-h100", hbm_bytes_per_s=2 * h100.hbm_bytes_per_s)
+    r = K.moe_transfer_s(own, "fp8_block", 100, hidden=5120, inter=1536, topk=8, experts=160, ep=8, engine="vllm")
+    assert not bool(r.covered) and r.source == ""
+    kw = dict(hidden=5120, inter=1536, topk=8, experts=160, ep=8)
+    base = float(K.moe_roofline_s(system("dgx-h100"), "fp8", 100, **kw))
+    assert base == pytest.approx(float(K.moe_roofline_s("h100-sxm", "fp8", 100, **kw)))
+    assert float(K.moe_roofline_s(own, "fp8", 100, **kw)) == pytest.approx(base / 2)

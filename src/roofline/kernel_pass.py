@@ -199,17 +199,18 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         fp4_cores = "fp4" in getattr(getattr(system, "accelerator", None), "flops_per_s", {})
         # the first of the format's row names that covers any point ("fp4", a name no table has: none covers);
         # experts in their own format: a table measured at one moe tp (or ep) does not stand in for another
-        for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations) or ("fp4",):
+        names = _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations)
+        for md in names or ("fp4",):
             r = K.moe_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
                         tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
             if r.covered.any():
                 break
-        if not r.covered.any() and MOE_SHAPE_TRANSFER and shape_transfer and _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores,
-                                                                      moe_activations):
-            for md in _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations):
-                r = K.moe_transfer_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active,
-                                     experts=e.experts, tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
-                if r.covered.any():
+        if not r.covered.any() and MOE_SHAPE_TRANSFER and shape_transfer:  # the nearest measured shape
+            for md in names:
+                near = K.moe_transfer_s(system, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active,
+                                        experts=e.experts, tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
+                if near.covered.any():
+                    r = near
                     break
         if r.covered.any():
             g.add(r, m.moe_layers)

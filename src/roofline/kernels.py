@@ -349,7 +349,7 @@ MOE_TRANSFER_MAX_DISTANCE = 1.5
 
 
 def moe_roofline_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp=1, ep=1):
-    """The roofline time of one GPU's routed experts in one MoE layer (the work moe_s's tables measured), with
+    """The roofline time (on `acc`: a System, an Accelerator or a catalog id) of one GPU's routed experts in one MoE layer (the work moe_s's tables measured), with
     `tokens` the tables' num_tokens (tokens each of the ep ranks brings, T·ep in all) and balanced routing:
 
         pairs  P = T·k                                 (token-expert pairs per GPU)
@@ -363,7 +363,9 @@ def moe_roofline_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: in
     from .model import expected_distinct_experts
 
     wbytes, core = _MOE_FORMAT[_dt(dtype)]
-    a = accelerator(accelerator_id(acc))
+    a = getattr(acc, "accelerator", acc)  # a System's accelerator, an Accelerator, or an id of the catalog's
+    if not hasattr(a, "flops_per_s"):
+        a = accelerator(accelerator_id(a))
     peak = a.flops_per_s.get(core) or a.flops_per_s["bf16"]
     T, tp, ep = (np.asarray(x, dtype=float) for x in (tokens, tp, ep))
     pairs, cols = T * topk, inter / tp
@@ -387,16 +389,12 @@ def moe_transfer_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: in
     the interval, kernel_pass.WIDEN_PER_LN). An exact shape is moe_s's, not this."""
     distribution = MOE_ROUTING if distribution is None else distribution
     d = _dt(dtype)
-    if d not in _MOE_FORMAT:
-        nan = np.full(np.broadcast(np.asarray(tokens, float), np.asarray(tp, float), np.asarray(ep, float)).shape,
-                      np.nan)
-        return KernelTime(nan, np.zeros(nan.shape, bool), np.zeros(nan.shape, bool), "", nan)
     want = np.log([hidden, inter, topk, experts])
     cands = []
     for i, eng in enumerate((engine,) if engine else ENGINES):
         for t in _by_kind(accelerator_id(acc), "moe"):
             k = t["keys"]
-            if t["engine"] != eng or k["moe_dtype"] != d or k["distribution"] != distribution:
+            if t["engine"] != eng or k["moe_dtype"] != d or d not in _MOE_FORMAT or k["distribution"] != distribution:
                 continue
             s = (k["hidden_size"], k["inter_size"], k["topk"], k["num_experts"])
             dist = float(np.abs(np.log(s) - want).sum())
@@ -407,6 +405,8 @@ def moe_transfer_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: in
     sec, dist_out = np.full(shape, np.nan), np.full(shape, np.nan)
     cov = np.zeros(shape, bool)
     sources: list[str] = []
+    if not cands:  # no measured shape near enough, or a format no table has: not covered
+        return KernelTime(sec, cov, cov.copy(), "", dist_out)
     own = moe_roofline_s(acc, d, T, hidden=hidden, inter=inter, topk=topk, experts=experts, tp=tp, ep=ep)
     for dist, _, (H2, I2, k2, E2), eng in sorted(cands):
         T2 = T * topk * E2 / (k2 * experts)
