@@ -1396,6 +1396,28 @@ def test_set_an_committed_predictions_reproduce():
     _registered_before_measured("an", pred["at_commit"])
 
 
+def test_set_ao_committed_predictions_and_declared_alternative_reproduce():
+    """Set ao (moreh-dev/mi355_benchmark's upstream ROCm vLLM runs on MI355X, pre-registered at 6c9b86d) recomputes
+    exactly for a DeepSeek-R1 vLLM 0.10.1 run at 8,192 prompt tokens and a Qwen3-235B expert-parallel run; the declared
+    alternative (the 0.10.1 runs at a 65,536-token budget) is what the code gives with it, and moves only the 8,192-token
+    ones; only mean TTFT and TPOT are scored; at the commit they record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("ao", "6c9b86d")
+    assert "ao" not in S.DISCLOSURES and len(doc["runs"]) == 24
+    assert all(set(r["metrics"]) == {"ttft_mean", "tpot_mean"} for r in doc["runs"])
+    assert {r for r in pred["runs"] if pred["runs"][r] != alt["runs"][r]} == {
+        r["id"] for r in doc["runs"] if "rocm0101" in r["id"] and "i8192" in r["id"]}
+    byid = {r["id"]: r for r in doc["runs"]}
+    old = byid["ao1-moreh_mi355x_dsr1fp8_rocm0101_tp8_c8_n80_i8192_o1024"]
+    assert old["max_batched_tokens"] == 131072
+    _reproduces(old, doc, pred["runs"], central="median")
+    _reproduces({**old, "max_batched_tokens": 65536}, doc, alt["runs"], central="median")
+    qwen = byid["ao1-moreh_mi355x_qwen3_235b_fp8_rocm_tp8ep8_c8_n24_i4096_o1024"]
+    assert qwen["layout"] == {"tp": 8, "ep": 8} and qwen["engine"] == "vllm-v1-sync"
+    _reproduces(qwen, doc, pred["runs"], central="median")
+    _registered_before_measured("ao", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
