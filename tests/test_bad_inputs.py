@@ -79,7 +79,7 @@ CASES = [
     ("validate --dataset {bin}", 1, "is a binary file"),
     ("validate --serving --plot {out_xyz}", 2, "--serving scores the serving runs"),
     ("validate --serving --write-docs {out_txt}", 1, "must end in .md"),
-    ("validate --serving --set zz", 1, "unknown serving validation set 'zz'; expected one of a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z, aa, ab, ac, ad, ae, af, ag, ah, ai, aj, ak, al, am, an, ao"),
+    ("validate --serving --set zz", 1, "unknown serving validation set 'zz'; expected one of a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z, aa, ab, ac, ad, ae, af, ag, ah, ai, aj, ak, al, am, an, ao, ap"),
     ("validate --set b", 2, "--set picks a serving validation set; use it with --serving"),
     (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
     # --- usage: options that cannot be combined
