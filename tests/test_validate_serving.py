@@ -1419,6 +1419,26 @@ def test_set_ao_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("ao", pred["at_commit"])
 
 
+def test_set_ap_committed_predictions_and_declared_alternative_reproduce():
+    """Set ap (AccelMark's long-context suite D, pre-registered at 138215d) recomputes exactly for an eager vLLM 0.7.3
+    run one request at a time on the H100 and a vLLM 0.20.1 run at 0.5 requests/s on the A100 (its launch's KV memory
+    fraction 0.85); the declared alternative (the 0.7.3 runs with CUDA graphs up to batch 256) is what the code gives
+    with them and moves no 0.20.1 run; at the commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ap", "138215d")
+    assert "ap" not in S.DISCLOSURES and len(doc["runs"]) == 16
+    moved = {r for r in pred["runs"] if pred["runs"][r] != alt["runs"][r]}
+    assert moved and all("_d073_" in r for r in moved)
+    byid = {r["id"]: r for r in doc["runs"]}
+    eager = byid["ap1-accelmark_h100_d073_interactive_c1"]
+    assert eager["cuda_graph_max_batch"] == 0 and eager["in_process"] and eager["engine"] == "vllm-v0"
+    _reproduces(eager, doc, pred["runs"], central="median")
+    _reproduces({**eager, "cuda_graph_max_batch": 256}, doc, alt["runs"], central="median")
+    v1 = byid["ap1-accelmark_a100_d020_online_q0.5"]
+    assert v1["kv_memory_fraction"] == 0.85
+    _reproduces(v1, doc, pred["runs"], central="median")
+    _registered_before_measured("ap", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
