@@ -86,6 +86,30 @@ def test_in_process_flag_and_run_key(run_cli):
     assert gap == pytest.approx(ovh.ttft_overhead_s(128), rel=1e-6)
 
 
+def test_in_process_client_sending_text_keeps_the_tokeniser_by_hand(run_cli):
+    """An in-process client that sends text (--in-process-text; run key in_process_text: AccelMark's harness) still has
+    the engine tokenise each prompt: of the in-process row only tokenize_s_per_token comes back. The lone request of the
+    by-hand test gets TTFT 0.0225 s + 100 tokens x the row's tokeniser figure; at 20,000-token prompts on vLLM's row
+    (5 us a token) the validator's TTFT grows by 0.1 s; the flag without --in-process is refused in one line."""
+    tx = OV.in_process(text=True)
+    assert (tx.request_in_s, tx.first_token_out_s, tx.tokenize_s_per_token) == (0.0, 0.0, OV.tokenize_s_per_token)
+    wl = make_workload(np.array([0.5]), np.array([100.0]), np.array([11.0]))
+    tr = _run(wl, ov=tx)
+    assert tr.first_token_s[0] - tr.arrival_s[0] == pytest.approx(0.0225 + 100 * OV.tokenize_s_per_token, abs=1e-12)
+    from roofline.validate import serving as S
+
+    run = {"id": "x", "engine": "vllm", "model": "llama-3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": float("inf"), "requests": 1, "dataset": "d", "policy": "continuous", "max_seqs": 8,
+           "max_batched_tokens": 32768, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["ttft_mean"],
+           "in_process": True}
+    ds = {"kind": "uniform", "prompt_range": [20000, 20000], "output_range": [4, 4]}
+    gap = S.simulate_run({**run, "in_process_text": True}, ds)["ttft_mean"] - S.simulate_run(run, ds)["ttft_mean"]
+    assert gap == pytest.approx(20000 * EngineOverheads.load("vllm").tokenize_s_per_token, rel=1e-6)
+    code, _, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "-g", "1", "--rate", "1", "--requests", "5",
+                           "--realistic", "--engine", "vllm", "--in-process-text")
+    assert code != 0 and err.count("\n") <= 1 and "--in-process" in err
+
+
 def test_top_k_top_p_filter_by_hand():
     """Requests sampling through a top-k/top-p filter (--sampling top-k-top-p): the two requests of the test below, on
     a row with a filter of 0.001 s per pass + 1e-8 s per logit over a 100,000-entry vocabulary (0.001 s per sequence):

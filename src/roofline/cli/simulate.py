@@ -109,6 +109,7 @@ def register(app: typer.Typer) -> None:
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
         engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v1-sync, vllm-v0, vllm-v0.5, sglang, sglang-v0.3, trtllm (PyTorch backend) or trtllm-engine (TensorRT engine builds, as MLPerf's NVIDIA harness) — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         in_process: Annotated[bool, typer.Option("--in-process", help="With --engine: the client calls the engine in its own process (MLPerf harnesses, vLLM's benchmark_latency.py, TensorRT-LLM's gptSessionBenchmark / trtllm-bench): no HTTP request, server tokeniser or first-token streaming costs; the per-pass costs stay.")] = False,
+        in_process_text: Annotated[bool, typer.Option("--in-process-text", help="With --in-process: the client sends text (AccelMark's harness, LLM.generate on strings), so the engine still tokenises each prompt in its own process.")] = False,
         sampling: Annotated[str, typer.Option("--sampling", help="With --engine: greedy (default; an argmax, inside the engine's per-pass figure) or top-k-top-p, requests that sample through a top-k and/or top-p filter (a model's generation_config defaults, e.g. Qwen3's top_k 20, top_p 0.95): every pass gains the engine row's filter cost, filter_s_per_pass + filter_s_per_logit x vocabulary per sequence (vllm: V1's PyTorch sort path of v0.14-v0.15; sglang: FlashInfer).")] = "greedy",
         cuda_graph_max_batch: Annotated[Optional[int], typer.Option("--cuda-graph-max-batch", help="With --engine: the largest decode batch the engine captures in a CUDA graph (SGLang --cuda-graph-max-bs, vLLM's max capture size); larger batches run eagerly and take the engine's host floor; 0 runs every decode pass eagerly (vLLM --enforce-eager). Default: the engine row's (engines.yaml).")] = None,
         plot: Annotated[Optional[str], typer.Option("--plot", help="Write latency, occupancy and timeline plots into this directory (with --grid: goodput_vs_rate.png).")] = None,
@@ -140,7 +141,8 @@ def register(app: typer.Typer) -> None:
                                              max_concurrency=max_concurrency is not None,
                                              kernels=kernels != "auto", moe_activations=moe_activations != "auto",
                                              cuda_graph_max_batch=cuda_graph_max_batch is not None,
-                                             in_process=in_process, sampling=sampling != "greedy",
+                                             in_process=in_process, in_process_text=in_process_text,
+                                             sampling=sampling != "greedy",
                                              layout_flags=any(v is not None for v in layout_args(
                                                  tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention,
                                                  weight_stationary).values()) or moe_imbalance != "1"),
@@ -164,7 +166,7 @@ def register(app: typer.Typer) -> None:
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
             moe_imbalance=moe_imbalance, ttft_target_s=ttft_target_s,
-            tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, cuda_graph_max_batch=cuda_graph_max_batch, in_process=in_process,
+            tpot_target_s=tpot_target_s, seed=seed, weights_dtype=weights_dtype, cuda_graph_max_batch=cuda_graph_max_batch, in_process=in_process, in_process_text=in_process_text,
             sampling=sampling, expert_weights_dtype=expert_weights_dtype, kv_dtype=kv_dtype, usd_per_gpu_hour=usd_per_gpu_hour, compute_efficiency=compute_efficiency,
             memory_efficiency=memory_efficiency, realistic=realistic, overlap=overlap, engine=engine, plot=plot)
         n = None if trace or duration or stages else requests
@@ -323,7 +325,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
                          "--prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), --moe-activations, "
-                         "--cuda-graph-max-batch, --in-process, --sampling, the layout flags or "
+                         "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "
                          "layout axis); drop those options (a --trace's prefix columns are cached "

@@ -94,6 +94,7 @@ class SimulateRequest(LayoutOptions):
     overlap: bool = False
     engine: Text = "none"
     in_process: bool = False  # the client calls the engine in process: no per-request HTTP/tokeniser/streaming costs
+    in_process_text: bool = False  # with in_process: the client sends text, so the engine still tokenises
     sampling: Choice("greedy", "top-k-top-p") = "greedy"  # top-k-top-p: every pass gains the engine's filter cost
     cuda_graph_max_batch: OptWhole(0, fix="the largest decode batch the engine captures in a CUDA graph, e.g. 160; 0 for --enforce-eager") = None
     plot: OptText = None
@@ -110,6 +111,9 @@ class SimulateRequest(LayoutOptions):
         if self.in_process and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('in_process')} drops the {f('engine')}'s per-request costs (HTTP, tokeniser, "
                                    f"first-token streaming); give {f('engine')}, e.g. vllm, or drop {f('in_process')}")
+        if self.in_process_text and not self.in_process:
+            raise rules.UsageError(f"{f('in_process_text')} says what an in-process client sends; give "
+                                   f"{f('in_process')} with it, or drop {f('in_process_text')}")
         if self.sampling != "greedy" and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('sampling')} {self.sampling} adds the {f('engine')}'s top-k/top-p filter cost to "
                                    f"every pass; give {f('engine')}, e.g. vllm, or drop {f('sampling')}")
@@ -336,7 +340,7 @@ def simulate(req: SimulateRequest, progress=None):
                                          expert_weights_dtype=req.expert_weights_dtype), realistic=False)
     ovh = EngineOverheads.load(req.engine).for_system(sysrec)  # --engine none: every figure 0, nothing wrapped
     if req.in_process:  # an in-process client (offline benchmarks, MLPerf harnesses): no per-request server costs
-        ovh = ovh.in_process()
+        ovh = ovh.in_process(text=req.in_process_text)
     if req.cuda_graph_max_batch is not None:  # the launch's own limit (SGLang --cuda-graph-max-bs ...)
         from dataclasses import replace
 
@@ -451,6 +455,7 @@ def simulate(req: SimulateRequest, progress=None):
 
         d.update(ovh.terms(wl.prompt_tokens, s.mean_batch, spec.tokens_per_step if spec else 1.0, workers_of(dep)[0]))
         d["engine_in_process"] = bool(req.in_process)
+        d["engine_in_process_text"] = bool(req.in_process_text)
         if req.realistic:  # the family's per-pass estimate the engine's figures replaced
             from ..efficiency import family_for
             from ..validate.serving import history_for

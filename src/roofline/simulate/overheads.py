@@ -210,13 +210,16 @@ class EngineOverheads:
             return self
         return replace(self, per_worker_s=0.0)
 
-    def in_process(self) -> "EngineOverheads":
+    def in_process(self, text: bool = False) -> "EngineOverheads":
         """These overheads for a client that calls the engine in its own process (MLPerf's LoadGen harnesses,
         vLLM's benchmark_latency.py / LLM.generate, TensorRT-LLM's gptSessionBenchmark and trtllm-bench): no HTTP
         request, no server-side tokeniser (the client sends token ids) and no first token streamed back, so
         request_in_s, tokenize_s_per_token and first_token_out_s are 0; the per-pass and per-sequence costs, the
-        eager floor and the CUDA-graph limit stay."""
-        return replace(self, request_in_s=0.0, tokenize_s_per_token=0.0, first_token_out_s=0.0)
+        eager floor and the CUDA-graph limit stay. `text`: the client sends text (AccelMark's harness passes the
+        prompt string to AsyncLLMEngine.generate), so the engine tokenises it in process and tokenize_s_per_token
+        stays."""
+        return replace(self, request_in_s=0.0, first_token_out_s=0.0,
+                       tokenize_s_per_token=self.tokenize_s_per_token if text else 0.0)
 
     def with_top_k_top_p(self, vocab: int) -> "EngineOverheads":
         """These overheads for requests that sample through a top-k and/or top-p filter over a `vocab`-entry
