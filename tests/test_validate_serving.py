@@ -933,7 +933,7 @@ def test_set_r_committed_predictions_and_declared_alternative_reproduce(itl_from
     assert all(r["in_process"] is True for r in doc["runs"])
     run = next(r for r in doc["runs"] if r["id"] == "r2-smc_mi355x8_l2_70b_interactive")
     main = _reproduces(run, doc, pred["runs"], central="median")
-    monkeypatch.setattr(O.EngineOverheads, "in_process", lambda self: self)
+    monkeypatch.setattr(O.EngineOverheads, "in_process", lambda self, text=False: self)
     other = _reproduces(run, doc, alt["runs"], central="median")
     assert other["metrics"]["ttft_mean"]["value"] > main["metrics"]["ttft_mean"]["value"] + 0.005
     _registered_before_measured("r", pred["at_commit"])
