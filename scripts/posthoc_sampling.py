@@ -22,15 +22,37 @@ import numpy as np
 SAMPLED = ("qwen3-", "llama-3.1-")  # generation_config sets top_k and/or top_p (gpt-oss-120b's sets neither)
 
 
-def _one(args):
+def what_ifs(args):
+    """[(label, model, metric, error)] of one run (set, run id, [(label, run-key changes or None)]) at seed 0: the
+    run as registered and with each label's changes (validate.serving.what_if_errors). Shared with the other
+    run-key what-ifs (scripts/posthoc_fp8_scales.py)."""
     from roofline.validate import serving as S
 
-    set_name, run_id = args
+    set_name, run_id, variants = args
     out = []
-    for label, changes in (("registered", None), ("top-k-top-p", {"sampling": "top-k-top-p"})):
+    for label, changes in variants:
         run, errors = S.what_if_errors(set_name, run_id, changes)
         out += [(label, run["model"], k, e) for k, e in errors]
     return out
+
+
+def report(rows, labels, group=lambda model: model, per_group=("tpot_mean",)) -> None:
+    """Mean APE per family and the median signed error of the `per_group` metrics per `group` of model, for each
+    label of `rows`."""
+    from roofline.validate import serving as S
+
+    for label in labels:
+        fam: dict[str, list[float]] = collections.defaultdict(list)
+        tpot: dict[str, list[float]] = collections.defaultdict(list)
+        for lab, model, metric, err in rows:
+            if lab == label:
+                fam[S.FAMILY[metric.split("_")[0]]].append(err)
+                if metric in per_group:
+                    tpot[group(model)].append(err)
+        cells = "  ".join(f"{f} {100 * np.mean(np.abs(v)):.1f}% (median error {100 * np.median(v):+.1f}%)"
+                          for f, v in sorted(fam.items()))
+        per_model = ", ".join(f"{m} {100 * np.median(v):+.1f}%" for m, v in sorted(tpot.items()))
+        print(f"{label:>12}: mean APE {cells}\n{'':>14}median {'/'.join(per_group)} error: {per_model}")
 
 
 def main() -> None:
@@ -43,21 +65,11 @@ def main() -> None:
     jobs = [(s, r["id"]) for s in a.sets.split(",") for r in S.load_runs(set_name=s)["runs"]
             if "llm-benchmaq" in str(r.get("result", "")) and r["engine"] == "vllm"
             and "0.15" in str(r.get("engine_version", "")) and r["model"].startswith(SAMPLED)]
+    variants = [("registered", None), ("top-k-top-p", {"sampling": "top-k-top-p"})]
     with ProcessPoolExecutor(a.workers) as ex:
-        rows = [x for part in ex.map(_one, jobs) for x in part]
+        rows = [x for part in ex.map(what_ifs, [(s, r, variants) for s, r in jobs]) for x in part]
     print(f"{len(jobs)} runs (llm-benchmaq, vLLM 0.15, Qwen3 / Llama 3.1) of sets {a.sets}; seed 0, central factors")
-    for label in ("registered", "top-k-top-p"):
-        fam: dict[str, list[float]] = collections.defaultdict(list)
-        tpot: dict[str, list[float]] = collections.defaultdict(list)
-        for lab, model, metric, err in rows:
-            if lab == label:
-                fam[S.FAMILY[metric.split("_")[0]]].append(err)
-                if metric == "tpot_mean":
-                    tpot[model].append(err)
-        cells = "  ".join(f"{f} {100 * np.mean(np.abs(v)):.1f}% (median error {100 * np.median(v):+.1f}%)"
-                          for f, v in sorted(fam.items()))
-        per_model = ", ".join(f"{m} {100 * np.median(v):+.1f}%" for m, v in sorted(tpot.items()))
-        print(f"{label:>12}: mean APE {cells}\n{'':>14}median TPOT error by model: {per_model}")
+    report(rows, [label for label, _ in variants])
 
 
 if __name__ == "__main__":

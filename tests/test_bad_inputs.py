@@ -179,6 +179,12 @@ CASES = [
      "--moe-activations picks the activation format of MXFP4 experts' measured MoE rows"),
     ("simulate -m gpt-oss-120b -s hgx-b200 -g 1 --realistic --engine vllm --weights-dtype bf16 --expert-weights-dtype "
      "fp4 --moe-activations fp6 -n 10", 1, "--moe-activations must be one of auto, bf16, fp8"),
+    ("simulate -m llama-3.1-8b -s hgx-h200 -g 1 --realistic --engine vllm --weights-dtype fp8 --fp8-scales block -n 10",
+     2, "--fp8-scales picks the per-tensor or block-scaled measured MoE rows of FP8 experts"),
+    ("simulate -m deepseek-v3 -s hgx-h200 --realistic --engine vllm --weights-dtype fp8 --fp8-scales channel -n 10", 1,
+     "--fp8-scales must be one of auto, tensor, block"),
+    ("step -m deepseek-v3 -s hgx-h200 --realistic --weights-dtype fp8 --kernels factor --fp8-scales block", 2,
+     "--fp8-scales picks the per-tensor or block-scaled measured MoE rows of FP8 experts"),
     ("step -m palm-540b -s tpu-v5p-256 --tp 64 --attention batch --weight-stationary gathered:3 --phase prefill -b 64",
      1, "weight-gathered group 3 must divide TP 64"),
     ("step -m palm-540b -s tpu-v5p-256 --tp 64 --attention batch --weight-stationary gathered:1 --phase prefill -b 64",

@@ -253,6 +253,60 @@ def test_with_kernel_tables_refuses_an_unknown_activation_format(cat):
     assert with_kernel_tables(dep, "vllm", "fp8").step.kernel_moe_activations == "fp8"
 
 
+def test_block_scaled_fp8_experts_read_only_the_block_scaled_rows(cat):
+    """fp8_scales (simulate --fp8-scales, run key fp8_scales): a block-scaled FP8 checkpoint (DeepSeek-V3's 128 x 128
+    weight blocks) reads only the fp8_block MoE rows, a per-tensor one only the fp8 rows; auto tries the per-tensor rows
+    first (as the sets up to ap were registered). On vLLM's H200 tables at DeepSeek-V3's shape both exist, so the
+    three give the two rows' GEMM terms: auto = tensor != block, each the dense GEMMs plus 58 MoE layers of that row
+    (by hand from kernels.moe_s at the pass's tokens per EP rank)."""
+    from roofline import kernels as K
+    from roofline.kernel_pass import FP8_SCALES, _moe_dtypes
+
+    assert FP8_SCALES == ("auto", "tensor", "block")
+    assert _moe_dtypes("fp8", None) == ("fp8", "fp8_block")
+    assert _moe_dtypes("fp8", None, fp8_scales="block") == ("fp8_block",)
+    assert _moe_dtypes("fp8", None, fp8_scales="tensor") == ("fp8",)
+    assert _moe_dtypes("bf16", "fp8", fp8_scales="block") == ("fp8_block",)  # FP8 experts beside 16-bit layers
+    assert _moe_dtypes("bf16", None, fp8_scales="block") == ("bf16",)  # 16-bit experts: no FP8 scaling to pick
+    m, h200 = cat.model("deepseek-v3"), cat.system("hgx-h200")
+    kw = dict(tp=8, engine="vllm", weights_dtype="fp8")
+    auto, tensor, block = (table_terms(m, h200, 16.0, 2000, fp8_scales=x, **kw) for x in FP8_SCALES)
+    assert float(auto.gemm_s) == float(tensor.gemm_s) != float(block.gemm_s)
+    assert any("fp8_block" in x for x in block.sources["gemm"]) and not any("fp8_block" in x for x in tensor.sources["gemm"])
+    e = m.moe
+    rows = {d: float(K.moe_s("h200", d, 16.0, hidden=m.d_model, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
+                              tp=np.asarray(8.0), ep=np.asarray(1.0), engine="vllm").seconds) for d in ("fp8", "fp8_block")}
+    assert float(block.gemm_s) - float(tensor.gemm_s) == pytest.approx(m.moe_layers * (rows["fp8_block"] - rows["fp8"]),
+                                                                     rel=1e-9)
+
+
+def test_step_and_simulate_read_the_stated_fp8_scaling():
+    """`roofline step --fp8-scales` and `simulate --fp8-scales` reach the pass: DeepSeek-V3 in FP8 on 8 H200 with vLLM's
+    tables, 16 decodes at 2,000 tokens: block reads the block-scaled MoE rows (slower there, the test above) and tensor
+    is auto; the simulator's TPOT follows."""
+    from roofline.requests.simulate import SimulateRequest, run_simulate
+    from roofline.requests.step import StepRequest, run_step
+
+    kw = dict(model="deepseek-v3", system="hgx-h200", realistic=True, engine="vllm", weights_dtype="fp8")
+    step = {x: run_step(StepRequest.of(batch=16, context=2000, fp8_scales=x, **kw))["realistic"]["step_s"]
+            for x in ("auto", "tensor", "block")}
+    assert step["auto"] == step["tensor"] < step["block"]
+    sim = {x: run_simulate(SimulateRequest.of(requests=40, rate=1.0, prompt_tokens=500, output_tokens=50, fp8_scales=x,
+                                          **kw))["tpot_mean_s"] for x in ("auto", "block")}
+    assert sim["auto"] < sim["block"]
+
+
+def test_with_kernel_tables_refuses_an_unknown_fp8_scaling(cat):
+    from roofline.errors import InputError
+    from roofline.simulate.steptable import roofline_deployment, with_kernel_tables
+
+    dep = roofline_deployment(cat.model("deepseek-v3"), cat.system("hgx-h200"), chips=8, realistic=True,
+                              weights_dtype="fp8")
+    with pytest.raises(InputError, match="fp8 scales must be one of auto, tensor, block"):
+        with_kernel_tables(dep, "vllm", "auto", "channel")
+    assert with_kernel_tables(dep, "vllm", "auto", "block").step.kernel_fp8_scales == "block"
+
+
 def test_moe_shape_without_rows_keeps_the_factor_models_gemm_term(monkeypatch):
     """GLM-4.7's routed experts (160 of 1,536, hidden 5,120) have no MoE row: the pass's GEMM term is not covered, so
     `apply` keeps the factor model's; the old composition (kernel_pass.MOE_PER_EXPERT_GEMMS, as sets up to am were

@@ -669,7 +669,7 @@ def test_set_i_committed_predictions_reproduce(itl_from_every_sequence, itl_firs
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 9
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["i"]) == 10
     assert "median over seeds 0-2" in pred["method"]
     sample = [r for r in doc["runs"] if r["id"].startswith(("i2-", "i3-"))
               or r["id"] == "i1-gpustack_a100_gptoss120b_tp1_base_sharegpt_c4"]
@@ -765,7 +765,7 @@ def test_set_j_committed_predictions_reproduce(itl_from_every_sequence, itl_firs
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 8
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["j"]) == 9
     sample = [r for r in doc["runs"] if r["id"].startswith("j2-")
               or r["id"] == "j1-gpustack_a100_gptoss120b_tp1_base_rand128_4"]
     assert len(sample) == 3
@@ -831,7 +831,7 @@ def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, itl_firs
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 10
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 11
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -1127,7 +1127,7 @@ def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce
     factor model on every run) is what the code gives without them; at the commit they record, the measured values
     were not in the repository."""
     doc, pred, alt = _registered_with_alternative(name, commit)
-    assert len(S.DISCLOSURES[name]) == 3 and len(doc["runs"]) == runs  # the launch fix, the tokeniser and the collective sizes, undone by the fixtures
+    assert len(S.DISCLOSURES[name]) == 4 and len(doc["runs"]) == runs  # the launch fix, the tokeniser and the collective sizes, undone by the fixtures; fp8_scales
     run = next(r for r in doc["runs"] if r.get("kernels") == "tables" and r["engine"] == "trtllm")
     main = _reproduces(run, doc, pred["runs"], central="median")
     other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
@@ -1198,7 +1198,7 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_fro
     from roofline import model as M
 
     doc, pred, alt = _registered_with_alternative("af", "b6d8fe5")
-    assert len(S.DISCLOSURES["af"]) == 1 and len(doc["runs"]) == 35  # collective sizes, undone by the fixture
+    assert len(S.DISCLOSURES["af"]) == 2 and len(doc["runs"]) == 35  # collective sizes, undone by the fixture; fp8_scales
     runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm-v1-sync")]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1367,7 +1367,8 @@ def test_set_am_committed_predictions_and_declared_alternative_reproduce(moe_per
     is what the code gives with those layouts; the three B200 runs that served no request are not in the set; at the
     commit they record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("am", "1558d7f")
-    assert len(S.DISCLOSURES["am"]) == 2 and len(doc["runs"]) == 31  # the MoE GEMMs and the nearest shape, undone by the fixtures
+    assert len(S.DISCLOSURES["am"]) == 3 and len(doc["runs"]) == 31  # the MoE GEMMs and the nearest shape, undone by the
+    # fixtures; fp8_scales (a run key the registered runs lack)
     assert all(pred["runs"][r] != alt["runs"][r] for r in pred["runs"])
     byid = {r["id"]: r for r in doc["runs"]}
     assert not any(k.startswith("am1-bmq_b200jan_glm47fp8_tp4dp2") and "i1024" not in k for k in byid)

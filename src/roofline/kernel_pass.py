@@ -100,6 +100,12 @@ def _gemm_dtype(weights_dtype: str) -> str:
 
 
 MOE_ACTIVATIONS = ("auto", "bf16", "fp8")
+#: How an FP8 checkpoint's routed experts are scaled: auto (the per-tensor rows first, then the block-scaled ones, as
+#: every serving set up to ap was registered), tensor (per-tensor or per-channel scales: Llama FP8 checkpoints of
+#: ModelOpt / llm-compressor, vLLM's on-the-fly --quantization fp8) or block (128 x 128 weight blocks with per-token-
+#: group activation scales: DeepSeek-V3/R1, Qwen3-*-FP8, whose config.json quantization_config has weight_block_size);
+#: tensor or block reads only that format's MoE rows (docs/kernels.md "Block-scaled FP8 experts").
+FP8_SCALES = ("auto", "tensor", "block")
 #: A routed-expert shape with no measured MoE row keeps the factor model's GEMM term (the fused MoE kernel it stands for
 #: runs every expert in one launch). True: the grouped GEMM composed from one measured GEMM per expert a GPU touches,
 #: each at its launch-bound time (160 GEMMs of 192 columns per MoE layer for GLM-4.7 at MoE TP 8: 202 ms of GEMMs
@@ -113,7 +119,7 @@ MOE_SHAPE_TRANSFER = True
 
 
 def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
-                activations: str = "auto") -> tuple[str, ...]:
+                activations: str = "auto", fp8_scales: str = "auto") -> tuple[str, ...]:
     """The MoE tables' moe_dtype names to try, in order, for routed experts stored as `expert_weights_dtype`
     next to dense layers in `weights_dtype` (AIConfigurator's quantisation modes): the experts' own format when
     it is the dense one (fp8, then fp8_block); FP8 experts beside 16-bit layers likewise. FP4 experts beside
@@ -124,9 +130,11 @@ def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores:
     VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, for one) keeps only the rows of that activation format, so a family
     without them keeps the factor model rather than another kernel's rows. FP4 experts beside FP8 layers (NVFP4
     checkpoints) read no table, as FP4 GEMMs do not (docs/kernels.md "Dtype names": the nvfp4 rows lost blind on
-    serving set o)."""
+    serving set o). FP8 experts whose `fp8_scales` are stated (FP8_SCALES) read only that scaling's rows."""
     wd = _gemm_dtype(weights_dtype)
     ed = _gemm_dtype(expert_weights_dtype) if expert_weights_dtype else wd
+    if ed == "fp8" and fp8_scales != "auto":
+        return ("fp8_block",) if fp8_scales == "block" else ("fp8",)
     if ed != "fp4":
         return (ed,) + (("fp8_block",) if ed == "fp8" else ())
     if wd == "fp4":
@@ -141,11 +149,11 @@ def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores:
 def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode", prompt=1, tp=1, ep=1, pp=1,
                 dp=1, moe_tp=None, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                 activation_dtype: str = "bf16", engine: str = "trtllm", moe_imbalance: float = 1.0,
-                expert_weights_dtype: str | None = None, moe_activations: str = "auto",
+                expert_weights_dtype: str | None = None, moe_activations: str = "auto", fp8_scales: str = "auto",
                 shape_transfer: bool = True) -> TableTerms:
     """Measured-kernel GEMM, attention and TP all-reduce terms of one pass (module docstring);
     `expert_weights_dtype`: the routed experts' format where it differs (their MoE table, `_moe_dtypes`, with the
-    launch's `moe_activations`); `shape_transfer`: a routed-expert shape without rows may read the nearest measured
+    launch's `moe_activations`, and FP8 experts' `fp8_scales`); `shape_transfer`: a routed-expert shape without rows may read the nearest measured
     one (MOE_SHAPE_TRANSFER)."""
     from .units import dtype_bytes
 
@@ -199,7 +207,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         fp4_cores = "fp4" in getattr(getattr(system, "accelerator", None), "flops_per_s", {})
         # the first of the format's row names that covers any point ("fp4", a name no table has: none covers);
         # experts in their own format: a table measured at one moe tp (or ep) does not stand in for another
-        names = _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations)
+        names = _moe_dtypes(weights_dtype, expert_weights_dtype, fp4_cores, moe_activations, fp8_scales)
         for md in names or ("fp4",):
             r = K.moe_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
                         tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)

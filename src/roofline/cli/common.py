@@ -12,6 +12,7 @@ AcceleratorOpt = Annotated[Optional[str], typer.Option("--accelerator", "-a", he
 GpusOpt = Annotated[Optional[int], typer.Option("--gpus", "-g", help="Accelerators used (default: the whole system).")]
 WeightsDtypeOpt = Annotated[str, typer.Option("--weights-dtype", help="Weight format: bf16, fp8, fp4, int8, int4 (bytes/param 2, 1, 0.5, 1, 0.5).")]
 ExpertWeightsDtypeOpt = Annotated[Optional[str], typer.Option("--expert-weights-dtype", help="MoE models: the routed experts' format when it differs from --weights-dtype (NVFP4/MXFP4 checkpoints keep attention and dense layers in bf16/fp8), e.g. --weights-dtype bf16 --expert-weights-dtype fp4.")]
+Fp8ScalesOpt = Annotated[str, typer.Option("--fp8-scales", help="With measured kernel tables and FP8 routed experts: how the checkpoint scales them, tensor (per-tensor or per-channel: ModelOpt / llm-compressor FP8, --quantization fp8) or block (128x128 weight blocks: DeepSeek-V3/R1, Qwen3-*-FP8, whose config.json has weight_block_size); only that format's MoE rows are read. auto (default): per-tensor rows first, then block-scaled.")]
 KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV-cache format: bf16, fp8, fp4, int8.")]
 PriceOpt = Annotated[Optional[float], typer.Option("--usd-per-gpu-hour", help="Rental price, USD per accelerator-hour (default: the catalog's).")]
 ComputeEffOpt = Annotated[float, typer.Option("--compute-efficiency", help="Achieved fraction of peak FLOP/s, (0, 1]; 1 = pure roofline.")]

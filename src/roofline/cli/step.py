@@ -24,6 +24,7 @@ from .common import (
     AcceleratorOpt,
     ComputeEffOpt,
     ExpertWeightsDtypeOpt,
+    Fp8ScalesOpt,
     GpusOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -73,6 +74,7 @@ def register(app: typer.Typer) -> None:
         decode_attention: Annotated[str, typer.Option("--decode-attention", help="With --realistic: shared (KV head read once per GQA group) or per-query-head (older kernels).")] = "shared",
         kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`); auto (default): tables when --engine is given and its tables cover the accelerator, as `simulate`.")] = "auto",
         engine: Annotated[str, typer.Option("--engine", help="With --realistic: whose measured kernels, trtllm, sglang or vllm (--kernels tables without it: trtllm's).")] = "none",
+        fp8_scales: Fp8ScalesOpt = "auto",
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""
@@ -87,7 +89,8 @@ def register(app: typer.Typer) -> None:
                                            weight_stationary), moe_imbalance=moe_imbalance,
                              sparse_attention=sparse_attention, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
                              draft_fraction=draft_fraction, overlap=overlap, realistic=realistic,
-                             decode_attention=decode_attention, kernels=kernels, engine=engine)
+                             decode_attention=decode_attention, kernels=kernels, engine=engine,
+                             fp8_scales=fp8_scales)
         d = run_step(req)
         if json:
             return print_json(d)

@@ -105,6 +105,16 @@ def expert_dtype(name: str, model, accelerator, value) -> None:
     dtype_supported(name, accelerator, value)
 
 
+def fp8_scales(f, value: str, kernels: str, model, weights_dtype: str, expert_weights_dtype) -> None:
+    """--fp8-scales (flag names by `f`): only with measured kernel tables and FP8 routed experts
+    (kernel_pass.FP8_SCALES)."""
+    if value != "auto" and (kernels != "tables" or not model.moe or (expert_weights_dtype or weights_dtype) != "fp8"):
+        raise UsageError(f"{f('fp8_scales')} picks the per-tensor or block-scaled measured MoE rows of FP8 experts; it "
+                         f"needs measured kernel tables ({f('kernels')} tables, or auto with an engine family), a "
+                         f"mixture-of-experts model and FP8 experts ({f('weights_dtype')} fp8 or "
+                         f"{f('expert_weights_dtype')} fp8); drop it")
+
+
 def dtype_supported(name: str, accelerator, value: str) -> None:
     """The accelerator can run matmuls on weights stored as `value`: on its own cores for that format,
     or up-cast to its 16-bit cores (weight-only formats, as hardware.Accelerator.peak_flops does)."""

@@ -55,6 +55,7 @@ class SimulateRequest(LayoutOptions):
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     moe_activations: Choice("auto", "bf16", "fp8") = "auto"  # FP4 experts' activation format in the MoE tables
+    fp8_scales: Choice("auto", "tensor", "block") = "auto"  # FP8 experts' scaling in the MoE tables (kernel_pass.FP8_SCALES)
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -147,6 +148,7 @@ class SimulateRequest(LayoutOptions):
             raise rules.UsageError(f"{f('moe_activations')} picks the activation format of MXFP4 experts' measured MoE "
                                    f"rows; it needs measured kernel tables ({f('kernels')} tables, or auto with an "
                                    f"engine family) and {f('expert_weights_dtype')} fp4 beside 16-bit weights; drop it")
+        rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype)
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -356,7 +358,7 @@ def simulate(req: SimulateRequest, progress=None):
     if req._kernels == "tables":  # passes from the --engine family's measured kernel tables (trtllm for none)
         from ..simulate.steptable import with_kernel_tables
 
-        dep = with_kernel_tables(dep, req.engine, req.moe_activations)
+        dep = with_kernel_tables(dep, req.engine, req.moe_activations, req.fp8_scales)
     dep = with_engine(dep, ovh)
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],

@@ -69,6 +69,7 @@ class EngineStep:
     kernels: str = "factor"
     kernel_engine: str = "trtllm"
     kernel_moe_activations: str = "auto"  # FP4 experts' activation format in the MoE tables (kernel_pass._moe_dtypes)
+    kernel_fp8_scales: str = "auto"  # FP8 experts' scaling, per-tensor or block, in the MoE tables (kernel_pass.FP8_SCALES)
 
     def step_times(self, batch, tokens, context):
         """Step seconds only (nothing else of the pass result is computed)."""
@@ -113,7 +114,7 @@ class EngineStep:
                                     engine=self.kernel_engine, phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep,
                                     pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp, weights_dtype=self.weights_dtype,
                                     kv_dtype=self.kv_dtype, expert_weights_dtype=self.options.get("expert_weights_dtype"),
-                                    moe_activations=self.kernel_moe_activations)
+                                    moe_activations=self.kernel_moe_activations, fp8_scales=self.kernel_fp8_scales)
         eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
         step, _, parts = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
         return step, parts, res
@@ -222,16 +223,21 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
 
 
-def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations: str = "auto") -> Deployment:
+def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations: str = "auto",
+                       fp8_scales: str = "auto") -> Deployment:
     """`dep` with its passes from the measured kernel tables of `engine`'s family (an engine row such as
     `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
     EngineStep(kernels="tables"). Only the realistic engine step has table terms. `moe_activations` (auto, bf16,
-    fp8): the activation format the launch runs FP4 experts with (kernel_pass._moe_dtypes)."""
-    from ..kernel_pass import MOE_ACTIVATIONS
+    fp8): the activation format the launch runs FP4 experts with (kernel_pass._moe_dtypes); `fp8_scales` (auto,
+    tensor, block): how FP8 experts are scaled (kernel_pass.FP8_SCALES)."""
+    from ..kernel_pass import FP8_SCALES, MOE_ACTIVATIONS
 
     if moe_activations not in MOE_ACTIVATIONS:
         raise InputError(f"moe activations must be one of {', '.join(MOE_ACTIVATIONS)}, got {moe_activations!r}; "
                          f"bf16 or fp8 where the launch sets the MoE kernel's activation format, else auto")
+    if fp8_scales not in FP8_SCALES:
+        raise InputError(f"fp8 scales must be one of {', '.join(FP8_SCALES)}, got {fp8_scales!r}; block for "
+                         f"checkpoints whose config.json has weight_block_size, tensor for per-tensor ones, else auto")
     step = dep.step
     if not (isinstance(step, EngineStep) and (step.realistic or (step.efficiency is not None
                                                                  and not step.efficiency.is_ideal))):
@@ -240,7 +246,7 @@ def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations:
     from ..kernels import table_family
 
     return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm",
-                                     kernel_moe_activations=moe_activations))
+                                     kernel_moe_activations=moe_activations, kernel_fp8_scales=fp8_scales))
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,

@@ -599,6 +599,27 @@ def _text_prompts(effect: str) -> str:
 _disclose({"an": "TTFT 62.3% -> 60.6%", "ap": "TTFT 47.9% -> 45.3%"}, _text_prompts)
 
 
+def _fp8_scales(effect: str) -> str:
+    return ("2026-11-27, after set am's measured values were seen (its GLM-4.7-FP8 runs as registered read the per-tensor "
+            "FP8 MoE rows first, 3-4x slower at small batches on Hopper vLLM than the block-scaled ones): a launch can "
+            "state how its FP8 checkpoint's experts are scaled (run key fp8_scales, simulate --fp8-scales tensor|block; "
+            "kernel_pass.FP8_SCALES), and only that format's MoE rows are read; the default (auto) reads the per-tensor "
+            "rows first, as registered, so the registered runs and their reproduction tests are unchanged. Recomputed "
+            "with fp8_scales: block on this set's runs of block-scaled checkpoints (DeepSeek-V3/R1, Qwen3-235B-FP8; "
+            "GLM-4.7-FP8 assumed) with kernel tables, vLLM and TensorRT-LLM, seed 0, central factors, mean APE over "
+            "those runs: " + effect + " (scripts/posthoc_fp8_scales.py; docs/kernels.md \"Block-scaled FP8 experts\": "
+            "the default stays auto because DeepSeek-R1 on H200 vLLM goes from 20% fast to 62% slow).")
+
+
+_disclose({"ab": "6 runs; ITL 120.5% -> 61.7%, TTFT 339% -> 273%",
+           "ac": "7 runs; ITL 126.1% -> 90.6%, TTFT 86.7% -> 61.0%",
+           "af": "4 runs; ITL 134.3% -> 76.2%, TTFT 125.6% -> 84.4%",
+           "i": "5 runs; ITL 27.5% -> 52.4%, TTFT 40.3% -> 27.2%",
+           "j": "4 runs; ITL 26.0% -> 56.8%, TTFT 57.5% -> 51.3%",
+           "n": "13 runs; end-to-end 32.6% -> 38.9%, ITL 27.5% -> 49.6%, TTFT 52.6% -> 27.7%",
+           "am": "26 runs; end-to-end 48.3% -> 32.4%, ITL 70.9% -> 39.9%, TTFT 43.2% -> 41.8%"}, _fp8_scales)
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
@@ -1134,7 +1155,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     if run.get("kernels", "factor") == "tables":  # decode passes from the engine family's measured kernel tables
         from ..simulate.steptable import with_kernel_tables
 
-        dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")))
+        dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")),
+                                 str(run.get("fp8_scales", "auto")))  # FP8 experts' scaling (kernel_pass.FP8_SCALES)
     dep = with_engine(dep, ovh)
     wl = warm_prefixes_for(run, workload_for(run, ds, seed, sigma))
 
