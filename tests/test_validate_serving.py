@@ -1442,6 +1442,28 @@ def test_set_ap_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("ap", pred["at_commit"])
 
 
+def test_set_aq_committed_predictions_and_declared_alternative_reproduce():
+    """Set aq (a fourth draw from AIConfigurator's silicon_sample.csv, pre-registered at ab26a34) recomputes exactly for
+    a vLLM 0.12 Qwen3-235B-FP8 run on H200 with fp8_scales block, a SGLang Qwen3-32B run on H100 and a TensorRT-LLM run;
+    the declared alternative (the eight fp8_scales runs without the key) is what the code gives without it and moves only
+    the three vLLM runs (SGLang's tables have only block-scaled FP8 MoE rows; TensorRT-LLM's B200 ones, at DeepSeek's
+    shape, too); at the commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("aq", "ab26a34")
+    assert "aq" not in S.DISCLOSURES and len(doc["runs"]) == 38
+    assert sum(r.get("fp8_scales") == "block" for r in doc["runs"]) == 8
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"]["tpot_mean"]["value"]
+             != alt["runs"][r]["metrics"]["tpot_mean"]["value"]}
+    assert moved == {r["id"] for r in doc["runs"] if r["engine"] == "vllm-v1-sync" and r.get("fp8_scales")}
+    byid = {r["id"]: r for r in doc["runs"]}
+    qwen = byid["aq1-aic-vllm-h200-q3-235b-fp8-tp2-2000x2000-c16-L1679"]
+    _reproduces(qwen, doc, pred["runs"], central="median")
+    _reproduces({k: v for k, v in qwen.items() if k != "fp8_scales"}, doc, alt["runs"], central="median")
+    for rid in ("aq1-aic-sglang-h100-q3-32b-bf16-tp2-1024x256-c16-L926",
+                next(r["id"] for r in doc["runs"] if r["engine"] == "trtllm" and r["system"] == "dgx-h100")):
+        _reproduces(byid[rid], doc, pred["runs"], central="median")
+    _registered_before_measured("aq", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
