@@ -74,6 +74,17 @@ def test_warm_prefixes_left_by_earlier_runs_by_hand():
             == Simulation(plain, _dep(), Policy("continuous")).run().first_token_s.tolist())
 
 
+def test_warm_prefixes_of_given_ids_only_by_hand():
+    """warm_prefixes as an array of prefix ids (a client's warm-up sent those prompts before the run): the two
+    requests of the test above with only prefix 1 warm: request 0 misses (prefills 100), request 1 hits its 4
+    blocks (prefills 36), 136 tokens in the one pass; an empty array is a cold cache."""
+    wl = _wl([0, 0], 100, 2, [0, 1], [40, 64])
+    some = Simulation(wl, _dep(), Policy("continuous"), warm_prefixes=np.array([1])).run()
+    assert some.prefix_hit_tokens.tolist() == [0, 64] and _prefill_tokens(some) == [136]
+    none = Simulation(wl, _dep(), Policy("continuous"), warm_prefixes=np.array([], dtype=np.int64)).run()
+    assert none.prefix_hit_tokens.tolist() == [0, 0] and _prefill_tokens(none) == [200]
+
+
 def test_concurrent_requests_miss_until_the_first_prefill_is_done():
     """Two requests of one prefix arriving together are prefilled in the same pass: neither finds the prefix
     cached (blocks are cached once a pass has computed them); the third, later, hits. A whole prompt of shared

@@ -1127,7 +1127,7 @@ def test_sets_ab_and_ac_committed_predictions_and_declared_alternative_reproduce
     factor model on every run) is what the code gives without them; at the commit they record, the measured values
     were not in the repository."""
     doc, pred, alt = _registered_with_alternative(name, commit)
-    assert len(S.DISCLOSURES[name]) == 4 and len(doc["runs"]) == runs  # the launch fix, the tokeniser and the collective sizes, undone by the fixtures; fp8_scales
+    assert len(S.DISCLOSURES[name]) == 5 and len(doc["runs"]) == runs  # the launch fix, the tokeniser and the collective sizes, undone by the fixtures; fp8_scales and the AIC launch (run keys the runs lack)
     run = next(r for r in doc["runs"] if r.get("kernels") == "tables" and r["engine"] == "trtllm")
     main = _reproduces(run, doc, pred["runs"], central="median")
     other = _reproduces({k: v for k, v in run.items() if k != "kernels"}, doc, alt["runs"], central="median")
@@ -1198,7 +1198,7 @@ def test_set_af_committed_predictions_and_declared_alternative_reproduce(itl_fro
     from roofline import model as M
 
     doc, pred, alt = _registered_with_alternative("af", "b6d8fe5")
-    assert len(S.DISCLOSURES["af"]) == 2 and len(doc["runs"]) == 35  # collective sizes, undone by the fixture; fp8_scales
+    assert len(S.DISCLOSURES["af"]) == 3 and len(doc["runs"]) == 35  # collective sizes, undone by the fixture; fp8_scales, AIC launch
     runs = [next(r for r in doc["runs"] if r["engine"] == e) for e in ("trtllm", "vllm-v1-sync")]
     for run in runs:
         _reproduces(run, doc, pred["runs"], central="median")
@@ -1306,6 +1306,41 @@ def test_warm_prefix_tokens_by_hand():
     ds = {"kind": "uniform", "prompt_range": [2048, 2048], "output_range": [16, 16]}
     cold, warm = (S.simulate_run(dict(run, **extra), ds, seed=0) for extra in ({}, {"warm_prefix_tokens": 1024}))
     assert warm["ttft_mean"] < cold["ttft_mean"]
+
+
+def test_prompt_pool_by_hand():
+    """Run key prompt_pool {entries: N, warmup: W}: the client's stream is shuffled passes over the N entries (each
+    pass a permutation), the W warm-up requests take its first W draws and request j sends entry W + j whole; the
+    warm-up's entries are the warm prefix ids. Bad values, a prefix cache turned off, warm_prefix_tokens or a
+    dispatch rule are one line each. Through simulate_run, a closed loop of 4 clients sending 16 requests from a pool
+    of 4 prompts of 2,048 tokens (its 8 warm-ups sent every entry) reaches its first tokens sooner than unique
+    prompts."""
+    from roofline.simulate import make_workload
+
+    wl = make_workload(np.zeros(7), 100.0, 5.0)
+    pooled, warm = S.prompt_pool_workload({"id": "t", "prompt_pool": {"entries": 3, "warmup": 2}}, wl, 0)
+    rng = np.random.default_rng([0, 2021])
+    stream = np.concatenate([rng.permutation(3) for _ in range(3)])
+    assert pooled.prefix_id.tolist() == stream[2:9].tolist() and warm.tolist() == sorted(set(stream[:2].tolist()))
+    assert sorted(stream[:3].tolist()) == sorted(stream[3:6].tolist()) == [0, 1, 2]
+    assert pooled.shared_prefix_tokens.tolist() == [100.0] * 7
+    assert S.prompt_pool_workload({"id": "t"}, wl, 0) == (wl, False)
+    for bad, msg in (({"prompt_pool": {"entries": 0}}, "entries: N >= 1"), ({"prompt_pool": 100}, "entries: N >= 1"),
+                     ({"prompt_pool": {"entries": 10, "warmup": -1}}, "warmup: W >= 0"),
+                     ({"prompt_pool": {"entries": 10, "size": 3}}, "got"),
+                     ({"prompt_pool": {"entries": 10}, "prefix_caching": False}, "prefix cache"),
+                     ({"prompt_pool": {"entries": 10}, "warm_prefix_tokens": 5}, "warm_prefix_tokens"),
+                     ({"prompt_pool": {"entries": 10}, "dispatch": "round_robin"}, "one replica")):
+        with pytest.raises(S.InputError, match=msg):
+            S.prompt_pool_workload({"id": "t", **bad}, wl, 0)
+    run = {"id": "t", "engine": "vllm", "engine_version": "0.14", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1,
+           "replicas": 1, "rate": float("inf"), "max_concurrency": 4, "requests": 16, "dataset": "d", "policy": "chunked",
+           "max_seqs": 256, "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16",
+           "metrics": ["ttft_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [2048, 2048], "output_range": [16, 16]}
+    unique, pool = (S.simulate_run(dict(run, **extra), ds, seed=0)
+                    for extra in ({}, {"prompt_pool": {"entries": 4, "warmup": 8}}))
+    assert pool["ttft_mean"] < 0.5 * unique["ttft_mean"]
 
 
 def test_layout_run_key():
@@ -1449,7 +1484,8 @@ def test_set_aq_committed_predictions_and_declared_alternative_reproduce():
     the three vLLM runs (SGLang's tables have only block-scaled FP8 MoE rows; TensorRT-LLM's B200 ones, at DeepSeek's
     shape, too); at the commit they record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative("aq", "ab26a34")
-    assert "aq" not in S.DISCLOSURES and len(doc["runs"]) == 38
+    assert len(S.DISCLOSURES["aq"]) == 1 and len(doc["runs"]) == 38  # the AIC launch: run keys the runs lack
+    assert not any("prompt_pool" in r for r in doc["runs"])
     assert sum(r.get("fp8_scales") == "block" for r in doc["runs"]) == 8
     moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"]["tpot_mean"]["value"]
              != alt["runs"][r]["metrics"]["tpot_mean"]["value"]}

@@ -222,15 +222,19 @@ class Simulation:
     `warm_prefixes` (with the prefix cache on): every prefix of the workload is already cached when the run starts,
     to the full blocks of its longest use, unpinned and evictable (least recently used first, in prefix order) — the
     cache that earlier runs on the same server left behind (a benchmark sweep against one server, whose prompts of
-    the same seed repeat or extend one another). Without it every prefix is computed by its first request.
+    the same seed repeat or extend one another). An array of prefix ids warms only those (a client's warm-up
+    requests, which sent some of the prompts the run sends again). Without it every prefix is computed by its first
+    request.
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
-                 closed_loop: ClosedLoop | None = None, warm_prefixes: bool = False):
+                 closed_loop: ClosedLoop | None = None, warm_prefixes: bool | np.ndarray = False):
         self.workload, self.deployment, self.policy = workload, deployment, policy
-        self.warm_prefixes = bool(warm_prefixes)
+        # True: every prefix; an array: those prefix ids only (None: no prefix is warm)
+        self.warm_ids = None if isinstance(warm_prefixes, bool) else np.asarray(warm_prefixes, dtype=np.int64)
+        self.warm_prefixes = bool(warm_prefixes) if self.warm_ids is None else self.warm_ids.size > 0
         if int(block_tokens) != block_tokens or not 1 <= block_tokens <= MAX_BLOCK_TOKENS:
             raise InputError(f"KV block size must be a whole number of tokens between 1 and {MAX_BLOCK_TOKENS}, got "
                              f"{block_tokens}; vLLM's default is {DEFAULT_BLOCK_TOKENS}, SGLang's radix cache is 1")
@@ -381,6 +385,8 @@ class Simulation:
             users: list = [{} for _ in range(self.prefixes)]
             if self.warm_prefixes:  # left by earlier runs: each prefix to its longest use's full blocks, evictable
                 has = pfx_a >= 0
+                if self.warm_ids is not None:  # only the prefixes a warm-up sent
+                    has &= np.isin(np.asarray(self.workload.prefix_id, dtype=np.int64), self.warm_ids)
                 deepest = np.zeros(self.prefixes, np.int64)
                 np.maximum.at(deepest, pfx_a[has], fb_a[has])
                 cached = deepest.tolist()

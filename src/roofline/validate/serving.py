@@ -66,6 +66,10 @@ that the server's prefix cache already holds when the run starts, left there by 
 the same server (bench clients of one seed send the same prompt content run after run, truncated to each run's
 lengths: vLLM's random dataset (offset_i + i + j) mod V, SGLang's random dataset the i-th ShareGPT prompt); each such
 request gets a prefix of its own, cached at the start (simulate/core.Simulation warm_prefixes). Absent: a cold cache.
+`prompt_pool: {entries: N, warmup: W}`: a client that draws each prompt from N unique entries (aiperf's
+`--num-dataset-entries`, default 100, shuffled and reshuffled at each pass over them), after W warm-up requests that
+drew from the same stream and completed before the run (aiperf's `--warmup-request-count`): so prompts recur whole,
+and the server's prefix cache serves a recurring one (prompt_pool_workload). Absent: every prompt unique.
 `sampling: top-k-top-p` says the server sampled through a top-k and/or top-p filter (a client that sent no temperature
 to a server whose model's generation_config sets top_k or top_p, as vLLM 0.15's `vllm bench serve` does): every pass
 gains the engine row's filter cost over the model's vocabulary (simulate/overheads.EngineOverheads.with_top_k_top_p).
@@ -620,6 +624,26 @@ _disclose({"ab": "6 runs; ITL 120.5% -> 61.7%, TTFT 339% -> 273%",
            "am": "26 runs; end-to-end 48.3% -> 32.4%, ITL 70.9% -> 39.9%, TTFT 43.2% -> 41.8%"}, _fp8_scales)
 
 
+def _aic_launch(effect: str) -> str:
+    return ("2026-11-27, after set aq's measured values were seen (its vLLM TTFT too slow on 10 of 11 runs, as on this "
+            "source's earlier draws, where SGLang and TensorRT-LLM centre on zero): AIConfigurator's benchmark generator "
+            "writes an aggregated worker's token budget as max_batch_size + isl + 1500 (vLLM --max-num-batched-tokens, "
+            "TensorRT-LLM max_num_tokens; generator/rule_plugin/benchmark/*.rule at 095f58a51c4c), and its aiperf "
+            "recipe sets no --num-dataset-entries, so prompts recur from aiperf's 100 after 2 x C warm-ups (new run key "
+            "prompt_pool; vLLM's and SGLang's prefix caches are on by default, TensorRT-LLM's block reuse off in the "
+            "generator's template). The registered runs carry each engine's default budget and unique prompts, and are "
+            "unchanged. Recomputed over the 178 runs of sets ab, ac, af and aq (scripts/posthoc_aic_launch.py, seed 0, "
+            "central factors), mean APE (median error): " + effect + " (docs/simulator.md \"AIConfigurator's launch "
+            "settings\").")
+
+
+_AIC_LAUNCH = ("vLLM (47 runs; budget and pool) TPOT 63.5% (+24%) -> 44.2% (+10%), TTFT 144% (+85%) -> 64.5% (-22%); "
+               "TensorRT-LLM (63; budget) TPOT 43.8% -> 43.9%, TTFT 60.3% (+2%) -> 52.5% (-12.5%); SGLang (68; pool) "
+               "TPOT 27.3% (-12%) -> 34.5% (-23%), TTFT 88.1% (-1%) -> 74.1% (-63%): its measurements look like a "
+               "server without cache hits")
+_disclose({name: _AIC_LAUNCH for name in ("ab", "ac", "af", "aq")}, _aic_launch)
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
@@ -909,6 +933,33 @@ def exact_lengths(run: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     return p, np.maximum(o, 1.0)
 
 
+def prompt_pool_workload(run: dict, wl, seed: int):
+    """(the workload with the run's `prompt_pool` (module docstring), the prefix ids its warm-up sent); (wl, False)
+    without the key. The client's stream of entries is shuffled passes over the N entries (aiperf's `shuffle`
+    strategy: without replacement, reshuffled when a pass ends; our own seeded draws, not aiperf's); the W warm-up
+    requests take its first W draws and the run's requests the next ones, so request j sends entry e_(W+j), whole
+    (prefix id = the entry, shared = its prompt). Its prompt and output lengths stay the dataset's (fixed lengths:
+    every entry the same length). Ignores: the warm-up's own load (it completes before the run) and an entry's
+    differing token count once re-tokenised."""
+    pool = run.get("prompt_pool")
+    if pool is None:
+        return wl, False
+    if (not isinstance(pool, dict) or set(pool) - {"entries", "warmup"} or "entries" not in pool
+            or not all(isinstance(pool.get(k, 0), int) and not isinstance(pool.get(k, 0), bool)
+                       for k in ("entries", "warmup")) or pool["entries"] < 1 or pool.get("warmup", 0) < 0):
+        raise InputError(f"serving run {run.get('id')!r}: prompt_pool needs {{entries: N >= 1, warmup: W >= 0}} as "
+                         f"whole numbers, got {pool!r}; e.g. {{entries: 100, warmup: 16}}")
+    if run.get("prefix_caching") is False or "warm_prefix_tokens" in run or run.get("dispatch", "random") != "random":
+        raise InputError(f"serving run {run.get('id')!r}: prompt_pool needs the server's prefix cache, one replica's "
+                         "requests and no warm_prefix_tokens; drop one of them")
+    n_pool, warm = int(pool["entries"]), int(pool.get("warmup", 0))
+    rng = np.random.default_rng([int(seed), 2021])
+    passes = -(-(warm + wl.n) // n_pool)
+    stream = np.concatenate([rng.permutation(n_pool) for _ in range(passes)])
+    pid = stream[warm:warm + wl.n].astype(np.int64)
+    return replace(wl, prefix_id=pid, shared_prefix_tokens=wl.prompt_tokens.copy()), np.unique(stream[:warm])
+
+
 def warm_prefixes_for(run: dict, wl):
     """The workload with the run's `warm_prefix_tokens` (module docstring) as prefixes of their own: request i gets
     prefix id i over min(warm_i, prompt_i) tokens (none where that is 0); unchanged without the key. One line naming
@@ -1158,14 +1209,15 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
         dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")),
                                  str(run.get("fp8_scales", "auto")))  # FP8 experts' scaling (kernel_pass.FP8_SCALES)
     dep = with_engine(dep, ovh)
-    wl = warm_prefixes_for(run, workload_for(run, ds, seed, sigma))
+    wl, warm = prompt_pool_workload(run, warm_prefixes_for(run, workload_for(run, ds, seed, sigma)), seed)
+    warm = warm if "prompt_pool" in run else "warm_prefix_tokens" in run  # the prefixes cached at the start
 
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
 
     def one(x, closed_loop=None):
         sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
                          prefix_cache=run.get("prefix_caching"),  # None: on where requests share prefixes
-                         closed_loop=closed_loop, warm_prefixes="warm_prefix_tokens" in run)
+                         closed_loop=closed_loop, warm_prefixes=warm)
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
