@@ -74,6 +74,28 @@ def test_fewer_sequences_than_dp_groups_cost_one_per_group(llama):
                                                                       layout=Layout(tp=2, dp=4))), rel=2e-3)
 
 
+@pytest.mark.parametrize("case", ["tp8", "tp2-pp2", "batch-attention", "realistic"])
+def test_one_rank_fast_path_is_call_bit_for_bit(llama, case):
+    """MixedPass.fast (what the simulator calls) is `_one_rank` on one attention rank without kernel tables, and
+    gives exactly __call__'s value: random decodes (r = 1 and speculative r = 3), chunks on and off the grid's
+    integer cells, contexts past the grid's end, fewer sequences than sequence slots."""
+    m, s = llama
+    lay = {"tp8": Layout(tp=8), "tp2-pp2": Layout(tp=2, pp=2), "batch-attention": Layout(tp=8, attention="batch"),
+           "realistic": Layout(tp=4)}[case]
+    mp = MixedPass(EngineStep(m, s, lay, realistic=case == "realistic"), 8192, 20000)
+    assert mp.fast == mp._one_rank
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        d = int(rng.integers(0, 40))
+        r = float(rng.choice([1, 1, 3]))
+        dsum = float(d * rng.uniform(0, 30000))
+        chunks = [(float(rng.integers(1, 3000)), float(rng.choice([0.0, 256.0, rng.uniform(0, 25000)])))
+                  for _ in range(int(rng.integers(0 if d else 1, 4)))]
+        assert mp.fast(d, r, dsum, chunks) == mp(d, r, dsum, chunks)
+    dp = MixedPass(EngineStep(m, s, Layout(tp=2, dp=4)), 4096, 10000)
+    assert dp.fast == dp.__call__  # attention DP (LPT placement) keeps __call__
+
+
 def test_attention_dp_chunk_runs_whole_on_the_busiest_rank_by_hand(llama):
     """DP 4 (TP 2): 400 decodes at 2,000 cached tokens and five 1,000-token prompts. The decodes spread 100 a
     rank; the prompts go longest first to the least-loaded rank (LPT), so one rank holds two (2,000 tokens) and

@@ -248,7 +248,8 @@ def combine(gemm_c, gemm_m, attn_c, attn_m, ew, comm, pp_s, overhead, pp, eff: E
         kernels = mx(gemm_c + attn_c, gemm_m + attn_m + ew)
     if not perfect:
         kernels = busy(kernels, comm, eff.overlap_comm, mx)
-    return (kernels if np.ndim(pp) == 0 and pp == 1 else pp * kernels) + pp_s + overhead
+    one = pp == 1 if type(pp) is float or type(pp) is int else np.ndim(pp) == 0 and pp == 1  # (floats: no np.ndim)
+    return (kernels if one else pp * kernels) + pp_s + overhead
 
 
 @dataclass(frozen=True)

@@ -644,8 +644,12 @@ class Simulation:
                         t = t_pass(b_pass, n_tok, c_mean)
                         c_dec = c_mean
                     else:  # each part at its own context: chunk j on x_j cached tokens, decodes on the rest
-                        parts = [(c, pre_len[e[0]] - e[1]) for e, c in chunks]
-                        dec_sum = ctx_pass - sum(x for _, x in parts) if parts else ctx_pass
+                        parts, x_sum = [], 0  # (chunk tokens, cached tokens before it); Σ cached
+                        for e, c in chunks:
+                            x = pre_len[e[0]] - e[1]
+                            parts.append((c, x))
+                            x_sum += x
+                        dec_sum = ctx_pass - x_sum if parts else ctx_pass
                         t = mixed(nd + pad, r, dec_sum, parts)
                         c_dec = dec_sum / (nd + pad) if nd + pad else 0.0
                     if draft and nd + pad:
