@@ -11,7 +11,7 @@ from roofline.catalog import get_catalog
 from roofline.errors import InputError
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, Workload, make_workload
 from roofline.simulate.metrics import littles_law, prefix_cache_metrics
-from roofline.simulate.workload import generate, read_trace, write_trace
+from roofline.simulate.workload import generate, prompt_pool, read_trace, write_trace
 
 STEP = 0.01  # every pass takes 10 ms
 
@@ -264,6 +264,47 @@ def test_cli_json_reports_the_cache(run_cli):
     assert off["ttft_p50_s"] > d["ttft_p50_s"]
     code, out, err = run_cli(*args, "--block-size", "100")  # 5 whole blocks of 100 = 500 tokens
     assert json.loads(out)["prefix_hit_tokens"] == 500 * 198
+
+
+def test_cli_prompt_pool_hit_rates_by_hand(run_cli):
+    """--prompt-pool 20: 400 requests of 1,000 fixed tokens from 20 entries. The stream's first pass is a permutation,
+    so each entry misses once and hits after: 380 of 400 requests hit, each its prompt's 62 whole blocks of 16 (992
+    tokens). With --pool-warmup 10 the warm-up's 10 entries start cached: only the first pass's other 10 miss."""
+    args = ("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "-n", "400", "--rate", "5",
+            "--lengths", "fixed", "--prompt-tokens", "1000", "--output-tokens", "50", "--json")
+    code, out, err = run_cli(*args, "--prompt-pool", "20")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["prompt_pool"] == {"entries": 20, "warmup": 0} and d["prefix_cache"] == "on"
+    assert d["prefix_request_hit_rate"] == pytest.approx(380 / 400) and d["prefix_hit_tokens"] == 380 * 992
+    code, out, err = run_cli(*args, "--prompt-pool", "20", "--pool-warmup", "10")
+    warm = json.loads(out)
+    assert warm["prefix_request_hit_rate"] == pytest.approx(390 / 400) and warm["prefix_hit_tokens"] == 390 * 992
+    code, out, err = run_cli(*args)
+    unique = json.loads(out)
+    assert "prefix_cache" not in unique and unique["ttft_mean_s"] > d["ttft_mean_s"] > warm["ttft_mean_s"]
+
+
+def test_prompt_pool_entries_keep_their_lengths():
+    """With lognormal lengths each entry is one (prompt, output) pair drawn once: every request of an entry sends that
+    prompt whole (its prefix) and asks for that output; the stream is shuffled passes (simulate/workload.prompt_pool)."""
+    from roofline.requests.simulate import SimulateRequest, workload_and_warmup
+
+    req = SimulateRequest.of(style="cli", model="llama-3.1-8b", system="dgx-h100", gpus=1, requests=300,
+                             prompt_pool=7, pool_warmup=3)
+    wl, warm = workload_and_warmup(req, np.random.default_rng(0))
+    assert warm.size == 3 and set(wl.prefix_id.tolist()) == set(range(7))
+    for e in range(7):
+        mine = wl.prefix_id == e
+        assert np.unique(wl.prompt_tokens[mine]).size == 1 and np.unique(wl.output_tokens[mine]).size == 1
+    assert np.array_equal(wl.shared_prefix_tokens, wl.prompt_tokens)
+    assert np.unique(wl.prompt_tokens).size > 1  # entries differ
+    pid, w = prompt_pool(np.random.default_rng(1), 10, 4, 2)
+    rng = np.random.default_rng(1)
+    stream = np.concatenate([rng.permutation(4) for _ in range(3)])
+    assert pid.tolist() == stream[2:12].tolist() and w.tolist() == sorted(set(stream[:2].tolist()))
+    with pytest.raises(InputError, match="prompt pool entries must be a whole number >= 1"):
+        prompt_pool(np.random.default_rng(1), 10, 0)
 
 
 @pytest.mark.parametrize("seed", range(6))

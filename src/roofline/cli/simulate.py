@@ -77,6 +77,8 @@ def register(app: typer.Typer) -> None:
         trace: Annotated[Optional[str], typer.Option("--trace", help="CSV trace: arrival_s,prompt_tokens,output_tokens[,priority].")] = None,
         shared_prefix_tokens: Annotated[int, typer.Option(help="Every generated prompt starts with a shared system prompt of this many tokens (0 = none); prompts stay longer.")] = 0,
         prefix_groups: Annotated[int, typer.Option(help="Distinct system prompts of --shared-prefix-tokens, each request's drawn uniformly.")] = 1,
+        prompt_pool: Annotated[int, typer.Option("--prompt-pool", help="A client that draws each prompt from N unique ones (aiperf's --num-dataset-entries, default 100; shuffled passes), so prompts recur whole and the prefix cache serves them; each entry's prompt and output lengths drawn once from --lengths. 0 (default): every prompt unique.")] = 0,
+        pool_warmup: Annotated[int, typer.Option("--pool-warmup", help="With --prompt-pool: warm-up requests drawn from the same stream before the run (aiperf's --warmup-request-count, e.g. 2 x concurrency); the entries they sent start cached.")] = 0,
         prefix_cache: Annotated[str, typer.Option(help="Prefix caching: auto (on when requests share prefixes), on or off.")] = "auto",
         block_size: Annotated[int, typer.Option(help="KV block size in tokens: only whole blocks of a prefix are reused (vLLM 16, SGLang 1).")] = 16,
         kv_memory_fraction: Annotated[float, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free).")] = 0.9,
@@ -133,6 +135,7 @@ def register(app: typer.Typer) -> None:
                                              fast_fraction=fast_fraction, duration=duration, stages=stages,
                                              ramp_up=ramp_up, window_s=window_s, shared_prefix_tokens=shared_prefix_tokens,
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
+                                             prompt_pool=prompt_pool != 0 or pool_warmup != 0,
                                              block_size=block_size != 16, overlap=overlap,
                                              kv_memory=kv_memory_fraction != 0.9 or kv_memory_of != "total",
                                              expert_weights_dtype=expert_weights_dtype is not None,
@@ -164,7 +167,7 @@ def register(app: typer.Typer) -> None:
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
-            block_size=block_size, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
+            prompt_pool=prompt_pool, pool_warmup=pool_warmup, block_size=block_size, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
             fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
@@ -327,7 +330,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), --moe-activations, --fp8-scales, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-concurrency, --kernels (a grid takes auto), --moe-activations, --fp8-scales, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -71,6 +71,8 @@ class SimulateRequest(LayoutOptions):
     trace: OptText = None
     shared_prefix_tokens: Whole(0, rules.MAX_TOKENS, fix="tokens of the shared system prompt, 0 = none") = 0
     prefix_groups: Whole(1, 10**6, fix="number of distinct system prompts, e.g. 4") = 1
+    prompt_pool: Whole(0, 10**7, fix="unique prompts the client draws from, e.g. 100 (aiperf's default); 0 = every prompt unique") = 0
+    pool_warmup: Whole(0, 10**7, fix="warm-up requests from the pool before the run, e.g. 2 x the concurrency") = 0
     prefix_cache: Choice("auto", "on", "off") = "auto"
     block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
     kv_memory_fraction: Real(gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9") = 0.9
@@ -175,6 +177,17 @@ class SimulateRequest(LayoutOptions):
         if self.trace is not None and {"shared_prefix_tokens", "prefix_groups"} & fs:
             raise rules.UsageError(f"{f('trace')} gives each request's prefix (columns prefix_id, "
                                    f"shared_prefix_tokens); drop {f('shared_prefix_tokens')}/{f('prefix_groups')}")
+        if self.prompt_pool:  # each prompt recurs whole: it is its own prefix (simulate/workload.with_prompt_pool)
+            for k in ("trace", "shared_prefix_tokens"):
+                if k in fs:
+                    raise rules.UsageError(f"{f('prompt_pool')} makes each prompt recur whole, its own prefix; "
+                                           f"{f(k)} gives prefixes too: drop one of them")
+            if self.policy == "disaggregated" and self.pool_warmup:
+                raise rules.UsageError(f"{f('pool_warmup')} warms one pool's prefix cache; {f('policy')} "
+                                       f"disaggregated has two: drop {f('pool_warmup')}")
+        elif "pool_warmup" in fs:
+            raise rules.UsageError(f"{f('pool_warmup')} counts warm-up requests drawn from {f('prompt_pool')}; "
+                                   f"add {f('prompt_pool')} N or drop it")
         if "prefix_groups" in fs and not self.shared_prefix_tokens:
             raise rules.UsageError(f"{f('prefix_groups')} counts the system prompts of {f('shared_prefix_tokens')}; "
                                    f"add {f('shared_prefix_tokens')} N or drop it")
@@ -258,7 +271,15 @@ def pool(req: SimulateRequest, layout, chips: int, opts: dict):
 
 def workload(req: SimulateRequest, rng):
     """The request's workload: its CSV trace (every row within the model's context), or generated
-    arrivals with generated lengths (medians within the context; draws capped as the module says)."""
+    arrivals with generated lengths (medians within the context; draws capped as the module says), their prompts
+    drawn from a pool of `prompt_pool` entries where it is set (`workload_and_warmup`)."""
+    return workload_and_warmup(req, rng)[0]
+
+
+def workload_and_warmup(req: SimulateRequest, rng):
+    """(`workload`, the prefix ids the pool's warm-up requests left cached, or False): with `prompt_pool` N the
+    generated requests send entries of a pool of N (prompt, output) pairs drawn once from the same lengths
+    (simulate/workload.with_prompt_pool), after `pool_warmup` warm-up requests from the same stream."""
     import numpy as np
 
     from ..simulate.workload import generate, ramped, read_trace, requests_for_duration, staged, staged_requests
@@ -297,11 +318,18 @@ def workload(req: SimulateRequest, rng):
                       prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
                       max_context=maxc, duration_s=req.duration, shared_prefix_tokens=req.shared_prefix_tokens,
                       prefix_groups=req.prefix_groups)
+    warm: Any = False
+    if req.prompt_pool:
+        from ..simulate.workload import draw_lengths, with_prompt_pool
+
+        entries = draw_lengths(rng, req.prompt_pool, lengths_kind=req.lengths, prompt_tokens=req.prompt_tokens,
+                               output_tokens=req.output_tokens, sigma=req.sigma, max_context=maxc)
+        wl, warm = with_prompt_pool(rng, wl, req.prompt_pool, req.pool_warmup, entries)
     if req.fast_fraction:
         from dataclasses import replace
 
         wl = replace(wl, priority=(rng.random(wl.n) >= req.fast_fraction).astype(np.int64))
-    return wl
+    return wl, warm
 
 
 def run_simulate(req: SimulateRequest, progress=None) -> dict:
@@ -328,7 +356,7 @@ def simulate(req: SimulateRequest, progress=None):
                  not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold,
                  req.admit_interval, req.admit_min_running)
     rng = np.random.default_rng(req.seed)
-    wl = workload(req, rng)
+    wl, warm = workload_and_warmup(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic,
@@ -377,7 +405,7 @@ def simulate(req: SimulateRequest, progress=None):
             return res.trace
     else:
         def run(w, closed_loop=None):
-            sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, **cache))
+            sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, warm_prefixes=warm, **cache))
             return sims[-1].run(advance)
     if req.max_concurrency is None:
         tr = run_with_engine(wl, ovh, run)
@@ -442,6 +470,8 @@ def simulate(req: SimulateRequest, progress=None):
         from ..simulate.metrics import prefix_cache_metrics
 
         d["prefix_cache"] = "on" if sims[-1].prefix_cache else "off"
+        if req.prompt_pool:
+            d["prompt_pool"] = {"entries": req.prompt_pool, "warmup": req.pool_warmup}
         if sims[-1].prefix_cache:
             d.update(prefix_cache_metrics(tr))
             d["prefill_gpu_s_saved"] = sims[-1].saved_prefill_s(tr) * (pdep if disagg else dep).gpus

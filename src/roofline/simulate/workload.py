@@ -393,6 +393,35 @@ def with_system_prompts(rng: np.random.Generator, wl: Workload, shared_prefix_to
     return replace(wl, prefix_id=ids, shared_prefix_tokens=np.full(wl.n, float(n_tok)))
 
 
+def prompt_pool(rng: np.random.Generator, n: int, entries: int, warmup: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(the entry each of n requests sends, the entries `warmup` earlier requests sent) for a client that draws its
+    prompts from `entries` unique ones: aiperf's `--num-dataset-entries` (default 100) with its `shuffle` strategy,
+    passes over the entries without replacement, reshuffled at each pass (our own seeded draws, not aiperf's); its
+    `--warmup-request-count` requests take the stream's first draws and the run's requests the next ones."""
+    for name, v, least in (("prompt pool entries", entries, 1), ("pool warm-up requests", warmup, 0)):
+        if int(v) != v or v < least:
+            raise InputError(f"{name} must be a whole number >= {least}, got {v}")
+    entries, warmup = int(entries), int(warmup)
+    passes = -(-(warmup + n) // entries)
+    stream = np.concatenate([rng.permutation(entries) for _ in range(passes)])
+    return stream[warmup:warmup + n].astype(np.int64), np.unique(stream[:warmup])
+
+
+def with_prompt_pool(rng: np.random.Generator, wl: Workload, entries: int, warmup: int = 0,
+                     entry_lengths: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Workload, np.ndarray]:
+    """(the workload whose requests send entries of a prompt pool (`prompt_pool`), each prompt whole and so each its
+    entry's prefix, the entries its warm-up sent). With `entry_lengths` (prompt and output tokens per entry, a dataset
+    with reference outputs, as `vllm bench serve`'s ShareGPT) a request takes its entry's lengths; without, it keeps
+    its own (fixed lengths: every entry is one length). Ignores: the warm-up's own load (it completes before the run)."""
+    pid, warm = prompt_pool(rng, wl.n, entries, warmup)
+    if entry_lengths is not None:
+        p, o = (np.asarray(x, dtype=float) for x in entry_lengths)
+        if p.shape != (int(entries),) or o.shape != (int(entries),):
+            raise InputError(f"entry lengths need {int(entries)} prompts and outputs, got {p.shape} and {o.shape}")
+        wl = replace(wl, prompt_tokens=p[pid], output_tokens=o[pid])
+    return replace(wl, prefix_id=pid, shared_prefix_tokens=wl.prompt_tokens.copy()), warm
+
+
 def draw_lengths(rng: np.random.Generator, n: int, *, lengths_kind: str = "lognormal", prompt_tokens: float = 1024,
                  output_tokens: float = 256, sigma: float = 1.0, max_context: float | None = None,
                  min_prompt: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -952,12 +952,10 @@ def prompt_pool_workload(run: dict, wl, seed: int):
     if run.get("prefix_caching") is False or "warm_prefix_tokens" in run or run.get("dispatch", "random") != "random":
         raise InputError(f"serving run {run.get('id')!r}: prompt_pool needs the server's prefix cache, one replica's "
                          "requests and no warm_prefix_tokens; drop one of them")
-    n_pool, warm = int(pool["entries"]), int(pool.get("warmup", 0))
-    rng = np.random.default_rng([int(seed), 2021])
-    passes = -(-(warm + wl.n) // n_pool)
-    stream = np.concatenate([rng.permutation(n_pool) for _ in range(passes)])
-    pid = stream[warm:warm + wl.n].astype(np.int64)
-    return replace(wl, prefix_id=pid, shared_prefix_tokens=wl.prompt_tokens.copy()), np.unique(stream[:warm])
+    from ..simulate.workload import with_prompt_pool
+
+    return with_prompt_pool(np.random.default_rng([int(seed), 2021]), wl, int(pool["entries"]),
+                            int(pool.get("warmup", 0)))
 
 
 def warm_prefixes_for(run: dict, wl):
