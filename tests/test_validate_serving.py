@@ -1500,6 +1500,31 @@ def test_set_aq_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("aq", pred["at_commit"])
 
 
+def test_set_ar_committed_predictions_and_declared_alternative_reproduce():
+    """Set ar (a fifth draw from AIConfigurator's silicon_sample.csv, pre-registered at 61fa507, registering its launch
+    settings blind) recomputes exactly for a vLLM 0.12 run with AIConfigurator's budget and aiperf's prompt pool, a
+    TensorRT-LLM run with the budget and a SGLang run; the declared alternative (engine-default budget, unique prompts)
+    is what the code gives without those keys and moves exactly the 24 vLLM and TensorRT-LLM runs; at the commit they
+    record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ar", "61fa507")
+    assert "ar" not in S.DISCLOSURES and len(doc["runs"]) == 36
+    vllm = [r for r in doc["runs"] if r["engine"].startswith("vllm")]
+    assert len(vllm) == 12 and all(r["prompt_pool"] == {"entries": 100, "warmup": 2 * r["max_concurrency"]} for r in vllm)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in doc["runs"] if not r["engine"].startswith("sglang")}
+    byid = {r["id"]: r for r in doc["runs"]}
+    v = byid["ar1-aic-vllm-h100-q3-32b-bf16-tp4-4096x1024-c8-L1570"]
+    assert v["max_batched_tokens"] == 8 + 4096 + 1500
+    _reproduces(v, doc, pred["runs"], central="median")
+    default = {k: x for k, x in v.items() if k != "prompt_pool"} | {"max_batched_tokens": 8192}
+    _reproduces(default, doc, alt["runs"], central="median")
+    trt = next(r for r in doc["runs"] if r["engine"] == "trtllm" and r["system"] == "dgx-h100")
+    sgl = next(r for r in doc["runs"] if r["engine"] == "sglang" and r["system"] == "dgx-h100")
+    for r in (trt, sgl):
+        _reproduces(r, doc, pred["runs"], central="median")
+    _registered_before_measured("ar", pred["at_commit"])
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
