@@ -358,8 +358,8 @@ class MixedPass:
                 and sequence_slots(lay) == 1):
             self._tabulate_kernels(step, n, float(max_tokens))
         # `fast`: what the simulator calls, __call__ itself or, on one attention rank with the factor model's
-        # terms, `_one_rank`, the same arithmetic written out for the hot path (bit-identical results)
-        self.fast = self._one_rank if self.dp == 1 and not self.kernel_tables else self.__call__
+        # terms, `_one_rank()`, the same arithmetic written out for the hot path (bit-identical results)
+        self.fast = self._one_rank() if self.dp == 1 and not self.kernel_tables else self.__call__
 
     def _tabulate_kernels(self, step: "EngineStep", n: np.ndarray, max_batch: float) -> None:
         """The measured-kernel terms of the class docstring: per token count of the grid (K_gemm + ew,
@@ -408,52 +408,55 @@ class MixedPass:
         return combine(dc + ec, dm + em, ac_eq * s, am_eq * s, ew, comm, pps, self.overhead, self.pp, self.eff,
                        self.perfect, mx=max)
 
-    def _one_rank(self, decoding: float, r: float, decode_context_sum: float, chunks) -> float:
-        """__call__ on one attention rank (dp = 1) without kernel tables, with `attention`'s and `_interp`'s
-        lookups written out inline: the same operands in the same order, so bit-identical (the simulator calls
-        it about once per request; tests/test_simulate_mixed.py compares the two)."""
-        C, cf, A, ncf, top = self.C, self._cf, self._a, self._ncf, self._ctop
-        ac = am = 0.0
-        n = decoding * r
-        if decoding:
-            x = decode_context_sum / decoding + (r - 1) / 2.0
-            i = cf[int(x)] if 0 <= x < ncf else -1
+    def _one_rank(self):
+        """__call__ on one attention rank (dp = 1) without kernel tables, as a function whose tables and constants
+        are bound once (closure cells, not attribute lookups) and whose `attention` and `_interp` lookups are
+        written out inline: the same operands in the same order, so bit-identical (the simulator calls it about
+        once per request; tests/test_simulate_mixed.py compares the two)."""
+        C, cf, A, N, nf, G = self.C, self._cf, self._a, self.N, self._nf, self._g
+        ncf, top, nnf, ntop = len(cf), len(C) - 2, len(nf), len(N) - 2
+        groups, overhead, pp, eff, perfect, attn = self.groups, self.overhead, self.pp, self.eff, self.perfect, self._attn
+
+        def one_rank(decoding: float, r: float, decode_context_sum: float, chunks) -> float:
+            ac = am = 0.0
+            n = decoding * r
+            if decoding:
+                x = decode_context_sum / decoding + (r - 1) / 2.0
+                i = cf[int(x)] if 0 <= x < ncf else -1
+                if i < 0:
+                    i = min(max(bisect_right(C, x) - 1, 0), top)
+                lo, hi = A[i], A[i + 1]
+                w = (x - C[i]) / (C[i + 1] - C[i])
+                ac = decoding * r * (lo[0] + w * (hi[0] - lo[0]))
+                m = attn(decode_context_sum / decoding)[1] if r != 1 else lo[1] + w * (hi[1] - lo[1])
+                am = decoding * m
+            for tok, x in chunks:
+                y = x + (tok - 1) / 2.0
+                i = cf[int(y)] if 0 <= y < ncf else -1
+                if i < 0:
+                    i = min(max(bisect_right(C, y) - 1, 0), top)
+                lo, hi = A[i], A[i + 1]
+                ac += tok * (lo[0] + (y - C[i]) / (C[i + 1] - C[i]) * (hi[0] - lo[0]))
+                i = cf[int(x)] if 0 <= x < ncf else -1
+                if i < 0:
+                    i = min(max(bisect_right(C, x) - 1, 0), top)
+                lo, hi = A[i], A[i + 1]
+                am += lo[1] + (x - C[i]) / (C[i + 1] - C[i]) * (hi[1] - lo[1])
+                n += tok
+            seqs = decoding + len(chunks)
+            s = groups / seqs if seqs < groups else 1.0
+            x = n * s
+            i = nf[int(x)] if 0 <= x < nnf else -1
             if i < 0:
-                i = min(max(bisect_right(C, x) - 1, 0), top)
-            lo, hi = A[i], A[i + 1]
-            w = (x - C[i]) / (C[i + 1] - C[i])
-            ac = decoding * r * (lo[0] + w * (hi[0] - lo[0]))
-            if r != 1:
-                m = self._attn(decode_context_sum / decoding)[1]
-            else:
-                m = lo[1] + w * (hi[1] - lo[1])
-            am = decoding * m
-        for tok, x in chunks:
-            y = x + (tok - 1) / 2.0
-            i = cf[int(y)] if 0 <= y < ncf else -1
-            if i < 0:
-                i = min(max(bisect_right(C, y) - 1, 0), top)
-            lo, hi = A[i], A[i + 1]
-            ac += tok * (lo[0] + (y - C[i]) / (C[i + 1] - C[i]) * (hi[0] - lo[0]))
-            i = cf[int(x)] if 0 <= x < ncf else -1
-            if i < 0:
-                i = min(max(bisect_right(C, x) - 1, 0), top)
-            lo, hi = A[i], A[i + 1]
-            am += lo[1] + (x - C[i]) / (C[i + 1] - C[i]) * (hi[1] - lo[1])
-            n += tok
-        seqs = decoding + len(chunks)
-        s = self.groups / seqs if seqs < self.groups else 1.0
-        N, nf = self.N, self._nf
-        x = n * s
-        i = nf[int(x)] if 0 <= x < len(nf) else -1
-        if i < 0:
-            i = min(max(bisect_right(N, x) - 1, 0), len(N) - 2)
-        lo, hi = self._g[i], self._g[i + 1]
-        w = (x - N[i]) / (N[i + 1] - N[i])
-        return combine((lo[0] + w * (hi[0] - lo[0])) + (lo[2] + w * (hi[2] - lo[2])),
-                       (lo[1] + w * (hi[1] - lo[1])) + (lo[3] + w * (hi[3] - lo[3])), ac * s, am * s,
-                       lo[4] + w * (hi[4] - lo[4]), lo[5] + w * (hi[5] - lo[5]), lo[6] + w * (hi[6] - lo[6]),
-                       self.overhead, self.pp, self.eff, self.perfect, mx=max)
+                i = min(max(bisect_right(N, x) - 1, 0), ntop)
+            lo, hi = G[i], G[i + 1]
+            w = (x - N[i]) / (N[i + 1] - N[i])
+            return combine((lo[0] + w * (hi[0] - lo[0])) + (lo[2] + w * (hi[2] - lo[2])),
+                           (lo[1] + w * (hi[1] - lo[1])) + (lo[3] + w * (hi[3] - lo[3])), ac * s, am * s,
+                           lo[4] + w * (hi[4] - lo[4]), lo[5] + w * (hi[5] - lo[5]), lo[6] + w * (hi[6] - lo[6]),
+                           overhead, pp, eff, perfect, mx=max)
+
+        return one_rank
 
     def _from_kernels(self, decoding: float, decode_context_sum: float, chunks) -> float:
         """A pass with prompt tokens from the measured-kernel terms (class docstring)."""
