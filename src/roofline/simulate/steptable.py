@@ -347,7 +347,6 @@ class MixedPass:
         c = np.asarray(self.C)
         self._a = list(zip(*(np.broadcast_to(np.asarray(x, dtype=float), c.shape).tolist() for x in (a.attn_c, a.attn_m))))
         self._nf, self._cf = _floor_index(self.N), _floor_index(self.C)
-        self._ncf, self._ctop = len(self._cf), len(self.C) - 2
         self.overhead, self.pp, self.eff, self.perfect = float(g.overhead), float(np.max(g.pp)), eff, lay.perfect
         self.groups = 1 if lay.perfect else sequence_slots(lay)
         if not lay.perfect and lay.cp > 1:
