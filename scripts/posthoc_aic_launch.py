@@ -18,10 +18,7 @@ were seen), printed, never written into a set.
 
 from __future__ import annotations
 
-import argparse
-from concurrent.futures import ProcessPoolExecutor
-
-from posthoc_sampling import report, what_ifs
+from posthoc_sampling import report, run_what_ifs, what_if_args
 
 
 def launch(run: dict, doc: dict) -> dict:
@@ -39,18 +36,14 @@ def launch(run: dict, doc: dict) -> dict:
 def main() -> None:
     from roofline.validate import serving as S
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="ab,ac,af,aq")
-    ap.add_argument("--workers", type=int, default=2)
-    a = ap.parse_args()
+    a = what_if_args(__doc__.splitlines()[0], "ab,ac,af,aq")
     jobs, family = [], {}
     for s in a.sets.split(","):
         doc = S.load_runs(set_name=s)
         for r in doc["runs"]:
             jobs.append((s, r["id"], [("registered", None), ("AIC launch", launch(r, doc))]))
             family[(s, r["id"])] = S._engine_family(r["engine"])
-    with ProcessPoolExecutor(a.workers) as ex:
-        parts = list(ex.map(what_ifs, jobs))
+    parts = run_what_ifs(jobs, a.workers)
     rows = [(family[job[:2]], label, metric, err) for job, part in zip(jobs, parts) for label, _, metric, err in part]
     print(f"{len(jobs)} runs of sets {a.sets}; seed 0, central factors")
     for fam in ("vllm", "trtllm", "sglang"):

@@ -15,10 +15,7 @@ never written into a set.
 
 from __future__ import annotations
 
-import argparse
-from concurrent.futures import ProcessPoolExecutor
-
-from posthoc_sampling import report, what_ifs
+from posthoc_sampling import report, run_what_ifs, what_if_args
 
 BLOCK_SCALED = ("deepseek-v3", "qwen3-235b-a22b", "glm-4.7")  # the catalog ids whose FP8 checkpoints are block-scaled
 
@@ -26,10 +23,7 @@ BLOCK_SCALED = ("deepseek-v3", "qwen3-235b-a22b", "glm-4.7")  # the catalog ids 
 def main() -> None:
     from roofline.validate import serving as S
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="ab,ac,af,i,j,n,am")
-    ap.add_argument("--workers", type=int, default=2)
-    a = ap.parse_args()
+    a = what_if_args(__doc__.splitlines()[0], "ab,ac,af,i,j,n,am")
     jobs, where = [], {}
     for s in a.sets.split(","):
         for r in S.load_runs(set_name=s)["runs"]:
@@ -38,8 +32,7 @@ def main() -> None:
                 jobs.append((s, r["id"]))
                 where[(s, r["id"])] = f"{r['model']} {r['engine']} {r['system']}"
     variants = [("registered", None), ("block", {"fp8_scales": "block"})]
-    with ProcessPoolExecutor(a.workers) as ex:
-        parts = list(ex.map(what_ifs, [(s, r, variants) for s, r in jobs]))
+    parts = run_what_ifs([(s, r, variants) for s, r in jobs], a.workers)
     rows = [(job[0], label, where[job], metric, err) for job, part in zip(jobs, parts) for label, _, metric, err in part]
     print(f"{len(jobs)} runs of block-scaled FP8 checkpoints with kernel tables (sets {a.sets}); seed 0, central factors")
     labels, per_group = [label for label, _ in variants], ("tpot_mean", "tpot_p50", "itl_mean", "itl_p50")

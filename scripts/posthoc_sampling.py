@@ -36,6 +36,20 @@ def what_ifs(args):
     return out
 
 
+def what_if_args(description: str, sets: str) -> argparse.Namespace:
+    """The post hoc scripts' command line: --sets (comma-separated set names, default `sets`) and --workers."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--sets", default=sets)
+    ap.add_argument("--workers", type=int, default=2)
+    return ap.parse_args()
+
+
+def run_what_ifs(jobs, workers: int) -> list:
+    """`what_ifs` of each job (set, run id, [(label, run-key changes or None)]) in `workers` processes, in order."""
+    with ProcessPoolExecutor(workers) as ex:
+        return list(ex.map(what_ifs, jobs))
+
+
 def report(rows, labels, group=lambda model: model, per_group=("tpot_mean",)) -> None:
     """Mean APE per family and the median signed error of the `per_group` metrics per `group` of model, for each
     label of `rows`."""
@@ -58,16 +72,12 @@ def report(rows, labels, group=lambda model: model, per_group=("tpot_mean",)) ->
 def main() -> None:
     from roofline.validate import serving as S
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sets", default="n,ad,ae,ag,ah,ai")
-    ap.add_argument("--workers", type=int, default=2)
-    a = ap.parse_args()
+    a = what_if_args(__doc__.splitlines()[0], "n,ad,ae,ag,ah,ai")
     jobs = [(s, r["id"]) for s in a.sets.split(",") for r in S.load_runs(set_name=s)["runs"]
             if "llm-benchmaq" in str(r.get("result", "")) and r["engine"] == "vllm"
             and "0.15" in str(r.get("engine_version", "")) and r["model"].startswith(SAMPLED)]
     variants = [("registered", None), ("top-k-top-p", {"sampling": "top-k-top-p"})]
-    with ProcessPoolExecutor(a.workers) as ex:
-        rows = [x for part in ex.map(what_ifs, [(s, r, variants) for s, r in jobs]) for x in part]
+    rows = [x for part in run_what_ifs([(s, r, variants) for s, r in jobs], a.workers) for x in part]
     print(f"{len(jobs)} runs (llm-benchmaq, vLLM 0.15, Qwen3 / Llama 3.1) of sets {a.sets}; seed 0, central factors")
     report(rows, [label for label, _ in variants])
 
