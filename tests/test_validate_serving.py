@@ -1525,6 +1525,32 @@ def test_set_ar_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("ar", pred["at_commit"])
 
 
+
+def test_set_as_committed_predictions_and_declared_alternative_reproduce():
+    """Set as (a sixth draw from AIConfigurator's silicon_sample.csv, pre-registered at 00d2c3e with set ar's launch
+    settings) recomputes exactly for a vLLM 0.12 run with the budget and aiperf's prompt pool, a TensorRT-LLM run and a
+    SGLang run; the declared alternative (the pool dropped, the budget kept) is what the code gives without
+    `prompt_pool` and moves exactly the 11 vLLM runs; at the commit they record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("as", "00d2c3e")
+    assert "as" not in S.DISCLOSURES and len(doc["runs"]) == 33
+    vllm = [r for r in doc["runs"] if r["engine"].startswith("vllm")]
+    assert len(vllm) == 11 and all(r["prompt_pool"] == {"entries": 100, "warmup": 2 * r["max_concurrency"]} for r in vllm)
+    assert all(r["max_batched_tokens"] == r["max_concurrency"] + doc["datasets"][r["dataset"]]["prompt_range"][0] + 1500
+               for r in vllm)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in vllm}
+    byid = {r["id"]: r for r in doc["runs"]}
+    v = byid["as1-aic-vllm-h100-q3-32b-bf16-tp4-1024x128-c16-L1498"]
+    assert v["max_batched_tokens"] == 16 + 1024 + 1500
+    _reproduces(v, doc, pred["runs"], central="median")
+    _reproduces({k: x for k, x in v.items() if k != "prompt_pool"}, doc, alt["runs"], central="median")
+    trt = next(r for r in doc["runs"] if r["engine"] == "trtllm" and r["system"] == "dgx-h100")
+    sgl = next(r for r in doc["runs"] if r["engine"] == "sglang" and r["system"] == "hgx-h200")
+    for r in (trt, sgl):
+        _reproduces(r, doc, pred["runs"], central="median")
+    _registered_before_measured("as", pred["at_commit"])
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
