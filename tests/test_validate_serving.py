@@ -1551,6 +1551,31 @@ def test_set_as_committed_predictions_and_declared_alternative_reproduce():
         _reproduces(r, doc, pred["runs"], central="median")
     _registered_before_measured("as", pred["at_commit"])
 
+
+def test_set_at_committed_predictions_and_declared_alternative_reproduce():
+    """Set at (a seventh draw from AIConfigurator's silicon_sample.csv, pre-registered at 8381f76) recomputes exactly for
+    a vLLM run of the h100_sxm provenance (unique prompts, by the declared rule), one of the h200_sxm provenance (the
+    pool) and the TensorRT-LLM run whose CUDA-graph bound the lead set to its concurrency; the declared alternative (the
+    pool on every vLLM run) is what the code gives with the pool on the h100 rows and moves exactly those 6 runs; at the
+    commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("at", "8381f76")
+    assert "at" not in S.DISCLOSURES and len(doc["runs"]) == 36
+    vllm = [r for r in doc["runs"] if r["engine"].startswith("vllm")]
+    pooled = {r["id"] for r in vllm if "prompt_pool" in r}
+    assert len(vllm) == 12 and pooled == {r["id"] for r in vllm if r["system"] == "hgx-h200"} and len(pooled) == 6
+    assert all(r["prompt_pool"] == {"entries": 100, "warmup": 2 * r["max_concurrency"]} for r in vllm if r["id"] in pooled)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in vllm} - pooled
+    byid = {r["id"]: r for r in doc["runs"]}
+    v = byid["at1-aic-vllm-h100-q3-32b-bf16-tp4-1024x512-c16-L1513"]
+    _reproduces(v, doc, pred["runs"], central="median")
+    _reproduces(v | {"prompt_pool": {"entries": 100, "warmup": 32}}, doc, alt["runs"], central="median")
+    trt = byid["at1-aic-trtllm-b200-gptoss120b-mxfp4-tp2-1024x1024-c256-L4706"]
+    assert trt["cuda_graph_max_batch"] == 256
+    for r in (trt, byid["at1-aic-vllm-h200-l31-8b-fp8-tp1-4000x100-c32-L1715"]):
+        _reproduces(r, doc, pred["runs"], central="median")
+    _registered_before_measured("at", pred["at_commit"])
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
