@@ -135,6 +135,16 @@ def moe_per_expert_gemms(monkeypatch):
 
 
 @pytest.fixture
+def dense_gemms_per_tensor(monkeypatch):
+    """Dense GEMMs of a block-scaled FP8 checkpoint read from the per-tensor FP8 rows, as every serving set up to at
+    was registered (2026-11-27: kernel_pass.BLOCK_SCALED_DENSE)."""
+    from roofline import kernel_pass as KP
+
+    monkeypatch.setattr(KP, "BLOCK_SCALED_DENSE", False)
+    yield
+
+
+@pytest.fixture
 def moe_shape_not_transferred(monkeypatch):
     """A routed-expert shape without MoE rows not read from the nearest measured shape, as every serving set up to am
     was registered (2026-11-27: kernel_pass.MOE_SHAPE_TRANSFER)."""

@@ -280,6 +280,31 @@ def test_block_scaled_fp8_experts_read_only_the_block_scaled_rows(cat):
                                                                      rel=1e-9)
 
 
+
+def test_block_scaled_checkpoint_reads_block_scaled_dense_rows_except_on_vllm(cat, monkeypatch):
+    """kernel_pass.BLOCK_SCALED_DENSE: with fp8_scales block, DeepSeek-V3 in FP8 on 8 B200 with TensorRT-LLM's tables
+    reads its dense GEMMs from the fp8_block rows (by hand: the q_a projection, 7,168 -> 1,536 + 512 + 64, at 16 tokens,
+    is that row's time), so the GEMM term falls against the per-tensor rows (15-20 us floors there); tensor and auto keep
+    the per-tensor rows; vLLM keeps them too (its fp8_block rows were timed without CUDA graphs); the switch off gives
+    the per-tensor rows back exactly."""
+    from roofline import kernel_pass as KP
+    from roofline import kernels as K
+
+    m, b200 = cat.model("deepseek-v3"), cat.system("hgx-b200")
+    kw = dict(tp=8, weights_dtype="fp8")
+    trt = {x: table_terms(m, b200, 16.0, 2000, fp8_scales=x, engine="trtllm", **kw) for x in ("tensor", "block")}
+    dense = {d: float(K.gemm_s("b200", d, 16.0, 1536 + 512 + 64, 7168, engine="trtllm").seconds) for d in ("fp8", "fp8_block")}
+    assert dense["fp8_block"] < dense["fp8"]
+    assert any("gemm trtllm" in x and "fp8_block" in x for x in trt["block"].sources["gemm"])
+    assert not any("gemm trtllm" in x and "fp8_block" in x for x in trt["tensor"].sources["gemm"])
+    monkeypatch.setattr(KP, "BLOCK_SCALED_DENSE", False)
+    off = table_terms(m, b200, 16.0, 2000, fp8_scales="block", engine="trtllm", **kw)
+    saved = float(off.gemm_s) - float(trt["block"].gemm_s)
+    assert saved >= m.layers * (dense["fp8"] - dense["fp8_block"]) > 0  # at least the q_a projection's share
+    monkeypatch.setattr(KP, "BLOCK_SCALED_DENSE", True)
+    vllm = {x: table_terms(m, cat.system("hgx-h200"), 16.0, 2000, fp8_scales=x, engine="vllm", **kw) for x in ("block",)}
+    assert not any("gemm vllm" in x and "fp8_block" in x for x in vllm["block"].sources["gemm"])
+
 def test_step_and_simulate_read_the_stated_fp8_scaling():
     """`roofline step --fp8-scales` and `simulate --fp8-scales` reach the pass: DeepSeek-V3 in FP8 on 8 H200 with vLLM's
     tables, 16 decodes at 2,000 tokens: block reads the block-scaled MoE rows (slower there, the test above) and tensor

@@ -116,6 +116,14 @@ MOE_PER_EXPERT_GEMMS = False
 #: scaled by the two shapes' MoE rooflines (kernels.moe_transfer_s: the fused kernel's measured efficiency at the
 #: same tokens per expert). False: the factor model's GEMM term, as every serving set up to am was registered.
 MOE_SHAPE_TRANSFER = True
+#: A block-scaled FP8 checkpoint (`fp8_scales` block: DeepSeek-V3/R1, Qwen3-*-FP8, whose config.json gives
+#: weight_block_size for every linear layer) also runs its dense GEMMs block-scaled, so they read the `fp8_block` GEMM
+#: rows (per lookup, the per-tensor `fp8` rows where no block-scaled row covers the shape). Not vLLM's: AIConfigurator's
+#: vLLM collector times that format without CUDA graphs (collector/vllm/collect_gemm.py `use_cuda_graph=gemm_type !=
+#: "fp8_block"` at 095f58a), so its rows are an eager op's 85-190 us host time (docs/kernels.md); vLLM keeps the
+#: per-tensor rows. False: the per-tensor rows for every dense GEMM, as every serving set up to at was registered
+#: (declared before set au was gathered).
+BLOCK_SCALED_DENSE = True
 
 
 def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
@@ -173,8 +181,20 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
     g, a, c, x = _Acc(shape), _Acc(shape), _Acc(shape), _Acc(shape)
     moe_op = np.zeros(shape, bool)
 
+    block_dense = (BLOCK_SCALED_DENSE and fp8_scales == "block" and wd == "fp8"
+                   and K.table_family(engine) not in (None, "vllm"))
+
     def gemm(rows, n, k, times):
-        g.add(K.gemm_s(acc, wd, rows, np.maximum(n, 1), np.maximum(k, 1), engine=engine), times)
+        n, k = np.maximum(n, 1), np.maximum(k, 1)
+        r = K.gemm_s(acc, wd, rows, n, k, engine=engine)
+        if block_dense:  # the block-scaled rows where they cover the shape (BLOCK_SCALED_DENSE)
+            b = K.gemm_s(acc, "fp8_block", rows, n, k, engine=engine)
+            if b.covered.any():
+                use = b.covered
+                r = K.KernelTime(np.where(use, b.seconds, r.seconds), r.covered | use,
+                                 np.where(use, b.extrapolated, r.extrapolated), b.source if use.all() else r.source,
+                                 np.where(use, b.distance, r.distance))
+        g.add(r, times)
 
     heads = m.heads / tp
     kvg = np.maximum(m.kv_heads / tp, 1.0)

@@ -645,6 +645,23 @@ _AIC_LAUNCH = ("vLLM (47 runs; budget and pool) TPOT 63.5% (+24%) -> 44.2% (+10%
 _disclose({name: _AIC_LAUNCH for name in ("ab", "ac", "af", "aq")}, _aic_launch)
 
 
+
+_block_dense = _posthoc(
+    ("2026-11-27, after set at's measured values were seen (and found on sets aq-as: TensorRT-LLM DeepSeek-R1 FP8 on "
+     "B200 too slow in TPOT by +50% to +246%, its dense GEMMs read from per-tensor FP8 rows with 15-20 us floors): a "
+     "block-scaled checkpoint (fp8_scales block) runs its dense GEMMs block-scaled too, so they read the fp8_block GEMM "
+     "rows where those cover the shape (kernel_pass.BLOCK_SCALED_DENSE), except on vLLM, whose fp8_block rows "
+     "AIConfigurator's collector timed without CUDA graphs (docs/kernels.md); the registered predictions read the "
+     "per-tensor rows for every dense GEMM. Declared before set au was gathered."),
+    "with the per-tensor dense rows against the block-scaled ones", "with the per-tensor dense rows",
+    "dense_gemms_per_tensor")
+_disclose({"aq": "5 of 38 runs move (fp8_scales block on TensorRT-LLM and SGLang); TTFT 79.6% -> 79.4%, "
+                 "ITL 27.6% -> 24.8%",
+           "ar": "6 of 36 move; TTFT 58.6% -> 58.1%, ITL 26.4% -> 24.1%",
+           "as": "4 of 33 move; TTFT 68.5% -> 68.1%, ITL 22.9% -> 21.8%",
+           "at": "6 of 36 move; TTFT 65.2% -> 65.0%, ITL 19.9% -> 18.3% (scripts/posthoc_switch.py "
+                 "kernel_pass.BLOCK_SCALED_DENSE --sets aq,ar,as,at)"}, _block_dense)
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
