@@ -1576,6 +1576,29 @@ def test_set_at_committed_predictions_and_declared_alternative_reproduce(dense_g
         _reproduces(r, doc, pred["runs"], central="median")
     _registered_before_measured("at", pred["at_commit"])
 
+
+def test_set_au_committed_predictions_and_declared_alternative_reproduce():
+    """Set au (an eighth draw from AIConfigurator's silicon_sample.csv, pre-registered at e404105, the first registered
+    with block-scaled dense GEMM rows) recomputes exactly for a SGLang run of the h200_sxm provenance (the pool, by the
+    declared rule), a TensorRT-LLM DeepSeek-R1 FP8 run on B200 (block-scaled dense rows) and a vLLM run; the declared
+    alternative (no pool on SGLang) is what the code gives without the pool and moves exactly the 6 SGLang h200 runs; at
+    the commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("au", "e404105")
+    assert "au" not in S.DISCLOSURES and len(doc["runs"]) == 33
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    pooled = {r["id"] for r in sglang if "prompt_pool" in r}
+    assert len(sglang) == 11 and pooled == {r["id"] for r in sglang if r["system"] == "hgx-h200"} and len(pooled) == 6
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    # L1609 draws 44 requests (and 4 warm-ups) from its 100 entries: no prompt repeats, so the pool changes nothing
+    assert moved == pooled - {"au1-aic-sglang-h200-q3-235b-fp8-tp2-4000x500-c2-L1609"}
+    byid = {r["id"]: r for r in doc["runs"]}
+    s = byid["au1-aic-sglang-h200-l31-8b-fp8-tp1-4000x500-c112-L1648"]
+    _reproduces(s, doc, pred["runs"], central="median")
+    _reproduces({k: x for k, x in s.items() if k != "prompt_pool"}, doc, alt["runs"], central="median")
+    for rid in ("au1-aic-trtllm-b200-dsr1-fp8-tp4-8192x1024-c8-L4932", "au1-aic-vllm-h100-q3-32b-bf16-tp2-1024x1024-c32-L1530"):
+        _reproduces(byid[rid], doc, pred["runs"], central="median")
+    _registered_before_measured("au", pred["at_commit"])
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
