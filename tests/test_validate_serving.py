@@ -951,6 +951,15 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
+def _reproduce_both(doc: dict, pred: dict, alt: dict, run: dict, alt_run: dict, *others: dict) -> None:
+    """`run` reproduces its committed prediction and `alt_run` (the same run with the alternative's keys) the declared
+    alternative's; each of `others` its committed prediction."""
+    _reproduces(run, doc, pred["runs"], central="median")
+    _reproduces(alt_run, doc, alt["runs"], central="median")
+    for r in others:
+        _reproduces(r, doc, pred["runs"], central="median")
+
+
 def test_set_s_committed_predictions_and_declared_alternative_reproduce(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, datasheet_memory, step_table_without_graph_breaks, monkeypatch, engines_before_schedule_ahead, closed_loop_rounds_before_fixed_point):
     """Set s's predictions (pre-registered at 7b65bc9, MLPerf v6.1 runs with the harness's `dispatch` and AMD's
     admission gate read from the harnesses) recompute exactly for a run split by prompt tokens (NVIDIA's
@@ -1515,15 +1524,11 @@ def test_set_ar_committed_predictions_and_declared_alternative_reproduce(dense_g
     byid = {r["id"]: r for r in doc["runs"]}
     v = byid["ar1-aic-vllm-h100-q3-32b-bf16-tp4-4096x1024-c8-L1570"]
     assert v["max_batched_tokens"] == 8 + 4096 + 1500
-    _reproduces(v, doc, pred["runs"], central="median")
     default = {k: x for k, x in v.items() if k != "prompt_pool"} | {"max_batched_tokens": 8192}
-    _reproduces(default, doc, alt["runs"], central="median")
     trt = next(r for r in doc["runs"] if r["engine"] == "trtllm" and r["system"] == "dgx-h100")
     sgl = next(r for r in doc["runs"] if r["engine"] == "sglang" and r["system"] == "dgx-h100")
-    for r in (trt, sgl):
-        _reproduces(r, doc, pred["runs"], central="median")
+    _reproduce_both(doc, pred, alt, v, default, trt, sgl)
     _registered_before_measured("ar", pred["at_commit"])
-
 
 
 def test_set_as_committed_predictions_and_declared_alternative_reproduce(dense_gemms_per_tensor):
@@ -1543,12 +1548,9 @@ def test_set_as_committed_predictions_and_declared_alternative_reproduce(dense_g
     byid = {r["id"]: r for r in doc["runs"]}
     v = byid["as1-aic-vllm-h100-q3-32b-bf16-tp4-1024x128-c16-L1498"]
     assert v["max_batched_tokens"] == 16 + 1024 + 1500
-    _reproduces(v, doc, pred["runs"], central="median")
-    _reproduces({k: x for k, x in v.items() if k != "prompt_pool"}, doc, alt["runs"], central="median")
     trt = next(r for r in doc["runs"] if r["engine"] == "trtllm" and r["system"] == "dgx-h100")
     sgl = next(r for r in doc["runs"] if r["engine"] == "sglang" and r["system"] == "hgx-h200")
-    for r in (trt, sgl):
-        _reproduces(r, doc, pred["runs"], central="median")
+    _reproduce_both(doc, pred, alt, v, {k: x for k, x in v.items() if k != "prompt_pool"}, trt, sgl)
     _registered_before_measured("as", pred["at_commit"])
 
 
@@ -1568,12 +1570,10 @@ def test_set_at_committed_predictions_and_declared_alternative_reproduce(dense_g
     assert moved == {r["id"] for r in vllm} - pooled
     byid = {r["id"]: r for r in doc["runs"]}
     v = byid["at1-aic-vllm-h100-q3-32b-bf16-tp4-1024x512-c16-L1513"]
-    _reproduces(v, doc, pred["runs"], central="median")
-    _reproduces(v | {"prompt_pool": {"entries": 100, "warmup": 32}}, doc, alt["runs"], central="median")
     trt = byid["at1-aic-trtllm-b200-gptoss120b-mxfp4-tp2-1024x1024-c256-L4706"]
     assert trt["cuda_graph_max_batch"] == 256
-    for r in (trt, byid["at1-aic-vllm-h200-l31-8b-fp8-tp1-4000x100-c32-L1715"]):
-        _reproduces(r, doc, pred["runs"], central="median")
+    _reproduce_both(doc, pred, alt, v, v | {"prompt_pool": {"entries": 100, "warmup": 32}}, trt,
+                    byid["at1-aic-vllm-h200-l31-8b-fp8-tp1-4000x100-c32-L1715"])
     _registered_before_measured("at", pred["at_commit"])
 
 
@@ -1593,10 +1593,9 @@ def test_set_au_committed_predictions_and_declared_alternative_reproduce():
     assert moved == pooled - {"au1-aic-sglang-h200-q3-235b-fp8-tp2-4000x500-c2-L1609"}
     byid = {r["id"]: r for r in doc["runs"]}
     s = byid["au1-aic-sglang-h200-l31-8b-fp8-tp1-4000x500-c112-L1648"]
-    _reproduces(s, doc, pred["runs"], central="median")
-    _reproduces({k: x for k, x in s.items() if k != "prompt_pool"}, doc, alt["runs"], central="median")
-    for rid in ("au1-aic-trtllm-b200-dsr1-fp8-tp4-8192x1024-c8-L4932", "au1-aic-vllm-h100-q3-32b-bf16-tp2-1024x1024-c32-L1530"):
-        _reproduces(byid[rid], doc, pred["runs"], central="median")
+    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k != "prompt_pool"},
+                    byid["au1-aic-trtllm-b200-dsr1-fp8-tp4-8192x1024-c8-L4932"],
+                    byid["au1-aic-vllm-h100-q3-32b-bf16-tp2-1024x1024-c32-L1530"])
     _registered_before_measured("au", pred["at_commit"])
 
 def test_measured_compute_check_by_hand():
