@@ -645,7 +645,6 @@ _AIC_LAUNCH = ("vLLM (47 runs; budget and pool) TPOT 63.5% (+24%) -> 44.2% (+10%
 _disclose({name: _AIC_LAUNCH for name in ("ab", "ac", "af", "aq")}, _aic_launch)
 
 
-
 _block_dense = _posthoc(
     ("2026-11-27, after set at's measured values were seen (and found on sets aq-as: TensorRT-LLM DeepSeek-R1 FP8 on "
      "B200 too slow in TPOT by +50% to +246%, its dense GEMMs read from per-tensor FP8 rows with 15-20 us floors): a "
@@ -661,6 +660,7 @@ _disclose({"aq": "5 of 38 runs move (fp8_scales block on TensorRT-LLM and SGLang
            "as": "4 of 33 move; TTFT 68.5% -> 68.1%, ITL 22.9% -> 21.8%",
            "at": "6 of 36 move; TTFT 65.2% -> 65.0%, ITL 19.9% -> 18.3% (scripts/posthoc_switch.py "
                  "kernel_pass.BLOCK_SCALED_DENSE --sets aq,ar,as,at)"}, _block_dense)
+
 
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
