@@ -132,6 +132,32 @@ def test_long_prefill_token_threshold_splits_the_budget_between_prompts_by_hand(
         Policy("chunked", long_prefill_token_threshold=-1)
 
 
+def test_max_prefill_tokens_admits_past_the_cap_only_as_a_pass_s_first_prompt_by_hand():
+    """SGLang's --max-prefill-tokens 500 (PrefillAdder: rem_input_tokens = 500 less the running decodes under
+    --enable-mixed-chunk; a prompt reaching what is left joins only an empty pass), 10 ms passes, three 300-token
+    prompts at t = 0 and a 1,024-token budget. Without the cap one pass prefills all three (first tokens at 10 ms).
+    With it each pass starts one: mixed (chunked) passes of 300, 1 + 300 and 2 + 300 tokens, first tokens at 10, 20
+    and 30 ms; under 'separate' the prompts run alone (300, 300, 300) and the decodes wait. A 600-token prompt, over
+    the cap, still runs as a pass's first."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=1e9)
+    wl = make_workload(np.zeros(3), 300, 3)
+    whole = simulate(wl, dep, Policy("chunked", max_seqs=8, max_batched_tokens=1024))
+    assert list(whole.seg_tokens) == [900, 3] and np.allclose(whole.first_token_s, 0.01)
+    mixed = simulate(wl, dep, Policy("chunked", max_seqs=8, max_batched_tokens=1024, max_prefill_tokens=500))
+    assert list(mixed.seg_tokens) == [300, 301, 302, 2, 1]
+    assert np.allclose(mixed.first_token_s, [0.01, 0.02, 0.03])
+    alone = simulate(wl, dep, Policy("separate", max_seqs=8, max_batched_tokens=1024, max_prefill_tokens=500))
+    assert list(alone.seg_tokens[:3]) == [300, 300, 300]
+    assert np.allclose(alone.first_token_s, [0.01, 0.02, 0.03])
+    long = simulate(make_workload(np.zeros(2), 600, 3), dep,
+                    Policy("chunked", max_seqs=8, max_batched_tokens=1024, max_prefill_tokens=500))
+    assert list(long.seg_tokens) == [600, 601, 2, 1]
+    with pytest.raises(InputError, match="needs policy 'chunked' or 'separate'"):
+        Policy("continuous", max_prefill_tokens=500)
+    with pytest.raises(InputError, match="whole number >= 0"):
+        Policy("chunked", max_prefill_tokens=-1)
+
+
 def test_preemption_when_kv_runs_out_and_every_request_finishes():
     dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=6000)
     wl = make_workload(np.zeros(64), 200, 300)

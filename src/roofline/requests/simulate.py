@@ -52,6 +52,7 @@ class SimulateRequest(LayoutOptions):
     admit_interval: Whole(1, 10_000, fix="admit waiting requests on every K-th pass, as AMD's MLPerf vLLM patch; 1 = off") = 1
     admit_min_running: Whole(0, 10**7, fix="gate admissions only while at least M sequences run; 0 = always") = 0
     long_prefill_token_threshold: Whole(0, 10**7, fix="most tokens of one prompt per pass, as vLLM's --long-prefill-token-threshold; 0 = off") = 0
+    max_prefill_tokens: Whole(0, 10**7, fix="SGLang's --max-prefill-tokens: the prompt tokens a pass starts; 0 = off") = 0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     moe_activations: Choice("auto", "bf16", "fp8") = "auto"  # FP4 experts' activation format in the MoE tables
@@ -354,7 +355,7 @@ def simulate(req: SimulateRequest, progress=None):
     disagg = req.policy == "disaggregated"
     pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
                  not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold,
-                 req.admit_interval, req.admit_min_running)
+                 req.admit_interval, req.admit_min_running, max_prefill_tokens=req.max_prefill_tokens)
     rng = np.random.default_rng(req.seed)
     wl, warm = workload_and_warmup(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
@@ -445,6 +446,8 @@ def simulate(req: SimulateRequest, progress=None):
          "max_seqs": req.max_seqs, "kv_capacity_tokens": dep.kv_capacity_tokens, **s.to_dict()}
     if req.long_prefill_token_threshold:
         d["long_prefill_token_threshold"] = req.long_prefill_token_threshold
+    if req.max_prefill_tokens:
+        d["max_prefill_tokens"] = req.max_prefill_tokens
     if req.admit_interval > 1:
         d["admit_interval"], d["admit_min_running"] = req.admit_interval, req.admit_min_running
     if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)

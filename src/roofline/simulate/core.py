@@ -290,6 +290,7 @@ class Simulation:
         chunked = kind == "chunked" or separate  # prompts split to the token budget
         interval, max_seqs, max_tok = pol.interval_s, pol.max_seqs, pol.max_batched_tokens
         long_pf = pol.long_prefill_token_threshold or 1 << 62  # most tokens of one prompt in a pass (only 'chunked')
+        pf_cap = pol.max_prefill_tokens  # SGLang's --max-prefill-tokens (policies.py); 0 = off
         # SGLang's --scheduler-recv-interval N: while only decode passes run, the scheduler takes in new requests
         # every N of them (after any other pass, or when idle, at once); `heard` = arrivals up to the last receive
         recv_every = int(pol.recv_interval)
@@ -443,6 +444,7 @@ class Simulation:
                             lru.move_to_end(q)
             # ---- chunks of prompts already being prefilled --------------------------------------------------
             budget = max_tok if separate else max_tok - nd * r  # a prefill-only pass carries no decode tokens
+            inp = pf_cap - (max_tok - budget) if pf_cap else inf  # SGLang's rem_input_tokens: P less the decodes
             chunks = []  # (pf entry, tokens of it in this pass)
             chunk_tok = []  # the same tokens, for sum()
             for e in pf:
@@ -454,6 +456,7 @@ class Simulation:
                 chunks.append((e, c))
                 chunk_tok.append(c)
                 budget -= c
+                inp -= c
             # ---- admission --------------------------------------------------------------------------------
             blocked = static and (nd > 0 or pad > 0)
             if recv_every <= 1 or nd == 0 or not last_decode or since_recv >= recv_every:
@@ -487,6 +490,9 @@ class Simulation:
                             blocked = True
                             break
                         if not chunked and new > budget and chunks:  # an over-long prompt runs alone
+                            blocked = True
+                            break
+                        if new >= inp and chunks:  # SGLang: past --max-prefill-tokens only as a pass's first prompt
                             blocked = True
                             break
                     if on_demand:
@@ -533,6 +539,7 @@ class Simulation:
                     chunks.append((e, c))
                     chunk_tok.append(c)
                     budget -= c
+                    inp -= c
                     pending += new
                     if pc:
                         if q >= 0:

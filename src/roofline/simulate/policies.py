@@ -21,6 +21,14 @@ takes at most L tokens of any one pass, so one long prompt no longer fills the w
 prefilled side by side (vLLM V1 Scheduler.schedule: num_new_tokens = min(remaining, L, budget), for running and
 waiting requests alike).
 
+`max_prefill_tokens` P (SGLang's --max-prefill-tokens; 0 = off): under 'chunked' or 'separate', SGLang's PrefillAdder
+caps the prompt tokens a pass starts: its input budget is P less the pass's decode tokens (under 'chunked', SGLang's
+--enable-mixed-chunk, which subtracts the running batch) less the prompt tokens already in the pass, and a waiting
+prompt whose new tokens reach what is left is admitted only as the pass's first prompt (python/sglang/srt/managers/
+schedule_policy.py, PrefillAdder.add_one_req: "if real_input_tokens >= self.rem_input_tokens and len(self.can_run_list)
+!= 0: return AddReqResult.OTHER"). So with P = isl + 1500 (AIConfigurator's generator) a pass starts one prompt of isl
+tokens, not as many as the chunk budget holds.
+
 `recv_interval` N (SGLang's --scheduler-recv-interval, its SchedulerRecvSkipper): while only decode passes run, the
 scheduler takes in newly arrived requests every N of them (after a pass with prompts, or when idle, at once), so a
 request arriving during a long decode stretch waits up to N − 1 passes before it can be admitted; 1 = every pass.
@@ -67,6 +75,7 @@ class Policy:
     long_prefill_token_threshold: int = 0  # vLLM --long-prefill-token-threshold: most tokens of one prompt per pass (0 = off)
     admit_interval: int = 1  # AMD's MLPerf vLLM patch: waiting requests admitted on every K-th pass only (1 = off)
     admit_min_running: int = 0  # ... and only while at least this many sequences run (VLLM_MIN_REQUEST_DECODE_STEP)
+    max_prefill_tokens: int = 0  # SGLang --max-prefill-tokens: cap on the prompt tokens a pass starts (0 = off)
     schedule_ahead: int = 0  # 1: the next pass is scheduled when this one starts (vLLM V1 async scheduling); 0: at its end
 
     def __post_init__(self):
@@ -82,6 +91,12 @@ class Policy:
         if lp and self.kind != "chunked":
             raise InputError(f"--long-prefill-token-threshold ({lp}) caps prompt chunks, so it needs policy 'chunked', got "
                              f"{self.kind!r}; drop it or use --policy chunked")
+        mp = self.max_prefill_tokens
+        if int(mp) != mp or mp < 0:
+            raise InputError(f"--max-prefill-tokens must be a whole number >= 0 (0 = off), got {mp}")
+        if mp and self.kind not in ("chunked", "separate"):
+            raise InputError(f"--max-prefill-tokens ({mp}) caps the prompts a chunked-prefill pass starts, so it needs "
+                             f"policy 'chunked' or 'separate', got {self.kind!r}; drop it or pick one of those")
         am = self.admit_min_running
         if int(am) != am or am < 0:
             raise InputError(f"--admit-min-running must be a whole number >= 0 (0 = gate at any batch), got {am}")
