@@ -1598,6 +1598,29 @@ def test_set_au_committed_predictions_and_declared_alternative_reproduce():
                     byid["au1-aic-vllm-h100-q3-32b-bf16-tp2-1024x1024-c32-L1530"])
     _registered_before_measured("au", pred["at_commit"])
 
+
+def test_set_av_committed_predictions_and_declared_alternative_reproduce():
+    """Set av (a ninth draw from AIConfigurator's silicon_sample.csv, pre-registered at 11ba1de) recomputes exactly for an
+    SGLang run of the h200_sxm provenance (mixed passes, unique prompts, by the declared rule), a TensorRT-LLM run above
+    its CUDA-graph bound and a vLLM run; the declared alternative (set au's pool and prefill-only passes on those SGLang
+    runs) is what the code gives with those keys and moves exactly the 6 SGLang h200 runs; at the commit they record, the
+    measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("av", "11ba1de")
+    assert "av" not in S.DISCLOSURES and len(doc["runs"]) == 36
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    mixed = {r["id"] for r in sglang if r["policy"] == "chunked"}
+    assert len(sglang) == 12 and mixed == {r["id"] for r in sglang if r["system"] == "hgx-h200"} and len(mixed) == 6
+    assert not any("prompt_pool" in r or "max_prefill_tokens" in r for r in sglang)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == mixed
+    byid = {r["id"]: r for r in doc["runs"]}
+    s = byid["av1-aic-sglang-h200-l31-8b-fp8-tp1-2000x500-c208-L1634"]
+    trt = byid["av1-aic-trtllm-b200-gptoss120b-mxfp4-tp2-8192x1024-c256-L4983"]
+    assert trt["cuda_graph_max_batch"] == 256
+    _reproduce_both(doc, pred, alt, s, s | {"policy": "separate", "prompt_pool": {"entries": 100, "warmup": 416}}, trt,
+                    byid["av1-aic-vllm-h200-l31-8b-fp8-tp1-4000x1000-c128-L1720"])
+    _registered_before_measured("av", pred["at_commit"])
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8
