@@ -1621,6 +1621,30 @@ def test_set_av_committed_predictions_and_declared_alternative_reproduce():
                     byid["av1-aic-vllm-h200-l31-8b-fp8-tp1-4000x1000-c128-L1720"])
     _registered_before_measured("av", pred["at_commit"])
 
+def test_implied_e2e_adds_the_two_scored_halves_by_hand():
+    """implied_e2e on set av: every run is a fixed-length closed loop scoring TTFT and TPOT only, so each implies
+    e2e = TTFT + (output − 1)·TPOT; checked by hand on L1648's predicted and measured values (500 outputs: 499 gaps).
+    A run that scores e2e itself, one whose outputs vary and one the simulator called infeasible are left out."""
+    doc = S.load_runs(set_name="av")
+    pred = S._load(S.set_paths("av")["predictions"])["runs"]
+    meas = S._load(S.set_paths("av")["measured"])["runs"]
+    rows = {x["run"]: x for x in S.implied_e2e(doc, pred, meas)}
+    assert len(rows) == 36
+    rid = "av1-aic-sglang-h200-l31-8b-fp8-tp1-2000x500-c208-L1634"
+    p, m = pred[rid]["metrics"], meas[rid]
+    want_p = p["ttft_mean"]["value"] + 499 * p["tpot_mean"]["value"]
+    want_m = m["ttft_mean"] + 499 * m["tpot_mean"]
+    assert rows[rid]["predicted"] == pytest.approx(want_p) and rows[rid]["measured"] == pytest.approx(want_m)
+    assert rows[rid]["error"] == pytest.approx(want_p / want_m - 1) and rows[rid]["engine_family"] == "sglang"
+    run = next(r for r in doc["runs"] if r["id"] == rid)
+    varied = dict(doc["datasets"][run["dataset"]], output_range=[400, 600])
+    others = {"datasets": {**doc["datasets"], "varied": varied},
+              "runs": [run | {"id": "e2e", "metrics": ["ttft_mean", "tpot_mean", "e2e_mean"]},
+                       run | {"id": "varied", "dataset": "varied"}, run | {"id": "infeasible"}]}
+    pred2 = {"e2e": pred[rid], "varied": pred[rid], "infeasible": {**pred[rid], "infeasible": "KV"}}
+    assert S.implied_e2e(others, pred2, {k: m for k in pred2}) == []
+
+
 def test_measured_compute_check_by_hand():
     """Little's law on a closed loop: 10 clients, 1 s mean end-to-end → 10 requests/s, each 2 · 7.505e9 matmul
     parameters (Llama 3.1 8B without its input embedding) · 1,100 tokens = 1.651e14 FLOP/s against one H200's FP8

@@ -1475,6 +1475,54 @@ def _compute_check_section(doc: dict, measured: dict) -> list[str]:
     return out + [""]
 
 
+def implied_e2e(doc: dict, predicted: dict, measured: dict) -> list[dict]:
+    """The end-to-end latency that a run's TTFT and TPOT imply, for the runs that score both but not e2e and whose
+    requests all have one output length (a fixed-length benchmark, the seed-0 workload's outputs all equal):
+    e2e = TTFT + (output − 1)·TPOT, once from the committed predicted values and once from the measured ones
+    (exact for means at fixed lengths: every request's e2e is its TTFT plus output − 1 gaps). A derived check of
+    how the two scored halves add up, not a measured metric and not one of the issue's scored families: the
+    source of such runs (AIConfigurator's silicon_sample.csv) stores TTFT and TPOT only. One dict per run: run,
+    engine family, gpu, predicted, measured, error = predicted/measured − 1. Runs the simulator called infeasible
+    are left out."""
+    out = []
+    for r in doc["runs"]:
+        mets, got, p = r.get("metrics", []), measured.get(r["id"], {}), predicted.get(r["id"], {})
+        if ("ttft_mean" not in mets or "tpot_mean" not in mets or "e2e_mean" in mets or p.get("infeasible")
+                or not got.get("ttft_mean") or not got.get("tpot_mean")):
+            continue
+        outputs = workload_for(r, doc["datasets"][r["dataset"]], 0).output_tokens
+        if float(np.ptp(outputs)) != 0.0:
+            continue
+        gaps = float(outputs[0]) - 1.0
+        pm = p["metrics"]
+        pred = float(pm["ttft_mean"]["value"]) + gaps * float(pm["tpot_mean"]["value"])
+        meas = float(got["ttft_mean"]) + gaps * float(got["tpot_mean"])
+        out.append({"run": r["id"], "engine_family": _engine_family(r["engine"]), "gpu": _gpu_label(r),
+                    "predicted": pred, "measured": meas, "error": pred / meas - 1.0})
+    return out
+
+
+def _implied_e2e_section(doc: dict, predicted: dict, measured: dict) -> list[str]:
+    """The page's section of `implied_e2e`: overall and by engine family and GPU (left out when no run qualifies)."""
+    rows = implied_e2e(doc, predicted, measured)
+    if not rows:
+        return []
+    out = ["## Implied end-to-end latency (derived)", "",
+           "The runs score TTFT and TPOT but not end-to-end latency, at fixed lengths, so each implies one: "
+           "e2e = TTFT + (output − 1)·TPOT, from the committed predicted values and from the measured ones "
+           "(`implied_e2e`). A check of how the two scored halves add up, not a measured metric: a run can get e2e "
+           "right and the TTFT/TPOT split wrong.", "",
+           "| runs | n | mean APE | median APE | median error |", "|---|---|---|---|---|"]
+    groups = [("all", rows)]
+    for key in ("engine_family", "gpu"):
+        groups += [(f"{v}", [x for x in rows if x[key] == v]) for v in sorted({x[key] for x in rows})]
+    for label, g in groups:
+        e = np.array([x["error"] for x in g])
+        out.append(f"| {label} | {len(g)} | {_pct(float(np.mean(np.abs(e))))} | {_pct(float(np.median(np.abs(e))))} | "
+                   f"{100 * float(np.median(e)):+.0f}% |")
+    return out + [""]
+
+
 def _gpu_label(run: dict) -> str:
     from ..catalog import system
 
@@ -1784,6 +1832,7 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                        f"{_pct(s['mean_ape_unsaturated'])} ({s['n_unsaturated']}) |")
         out.append("")
     out += _compute_check_section(doc, _load(sp["measured"])["runs"])
+    out += _implied_e2e_section(doc, pred["runs"], _load(sp["measured"])["runs"])
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
             "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s; a burst — every "
