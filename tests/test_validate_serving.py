@@ -1629,7 +1629,7 @@ def test_implied_e2e_adds_the_two_scored_halves_by_hand():
     pred = S._load(S.set_paths("av")["predictions"])["runs"]
     meas = S._load(S.set_paths("av")["measured"])["runs"]
     rows = {x["run"]: x for x in S.implied_e2e(doc, pred, meas)}
-    assert len(rows) == 36
+    assert len(rows) == 36 and S.implied_e2e_of("av") == list(rows.values())
     rid = "av1-aic-sglang-h200-l31-8b-fp8-tp1-2000x500-c208-L1634"
     p, m = pred[rid]["metrics"], meas[rid]
     want_p = p["ttft_mean"]["value"] + 499 * p["tpot_mean"]["value"]

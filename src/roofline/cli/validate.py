@@ -101,7 +101,8 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, se
         write_docs.write_text(S.markdown_all(res) if pooled else S.markdown(res, set_name=set_name))
     if json:
         pivots = {f"by_{k}_and_family": S.pivot(res, k) for k in S.ALL_KEYS} if pooled else {}
-        return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}, **pivots})
+        implied = {} if pooled else {"implied_e2e": S.implied_e2e_of(set_name)}
+        return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}, **pivots, **implied})
     if rows:
         table("serving runs", ["run", "metric", "measured s", "predicted s", "low", "high", "error", "in", "note"],
               [[r["run"], r["metric"], f"{r['measured']:.4g}", "-", "-", "-", "-", "no", r["note"]]

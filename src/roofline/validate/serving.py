@@ -1502,9 +1502,14 @@ def implied_e2e(doc: dict, predicted: dict, measured: dict) -> list[dict]:
     return out
 
 
-def _implied_e2e_section(doc: dict, predicted: dict, measured: dict) -> list[str]:
+def implied_e2e_of(set_name: str) -> list[dict]:
+    """`implied_e2e` of a validation set's runs, committed predictions and measured values (`--json`: implied_e2e)."""
+    sp = set_paths(set_name)
+    return implied_e2e(load_runs(set_name=set_name), _load(sp["predictions"])["runs"], _load(sp["measured"])["runs"])
+
+
+def _implied_e2e_section(rows: list[dict]) -> list[str]:
     """The page's section of `implied_e2e`: overall and by engine family and GPU (left out when no run qualifies)."""
-    rows = implied_e2e(doc, predicted, measured)
     if not rows:
         return []
     out = ["## Implied end-to-end latency (derived)", "",
@@ -1832,7 +1837,7 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
                        f"{_pct(s['mean_ape_unsaturated'])} ({s['n_unsaturated']}) |")
         out.append("")
     out += _compute_check_section(doc, _load(sp["measured"])["runs"])
-    out += _implied_e2e_section(doc, pred["runs"], _load(sp["measured"])["runs"])
+    out += _implied_e2e_section(implied_e2e(doc, pred["runs"], _load(sp["measured"])["runs"]))
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
             "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s; a burst — every "
