@@ -158,6 +158,8 @@ def test_errors_are_one_line(run_cli, tmp_path):
     assert code == 1 and "leave no KV memory" in err
     code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--rate", "0")
     assert code == 1 and "--rate must be > 0" in err
+    code, _, err = run_cli("simulate", "-m", "llama-3-70b", "-s", "dgx-h100", "--max-prefill-tokens", "2000")
+    assert code == 1 and "needs policy 'chunked' or 'separate', got 'continuous'" in err and err.count("\n") == 1
 
 
 def test_extreme_workload_parameters_are_one_line_errors(run_cli):
@@ -168,6 +170,12 @@ def test_extreme_workload_parameters_are_one_line_errors(run_cli):
     assert code == 0, err
     code, _, err = run_cli("overtrain", "--target-loss", "inf")
     assert code == 1 and "--target-loss must be > 0 and <= 100 and finite, got inf" in err
+
+
+def test_max_prefill_tokens_is_echoed_in_json(run_cli):
+    """SGLang's --max-prefill-tokens under --policy chunked runs and is echoed in --json (simulate/policies.py)."""
+    d = _sim(run_cli, "--policy", "chunked", "--max-prefill-tokens", "600")
+    assert d["max_prefill_tokens"] == 600 and d["requests"] == N
 
 
 def test_one_sequence_per_pass_runs(run_cli):
