@@ -9,7 +9,17 @@ from hypothesis import strategies as st
 from roofline.catalog import get_catalog
 from roofline.engine import step
 from roofline.errors import DoesNotFitError, InputError
-from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment, simulate
+from roofline.simulate import (
+    ConstantStep,
+    Deployment,
+    OutputStage,
+    Policy,
+    Simulation,
+    make_workload,
+    roofline_deployment,
+    simulate,
+)
+from roofline.simulate.core import ClosedLoop
 from roofline.simulate.metrics import littles_law, summarize
 from roofline.simulate.reference import naive_continuous
 from roofline.simulate.workload import lengths, poisson_arrivals
@@ -156,6 +166,34 @@ def test_max_prefill_tokens_admits_past_the_cap_only_as_a_pass_s_first_prompt_by
         Policy("continuous", max_prefill_tokens=500)
     with pytest.raises(InputError, match="whole number >= 0"):
         Policy("chunked", max_prefill_tokens=-1)
+
+
+def test_output_stage_delays_what_the_client_sees_by_hand():
+    """OutputStage: one server takes each pass's streamed chunks (one per sequence that made a token) in pass order,
+    per_pass_s + per_chunk_s · chunks each (Lindley's recursion; a decode segment in closed form). 10 ms passes, one
+    request of 4 outputs (a prefill pass and 3 decode passes ending at 10, 20, 30, 40 ms):
+    - 15 ms a chunk, slower than the passes: departures 25, 40, 55, 70 ms, so TTFT 25 ms and the finish 70 ms;
+    - 5 ms a chunk: 15 ms, and the finish 45 ms (the last pass's end + 5);
+    - two requests together with 2 ms per pass and 15 ms per chunk: σ = 32 ms, first tokens at 42 ms and the
+      finish at max(42 + 2·32, 30 + 32) = 106 ms;
+    - a closed loop of one client sends the second request when the first's last token leaves (70 ms).
+    Off (both 0) is the run without the stage."""
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=1e9)
+    one = make_workload(np.zeros(1), 10, 4)
+    pol = Policy("continuous", max_seqs=8)
+    slow = Simulation(one, dep, pol, stream=OutputStage(0.0, 0.015)).run()
+    assert np.allclose(slow.first_token_s, [0.025]) and np.allclose(slow.finish_s, [0.07])
+    fast = Simulation(one, dep, pol, stream=OutputStage(0.0, 0.005)).run()
+    assert np.allclose(fast.first_token_s, [0.015]) and np.allclose(fast.finish_s, [0.045])
+    two = Simulation(make_workload(np.zeros(2), 10, 3), dep, pol, stream=OutputStage(0.002, 0.015)).run()
+    assert np.allclose(two.first_token_s, [0.042, 0.042]) and np.allclose(two.finish_s, [0.106, 0.106])
+    loop = ClosedLoop(1, np.zeros(2), 0.0)
+    tr = Simulation(make_workload(np.zeros(2), 10, 4), dep, pol, closed_loop=loop, stream=OutputStage(0.0, 0.015)).run()
+    assert np.allclose(loop.sends_s, [0.0, 0.07]) and np.allclose(tr.finish_s, [0.07, 0.14])
+    off, none = (Simulation(one, dep, pol, stream=x).run() for x in (OutputStage(), None))
+    assert np.array_equal(off.finish_s, none.finish_s) and np.array_equal(off.first_token_s, none.first_token_s)
+    with pytest.raises(InputError, match="per_chunk_s must be between 0 and 1 s"):
+        OutputStage(0.0, -1e-5)
 
 
 def test_preemption_when_kv_runs_out_and_every_request_finishes():

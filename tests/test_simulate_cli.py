@@ -178,6 +178,17 @@ def test_max_prefill_tokens_is_echoed_in_json(run_cli):
     assert d["max_prefill_tokens"] == 600 and d["requests"] == N
 
 
+def test_output_stage_is_echoed_and_slows_what_the_client_sees(run_cli):
+    """--stream-s-per-chunk (simulate.OutputStage): echoed in --json; a 2 ms chunk cost, slower than these passes
+    carry, lengthens TTFT and TPOT; refused with --policy disaggregated in one line."""
+    base = _sim(run_cli)
+    d = _sim(run_cli, "--stream-s-per-chunk", "0.002")
+    assert d["stream_s_per_chunk"] == 0.002 and d["stream_s_per_pass"] == 0.0 and "stream_s_per_chunk" not in base
+    assert d["ttft_p50_s"] > base["ttft_p50_s"] and d["tpot_p50_s"] > base["tpot_p50_s"]
+    code, _, err = run_cli(*BASE, "--policy", "disaggregated", "--stream-s-per-chunk", "0.001")
+    assert code == 2 and "disaggregated has two" in err and err.count("\n") == 1
+
+
 def test_one_sequence_per_pass_runs(run_cli):
     """max_seqs = 1 makes a one-point batch grid in the step table; it must still interpolate."""
     code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-s", "dgx-h100", "--max-seqs", "1", "-n", "20", "--json")

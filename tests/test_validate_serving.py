@@ -1621,6 +1621,19 @@ def test_set_av_committed_predictions_and_declared_alternative_reproduce():
                     byid["av1-aic-vllm-h200-l31-8b-fp8-tp1-4000x1000-c128-L1720"])
     _registered_before_measured("av", pred["at_commit"])
 
+def test_stream_run_keys_put_the_output_stage_in_the_run():
+    """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
+    SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
+    a token every 16 · 5 = 80 ms (TPOT 17 → 79 ms) and TTFT grows; at 0 the run is as registered."""
+    doc = S.load_runs(set_name="av")
+    run = next(r for r in doc["runs"] if r["id"].endswith("-L917"))
+    ds = doc["datasets"][run["dataset"]]
+    plain = S.simulate_run(run, ds, seed=0)
+    staged = S.simulate_run(run | {"stream_s_per_chunk": 5e-3}, ds, seed=0)
+    assert staged["ttft_mean"] > plain["ttft_mean"] and staged["tpot_mean"] == pytest.approx(16 * 5e-3, rel=0.02)
+    assert S.simulate_run(run | {"stream_s_per_chunk": 0.0}, ds, seed=0) == plain
+
+
 def test_implied_e2e_adds_the_two_scored_halves_by_hand():
     """implied_e2e on set av: every run is a fixed-length closed loop scoring TTFT and TPOT only, so each implies
     e2e = TTFT + (output − 1)·TPOT; checked by hand on L1648's predicted and measured values (500 outputs: 499 gaps).

@@ -59,6 +59,8 @@ def register(app: typer.Typer) -> None:
         admit_min_running: Annotated[int, typer.Option("--admit-min-running", help="With --admit-interval: the gate applies only while at least M sequences run (VLLM_MIN_REQUEST_DECODE_STEP; 0 = always).")] = 0,
         long_prefill_token_threshold: Annotated[int, typer.Option("--long-prefill-token-threshold", help="vLLM's flag of that name, with --policy chunked: a prompt takes at most N tokens of any one pass, so several prompts are prefilled side by side (0 = off).")] = 0,
         max_prefill_tokens: Annotated[int, typer.Option("--max-prefill-tokens", help="SGLang's flag of that name, with --policy chunked or separate: a pass starts at most N prompt tokens (less its decode tokens under chunked, as with --enable-mixed-chunk); a prompt that does not fit is admitted only as a pass's first (0 = off).")] = 0,
+        stream_s_per_chunk: Annotated[float, typer.Option("--stream-s-per-chunk", help="The engine's output path as its own stage: seconds its one output process spends per streamed chunk (one per sequence per pass); a token reaches the client, and a --max-concurrency client sends its next request, when its pass's chunks have left it (0 = off).")] = 0.0,
+        stream_s_per_pass: Annotated[float, typer.Option("--stream-s-per-pass", help="With the output stage: seconds its process spends per pass's message, beside --stream-s-per-chunk (0 = off).")] = 0.0,
         kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: passes from the family's cited factors (factor) or from the measured kernel tables of the --engine family (tables: vllm*, sglang*, trtllm; none = trtllm) where covered; passes with prompt tokens too on a single TP/EP group (no PP, no attention DP). auto (default): tables when --engine names a family whose tables cover the accelerator, else factor (with --expert-weights-dtype too: the experts read their format's MoE rows).")] = "auto",
         moe_activations: Annotated[str, typer.Option("--moe-activations", help="With measured kernel tables and --expert-weights-dtype fp4 beside 16-bit layers: the activation format the launch runs the MXFP4 experts with, bf16 (Marlin/Triton/FlashInfer BF16 paths) or fp8 (MXFP8: TensorRT-LLM's TRTLLM backend, vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); only that format's MoE rows are read. auto (default): FP8 first on Blackwell, else BF16.")] = "auto",
         fp8_scales: Fp8ScalesOpt = "auto",
@@ -145,6 +147,7 @@ def register(app: typer.Typer) -> None:
                                              admit_min_running=admit_min_running != 0,
                                              long_prefill_token_threshold=long_prefill_token_threshold != 0,
                                              max_prefill_tokens=max_prefill_tokens != 0,
+                                             stream=stream_s_per_chunk != 0 or stream_s_per_pass != 0,
                                              max_concurrency=max_concurrency is not None,
                                              kernels=kernels != "auto", moe_activations=moe_activations != "auto",
                                              fp8_scales=fp8_scales != "auto",
@@ -165,7 +168,7 @@ def register(app: typer.Typer) -> None:
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
             no_preemption=no_preemption, recv_interval=recv_interval, admit_interval=admit_interval,
-            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, max_concurrency=max_concurrency, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, stream_s_per_chunk=stream_s_per_chunk, stream_s_per_pass=stream_s_per_pass, max_concurrency=max_concurrency, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -332,7 +335,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --max-concurrency, --kernels (a grid takes auto), --moe-activations, --fp8-scales, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --kernels (a grid takes auto), --moe-activations, --fp8-scales, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -53,6 +53,8 @@ class SimulateRequest(LayoutOptions):
     admit_min_running: Whole(0, 10**7, fix="gate admissions only while at least M sequences run; 0 = always") = 0
     long_prefill_token_threshold: Whole(0, 10**7, fix="most tokens of one prompt per pass, as vLLM's --long-prefill-token-threshold; 0 = off") = 0
     max_prefill_tokens: Whole(0, 10**7, fix="SGLang's --max-prefill-tokens: the prompt tokens a pass starts; 0 = off") = 0
+    stream_s_per_chunk: Real(ge=0, le=1, fix="seconds of the output process per streamed chunk, e.g. 4e-05; 0 = off") = 0.0
+    stream_s_per_pass: Real(ge=0, le=1, fix="seconds of the output process per pass's message, e.g. 0.0002; 0 = off") = 0.0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     moe_activations: Choice("auto", "bf16", "fp8") = "auto"  # FP4 experts' activation format in the MoE tables
@@ -129,6 +131,10 @@ class SimulateRequest(LayoutOptions):
             raise rules.UsageError(f"{f('admit_interval')} gates a continuous scheduler's admissions; {f('policy')} "
                                    f"{self.policy} admits by its own rule; use continuous, chunked or separate, or "
                                    f"drop {f('admit_interval')}")
+        if (self.stream_s_per_chunk or self.stream_s_per_pass) and self.policy == "disaggregated":
+            raise rules.UsageError(f"{f('stream_s_per_chunk')} and {f('stream_s_per_pass')} put one output stage after "
+                                   f"one pool's passes; {f('policy')} disaggregated has two: drop them or pick "
+                                   f"another policy")
         if self.admit_min_running and self.admit_interval == 1:
             raise rules.UsageError(f"{f('admit_min_running')} ({self.admit_min_running}) says when "
                                    f"{f('admit_interval')} gates admissions; give {f('admit_interval')} too, or drop it")
@@ -344,7 +350,7 @@ def simulate(req: SimulateRequest, progress=None):
     import numpy as np
 
     from ..efficiency import Efficiency
-    from ..simulate import Policy, Simulation, Targets
+    from ..simulate import OutputStage, Policy, Simulation, Targets
     from ..simulate.metrics import summarize
     from ..simulate.overheads import EngineOverheads, engine_policy, run_with_engine, with_engine
     from ..speculative import Speculation
@@ -392,6 +398,8 @@ def simulate(req: SimulateRequest, progress=None):
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
                                  block_tokens=req.block_size)
+    stream = (OutputStage(req.stream_s_per_pass, req.stream_s_per_chunk)
+              if req.stream_s_per_chunk or req.stream_s_per_pass else None)  # the output path's own stage
     sims: list = []  # the Simulation whose prefills the cache serves (its step model prices the saved prefill)
     if disagg:
         from ..simulate.pools import disaggregated, kv_transfer_s
@@ -406,7 +414,8 @@ def simulate(req: SimulateRequest, progress=None):
             return res.trace
     else:
         def run(w, closed_loop=None):
-            sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, warm_prefixes=warm, **cache))
+            sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, warm_prefixes=warm, stream=stream,
+                                   **cache))
             return sims[-1].run(advance)
     if req.max_concurrency is None:
         tr = run_with_engine(wl, ovh, run)
@@ -448,6 +457,8 @@ def simulate(req: SimulateRequest, progress=None):
         d["long_prefill_token_threshold"] = req.long_prefill_token_threshold
     if req.max_prefill_tokens:
         d["max_prefill_tokens"] = req.max_prefill_tokens
+    if stream is not None:
+        d["stream_s_per_chunk"], d["stream_s_per_pass"] = req.stream_s_per_chunk, req.stream_s_per_pass
     if req.admit_interval > 1:
         d["admit_interval"], d["admit_min_running"] = req.admit_interval, req.admit_min_running
     if req.realistic:  # which kernel times the realistic passes took (--kernels; auto resolved in check)

@@ -10,7 +10,7 @@ metrics.py   TTFT, TPOT, latency percentiles, throughput, goodput, utilisation, 
 grid.py      scenario grids (rates x policies x layouts x workloads), one row each, on roofline.executors
 """
 
-from .core import Simulation, Trace, simulate
+from .core import OutputStage, Simulation, Trace, simulate
 from .policies import POLICIES, Policy, Targets
 from .steptable import (
     BoardStep,
@@ -25,6 +25,6 @@ from .steptable import (
 )
 from .workload import Workload, make_workload, read_trace, write_trace
 
-__all__ = ["Simulation", "Trace", "simulate", "POLICIES", "Policy", "Targets", "BoardStep", "ConstantStep",
+__all__ = ["OutputStage", "Simulation", "Trace", "simulate", "POLICIES", "Policy", "Targets", "BoardStep", "ConstantStep",
            "Deployment", "EfficiencyModelStep", "EngineStep", "RooflineStep", "deployment", "StepTable", "roofline_deployment", "Workload", "make_workload",
            "read_trace", "write_trace"]

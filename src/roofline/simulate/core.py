@@ -143,6 +143,34 @@ def _release(users: list, pinned: list, q: int, depth: int) -> int:
     return old - pinned[q]
 
 
+@dataclass(frozen=True)
+class OutputStage:
+    """The engine's output path as its own stage (`simulate --stream-s-per-chunk`, run key `stream_s_per_chunk`): one
+    server (SGLang's single detokenizer and TokenizerManager processes, a Python API server's event loop) that takes
+    each pass's streamed chunks, one per sequence that made a token in it, in pass order, and spends
+    per_pass_s + per_chunk_s · chunks on them; a token reaches the client when its pass's chunks leave the server,
+    and a closed-loop client sends its next request then. Lindley's recursion D_j = max(E_j, D_{j−1}) + σ_j over the
+    pass ends E_j, in closed form over a decode segment of k passes with one σ: D_k = max(max(D_0, E_1) + k·σ,
+    E_k + σ) (E_j − jσ is convex in j, so its maximum over the segment is at an end). TTFT, TPOT and end-to-end
+    latency see the stage; the per-pass gap distribution (ITL percentiles from the segments) stays the engine's.
+    Ignores: a server that overlaps its chunks with incoming requests' tokenising (they share it here only through
+    the closed loop's timing), several output workers. Off (both 0) by default."""
+
+    per_pass_s: float = 0.0
+    per_chunk_s: float = 0.0
+
+    def __post_init__(self):
+        for name in ("per_pass_s", "per_chunk_s"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and 0.0 <= v <= 1.0):
+                raise InputError(f"output stage {name} must be between 0 and 1 s, got {v}; SGLang's output path "
+                                 "costs tens of microseconds a chunk")
+
+    @property
+    def on(self) -> bool:
+        return self.per_pass_s > 0.0 or self.per_chunk_s > 0.0
+
+
 @dataclass
 class ClosedLoop:
     """A closed-loop client inside the run (`vllm bench serve` / `sglang.bench_serving --max-concurrency C`): at most
@@ -230,8 +258,10 @@ class Simulation:
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
-                 closed_loop: ClosedLoop | None = None, warm_prefixes: bool | np.ndarray = False):
+                 closed_loop: ClosedLoop | None = None, warm_prefixes: bool | np.ndarray = False,
+                 stream: OutputStage | None = None):
         self.workload, self.deployment, self.policy = workload, deployment, policy
+        self.stream = stream if stream is not None and stream.on else None
         # True: every prefix; an array: those prefix ids only (None: no prefix is warm)
         self.warm_ids = None if isinstance(warm_prefixes, bool) else np.asarray(warm_prefixes, dtype=np.int64)
         self.warm_prefixes = bool(warm_prefixes) if self.warm_ids is None else self.warm_ids.size > 0
@@ -357,6 +387,11 @@ class Simulation:
         mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d = seg.views
         ns, seg_cap = 0, seg.capacity
         report_every, next_report, reported = 4096, 4096, 0
+        # the output stage (OutputStage): the departure of each segment's last pass from the one output server
+        st = self.stream
+        streaming = st is not None
+        out_a, out_b = (st.per_pass_s, st.per_chunk_s) if st is not None else (0.0, 0.0)
+        out_free, outs = 0.0, []
         # bound methods and functions used in the loop
         heappush, heappop, ceil = heapq.heappush, heapq.heappop, math.ceil
         bucket_get, t_pass, t_decode, mixed = buckets.get, tab.t, tab.decode_segment, self.mixed
@@ -626,6 +661,12 @@ class Simulation:
                 mv_tok[ns] = (nd + pad) * r
                 mv_d[ns] = nd
                 ns += 1
+                if streaming:  # k passes of nd chunks each: D_k = max(max(D_0, E_1) + k·σ, E_k + σ) (OutputStage)
+                    e_k = now + k * t0 + s * k * (k - 1) / 2.0
+                    if nd:
+                        sig = out_a + out_b * nd
+                        out_free = max((out_free if out_free > now + t0 else now + t0) + k * sig, e_k + sig)
+                    outs.append(out_free if out_free > e_k else e_k)
                 now += k * t0 + s * k * (k - 1) / 2.0
                 ctx_sum += (nd + pad) * g * k
                 it += k
@@ -675,6 +716,7 @@ class Simulation:
                 ns += 1
                 now += t
                 ctx_sum += grow + pf_tokens
+                firsts = 0  # prompts this pass completes: their first tokens are streamed with the decodes'
                 for e, c in chunks:
                     e[1] -= c
                     if pc and pfx[e[0]] >= 0 and cached[pfx[e[0]]] < fb[e[0]]:
@@ -696,6 +738,7 @@ class Simulation:
                             if q in lru and cached[q] == pinned[q]:
                                 del lru[q]
                     if e[1] <= 0:
+                        firsts += 1
                         rid = e[0]
                         pf.remove(e)
                         state[rid], pf_it[rid] = 2, it - lag
@@ -709,6 +752,11 @@ class Simulation:
                         else:
                             buckets[fin] = [rid]
                             heappush(heap, fin)
+                if streaming:  # this pass's chunks: the decodes' (none in a prefill-only pass) and the first tokens
+                    b_out = (0 if separate else nd - firsts) + firsts
+                    if b_out:
+                        out_free = (out_free if out_free > now else now) + out_a + out_b * b_out
+                    outs.append(out_free if out_free > now else now)
                 it += 1
                 phase = (phase + 1) % admit_every
                 last_decode = False  # a pass with prompts: SGLang's skipper receives right after it
@@ -729,7 +777,7 @@ class Simulation:
                     fin_it[rid] = key + lag  # the pass it finished in (keys count decode passes)
                     done += 1
                     if next_send < n:  # the closed-loop client sends its next request on this completion
-                        v = now + dout
+                        v = (out_free if streaming else now) + dout  # the client has the last token then
                         if rel[next_send] > v:
                             v = rel[next_send]
                         snd[next_send] = v
@@ -772,7 +820,7 @@ class Simulation:
         del mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d, admit_it, pf_it, first_it, fin_it
         del pre_len, rem, q0, q1, a0, a1, npre, state, reserve, pre_len_a, rem_a, q0_a, q1_a, a0_a, a1_a
         del state_a, reserve_a, buckets, heap, stack, requeue
-        tr = self._trace(seg.trimmed(ns), its, npre_a, arr_a)
+        tr = self._trace(seg.trimmed(ns), its, npre_a, arr_a, np.asarray(outs) if streaming else None)
         if loop is not None:
             loop.sends_s = snd_a
         if not pc:
@@ -800,16 +848,23 @@ class Simulation:
             total += k * (full - part)
         return total
 
-    def _trace(self, cols, its, npre, arrival) -> Trace:
+    def _trace(self, cols, its, npre, arrival, outs=None) -> Trace:
         w, dep = self.workload, self.deployment
         it0, start, k, t0, sl, b, tok, dec = cols
         admit, _ = iteration_times(it0, start, t0, sl, its[0])
         _, finish = iteration_times(it0, start, t0, sl, its[3])
+        # the output stage: a token reaches the client when the output server has sent its pass's chunks (the
+        # segment's last pass, where finishes and first tokens fall: OutputStage), not at the pass's end
+        late = None if outs is None else outs - (start + k * t0 + sl * k * (k - 1) / 2.0)
+        if late is not None:
+            finish = finish + late[np.searchsorted(it0, its[3], side="right") - 1]
         if self.prefilled:
             first = self.given_first_s
             assert first is not None  # a prefilled run is given its first-token times
         else:
             _, first = iteration_times(it0, start, t0, sl, its[2])
+            if late is not None:
+                first = first + late[np.searchsorted(it0, its[2], side="right") - 1]
         return Trace(arrival, admit, first, finish, w.prompt_tokens, w.output_tokens, w.priority,
                      npre, start, k, t0, sl, b, tok, dep.gpus, dep.usd_per_gpu_hour, self.policy.kind,
                      seg_decodes=dec)

@@ -1202,7 +1202,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
                  sigma: float | None = None) -> dict:
     """One replica of `run` simulated (the variant given by the keywords): its metrics and the simulator's
     saturation verdict (offered rate, analytic capacity, load, queue growth, saturated)."""
-    from ..simulate import Policy, Simulation
+    from ..simulate import OutputStage, Policy, Simulation
     from ..simulate.capacity import GROWTH_LIMIT, run_saturation
     from ..simulate.overheads import EngineOverheads, engine_policy, run_with_engine, with_engine
 
@@ -1230,11 +1230,13 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     warm = warm if "prompt_pool" in run else "warm_prefix_tokens" in run  # the prefixes cached at the start
 
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
+    # the engine's output path as its own stage (run keys stream_s_per_pass, stream_s_per_chunk; simulate.OutputStage)
+    stream = OutputStage(float(run.get("stream_s_per_pass", 0.0)), float(run.get("stream_s_per_chunk", 0.0)))
 
     def one(x, closed_loop=None):
         sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
                          prefix_cache=run.get("prefix_caching"),  # None: on where requests share prefixes
-                         closed_loop=closed_loop, warm_prefixes=warm)
+                         closed_loop=closed_loop, warm_prefixes=warm, stream=stream)
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
