@@ -1621,6 +1621,28 @@ def test_set_av_committed_predictions_and_declared_alternative_reproduce():
                     byid["av1-aic-vllm-h200-l31-8b-fp8-tp1-4000x1000-c128-L1720"])
     _registered_before_measured("av", pred["at_commit"])
 
+
+def test_set_aw_committed_predictions_and_declared_alternative_reproduce():
+    """Set aw (a tenth draw from AIConfigurator's silicon_sample.csv, pre-registered at 1939088, the first with the
+    output stage) recomputes exactly for an SGLang run of the h200_sxm provenance (mixed passes, the output stage at
+    40 us a chunk and SGLang's graph tier, by the declared rule), a TensorRT-LLM run and a vLLM run; the declared
+    alternative (set av's rule: neither key) is what the code gives without them and moves exactly the 5 SGLang
+    h200 runs; at the commit they record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("aw", "1939088")
+    assert "aw" not in S.DISCLOSURES and len(doc["runs"]) == 26
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
+    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 5
+    assert all(byid["cuda_graph_max_batch"] == (256 if byid["gpus"] < 4 else 512) for byid in sglang if byid["id"] in staged)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == staged
+    byid = {r["id"]: r for r in doc["runs"]}
+    s = byid["aw1-aic-sglang-h200-l31-8b-fp8-tp1-8000x500-c56-L1655"]
+    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
+                    byid["aw1-aic-trtllm-h100-l31-8b-bf16-tp2-2048x128-c8-L1352"],
+                    byid["aw1-aic-vllm-h100-q3-32b-bf16-tp4-4096x512-c8-L1555"])
+    _registered_before_measured("aw", pred["at_commit"])
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
