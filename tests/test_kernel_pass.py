@@ -332,6 +332,66 @@ def test_with_kernel_tables_refuses_an_unknown_fp8_scaling(cat):
     assert with_kernel_tables(dep, "vllm", "auto", "block").step.kernel_fp8_scales == "block"
 
 
+def test_naming_the_trtllm_gen_moe_kernel_reads_its_rows_from_another_collector(cat):
+    """kernels.MOE_KERNELS (moe_kernel, simulate/step --moe-kernel): TensorRT-LLM's own block-scaled FP8 MoE rows on
+    B200 are DeepGEMM's; `trtllm-gen` reads the TensorRT-LLM-gen kernel's rows, which only AIConfigurator's SGLang
+    collector measured (FlashInfer's trtllm_fp8_block_scale_moe), so the lookup is that table's value exactly. In a
+    DeepSeek-V3 decode pass (16 sequences, TP 8) the GEMM term moves by 58 MoE layers x the two rows' difference, by
+    hand; where no trtllm-gen row exists (H200) the engine's own rows stay; an unknown name is refused."""
+    from roofline import kernels as K
+    from roofline.errors import InputError
+
+    m, b200 = cat.model("deepseek-v3"), cat.system("hgx-b200")
+    e = m.moe
+    shape = dict(hidden=m.d_model, inter=e.d_ff_expert, topk=e.active, experts=e.experts, tp=np.asarray(8.0),
+                 ep=np.asarray(1.0))
+    own = K.moe_s("b200", "fp8_block", 16.0, engine="trtllm", **shape)
+    gen = K.moe_s("b200", "fp8_block", 16.0, engine="trtllm", kernel="trtllm-gen", **shape)
+    sgl = K.moe_s("b200", "fp8_block", 16.0, engine="sglang", **shape)
+    assert "deepgemm" in own.source and "sglang_flashinfer_trtllm_moe" in gen.source
+    assert float(gen.seconds) == float(sgl.seconds) != float(own.seconds)
+    assert K.moe_s("b200", "fp8_block", 16.0, engine="trtllm", kernel="auto", **shape).source == own.source
+    with pytest.raises(InputError, match="unknown MoE kernel 'cutlass'"):
+        K.moe_s("b200", "fp8_block", 16.0, engine="trtllm", kernel="cutlass", **shape)
+    kw = dict(tp=8, engine="trtllm", weights_dtype="fp8", fp8_scales="block")
+    auto, named = (table_terms(m, b200, 16.0, 2000, moe_kernel=x, **kw) for x in ("auto", "trtllm-gen"))
+    assert float(named.gemm_s) - float(auto.gemm_s) == pytest.approx(
+        m.moe_layers * (float(gen.seconds) - float(own.seconds)), rel=1e-9)
+    assert float(named.attention_s) == float(auto.attention_s) and bool(named.moe_op_covered)
+    h200 = cat.system("hgx-h200")  # no FlashInfer TRTLLM rows on Hopper: the engine's own rows
+    assert float(table_terms(m, h200, 16.0, 2000, moe_kernel="trtllm-gen", **kw).gemm_s) == float(
+        table_terms(m, h200, 16.0, 2000, **kw).gemm_s)
+
+
+def test_step_and_simulate_read_the_named_moe_kernel():
+    """`roofline step --moe-kernel` and `simulate --moe-kernel` reach the pass (DeepSeek-V3 FP8 on 8 B200 with
+    TensorRT-LLM's tables: the TRTLLM-gen rows are faster than DeepGEMM's at 16 decodes, and the TPOT follows); a dense
+    model, or no kernel tables, is refused with one line; with_kernel_tables refuses an unknown name."""
+    from roofline.errors import InputError
+    from roofline.requests.rules import UsageError
+    from roofline.requests.simulate import SimulateRequest, run_simulate
+    from roofline.requests.step import StepRequest, run_step
+    from roofline.simulate.steptable import roofline_deployment, with_kernel_tables
+
+    kw = dict(model="deepseek-v3", system="hgx-b200", realistic=True, engine="trtllm", weights_dtype="fp8",
+              fp8_scales="block")
+    step = {x: run_step(StepRequest.of(batch=16, context=2000, moe_kernel=x, **kw))["realistic"]["step_s"]
+            for x in ("auto", "trtllm-gen")}
+    assert step["trtllm-gen"] < step["auto"]
+    sim = {x: run_simulate(SimulateRequest.of(requests=40, rate=1.0, prompt_tokens=500, output_tokens=50, moe_kernel=x,
+                                          **kw))["tpot_mean_s"] for x in ("auto", "trtllm-gen")}
+    assert sim["trtllm-gen"] < sim["auto"]
+    with pytest.raises(UsageError, match="mixture-of-experts model"):
+        StepRequest.of(model="llama-3-8b", system="hgx-b200", realistic=True, engine="trtllm", moe_kernel="trtllm-gen")
+    with pytest.raises(UsageError, match="needs measured kernel tables"):
+        StepRequest.of(model="deepseek-v3", system="hgx-b200", realistic=True, kernels="factor", moe_kernel="trtllm-gen")
+    dep = roofline_deployment(get_catalog().model("deepseek-v3"), get_catalog().system("hgx-b200"), chips=8,
+                              realistic=True, weights_dtype="fp8")
+    with pytest.raises(InputError, match="moe kernel must be one of auto, trtllm-gen"):
+        with_kernel_tables(dep, "trtllm", moe_kernel="deepgemm")
+    assert with_kernel_tables(dep, "trtllm", moe_kernel="trtllm-gen").step.kernel_moe == "trtllm-gen"
+
+
 def test_moe_shape_without_rows_keeps_the_factor_models_gemm_term(monkeypatch):
     """GLM-4.7's routed experts (160 of 1,536, hidden 5,120) have no MoE row: the pass's GEMM term is not covered, so
     `apply` keeps the factor model's; the old composition (kernel_pass.MOE_PER_EXPERT_GEMMS, as sets up to am were

@@ -1656,6 +1656,19 @@ def test_stream_run_keys_put_the_output_stage_in_the_run():
     assert S.simulate_run(run | {"stream_s_per_chunk": 0.0}, ds, seed=0) == plain
 
 
+def test_moe_kernel_run_key_reaches_the_pass():
+    """The run key moe_kernel (kernels.MOE_KERNELS) reaches the simulation: set aw's TensorRT-LLM DeepSeek-R1 FP8 run on
+    8 B200 (16 clients) with the TensorRT-LLM-gen MoE rows decodes faster than with TensorRT-LLM's DeepGEMM rows (by
+    about a third there: scripts/posthoc_moe_kernel.py); auto is the run as registered."""
+    doc = S.load_runs(set_name="aw")
+    run = next(r for r in doc["runs"] if r["id"].endswith("-L2736"))
+    ds = doc["datasets"][run["dataset"]]
+    plain = S.simulate_run(run, ds, seed=0)
+    named = S.simulate_run(run | {"moe_kernel": "trtllm-gen"}, ds, seed=0)
+    assert named["tpot_mean"] < 0.8 * plain["tpot_mean"]
+    assert S.simulate_run(run | {"moe_kernel": "auto"}, ds, seed=0) == plain
+
+
 def test_implied_e2e_adds_the_two_scored_halves_by_hand():
     """implied_e2e on set av: every run is a fixed-length closed loop scoring TTFT and TPOT only, so each implies
     e2e = TTFT + (output − 1)·TPOT; checked by hand on L1648's predicted and measured values (500 outputs: 499 gaps).

@@ -126,6 +126,17 @@ MOE_SHAPE_TRANSFER = True
 BLOCK_SCALED_DENSE = True
 
 
+def _preferred(first: K.KernelTime, then: K.KernelTime) -> K.KernelTime:
+    """Per point, `first`'s lookup where it covers the point, else `then`'s (the source: `first`'s where it covers
+    every point)."""
+    if not first.covered.any():
+        return then
+    use = first.covered
+    return K.KernelTime(np.where(use, first.seconds, then.seconds), then.covered | use,
+                        np.where(use, first.extrapolated, then.extrapolated),
+                        first.source if use.all() else then.source, np.where(use, first.distance, then.distance))
+
+
 def _moe_dtypes(weights_dtype: str, expert_weights_dtype: str | None, fp4_cores: bool = False,
                 activations: str = "auto", fp8_scales: str = "auto") -> tuple[str, ...]:
     """The MoE tables' moe_dtype names to try, in order, for routed experts stored as `expert_weights_dtype`
@@ -158,11 +169,12 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                 dp=1, moe_tp=None, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                 activation_dtype: str = "bf16", engine: str = "trtllm", moe_imbalance: float = 1.0,
                 expert_weights_dtype: str | None = None, moe_activations: str = "auto", fp8_scales: str = "auto",
-                shape_transfer: bool = True) -> TableTerms:
+                shape_transfer: bool = True, moe_kernel: str = "auto") -> TableTerms:
     """Measured-kernel GEMM, attention and TP all-reduce terms of one pass (module docstring);
     `expert_weights_dtype`: the routed experts' format where it differs (their MoE table, `_moe_dtypes`, with the
     launch's `moe_activations`, and FP8 experts' `fp8_scales`); `shape_transfer`: a routed-expert shape without rows may read the nearest measured
-    one (MOE_SHAPE_TRANSFER)."""
+    one (MOE_SHAPE_TRANSFER); `moe_kernel` (kernels.MOE_KERNELS): the fused MoE kernel the launch names, whose rows
+    time the routed experts where they cover the point (the engine's own rows elsewhere)."""
     from .units import dtype_bytes
 
     m, acc = model, K.accelerator_id(system)
@@ -188,12 +200,7 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
         n, k = np.maximum(n, 1), np.maximum(k, 1)
         r = K.gemm_s(acc, wd, rows, n, k, engine=engine)
         if block_dense:  # the block-scaled rows where they cover the shape (BLOCK_SCALED_DENSE)
-            b = K.gemm_s(acc, "fp8_block", rows, n, k, engine=engine)
-            if b.covered.any():
-                use = b.covered
-                r = K.KernelTime(np.where(use, b.seconds, r.seconds), r.covered | use,
-                                 np.where(use, b.extrapolated, r.extrapolated), b.source if use.all() else r.source,
-                                 np.where(use, b.distance, r.distance))
+            r = _preferred(K.gemm_s(acc, "fp8_block", rows, n, k, engine=engine), r)
         g.add(r, times)
 
     heads = m.heads / tp
@@ -239,6 +246,13 @@ def table_terms(model: M.Model, system, batch, context, *, phase: str = "decode"
                                         experts=e.experts, tp=moe_tp, ep=ep, engine=engine, strict=ed != wd)
                 if near.covered.any():
                     r = near
+                    break
+        if moe_kernel != "auto":  # the named kernel's rows where they cover the point (its engine's or another's)
+            for md in names:
+                named = K.moe_s(acc, md, per_rank, hidden=D, inter=e.d_ff_expert, topk=e.active, experts=e.experts,
+                                tp=moe_tp, ep=ep, engine=engine, strict=ed != wd, kernel=moe_kernel)
+                if named.covered.any():
+                    r = _preferred(named, r)
                     break
         if r.covered.any():
             g.add(r, m.moe_layers)

@@ -189,15 +189,19 @@ def _interp(tid: int, acc: str, x: np.ndarray):
     return out, ok, extra, dist
 
 
-def _pick(acc: str, kind: str, engine: str | None, keys: dict) -> dict | None:
+def _pick(acc: str, kind: str, engine: str | None, keys: dict, kernel: str | None = None) -> dict | None:
     """The table of `kind` on `acc` whose keys equal `keys`, from `engine` (None: the first of ENGINES
-    that has one; 'nccl' for NCCL tables)."""
+    that has one; 'nccl' for NCCL tables). `kernel`: only tables whose kernel source contains it, from `engine`
+    first, then from the other engines' collectors (one kernel measured by another engine's harness)."""
     if engine is not None and engine not in ENGINES + ("nccl",):
         raise InputError(f"unknown engine {engine!r}: expected one of {', '.join(ENGINES)}; pick one of those")
-    order = (engine,) if engine else ENGINES + ("nccl",)
+    order: tuple[str, ...] = (engine,) if engine else ENGINES + ("nccl",)
+    if kernel:
+        order = order + tuple(e for e in ENGINES if e not in order)
     for eng in order:
         for t in _by_kind(acc, kind):
-            if t["engine"] == eng and all(t["keys"].get(k) == v for k, v in keys.items()):
+            if (t["engine"] == eng and all(t["keys"].get(k) == v for k, v in keys.items())
+                    and (not kernel or kernel in (t["kernel_source"] or ""))):
                 return t
     return None
 
@@ -210,7 +214,7 @@ _MEMO: OrderedDict[tuple, KernelTime] = OrderedDict()
 _MEMO_SIZE = 1024
 
 
-def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -> KernelTime:
+def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False, kernel: str | None = None) -> KernelTime:
     """`strict`: a point off an axis the table measured at one value only is not covered (else the table's
     value at that one point stands in for it, flagged extrapolated). The coordinates are broadcast together;
     along an axis where none of them varies (a step table's GEMM sizes along its context axis, for one) the
@@ -224,10 +228,10 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -
     digest = hashlib.blake2b(digest_size=16)
     for a in arrs:
         digest.update(np.ascontiguousarray(a).tobytes())
-    key = (acc, kind, engine, tuple(sorted(keys.items())), strict, arrs[0].shape, digest.digest())
+    key = (acc, kind, engine, tuple(sorted(keys.items())), strict, kernel, arrs[0].shape, digest.digest())
     out = _MEMO.get(key)
     if out is None:
-        out = _lookup_new(acc, kind, engine, keys, arrs, strict)
+        out = _lookup_new(acc, kind, engine, keys, arrs, strict, kernel)
         for a in (out.seconds, out.covered, out.extrapolated, out.distance):
             a.flags.writeable = False
         _MEMO[key] = out
@@ -241,10 +245,11 @@ def _lookup(acc, kind: str, engine, keys: dict, *coords, strict: bool = False) -
                       np.broadcast_to(out.extrapolated, shape), out.source, np.broadcast_to(out.distance, shape))
 
 
-def _lookup_new(acc: str, kind: str, engine, keys: dict, arrs: list[np.ndarray], strict: bool) -> KernelTime:
+def _lookup_new(acc: str, kind: str, engine, keys: dict, arrs: list[np.ndarray], strict: bool,
+                kernel: str | None = None) -> KernelTime:
     """_lookup of points not asked before (`arrs`: the coordinates broadcast together)."""
     shape = arrs[0].shape
-    t = _pick(acc, kind, engine, keys)
+    t = _pick(acc, kind, engine, keys, kernel)
     if t is None:
         nan = np.full(shape, np.nan)
         return KernelTime(nan, np.zeros(shape, bool), np.zeros(shape, bool), "", nan)
@@ -321,22 +326,37 @@ def attention_s(acc, phase: str, batch, length, heads, kv_heads, head_dim: int, 
     raise InputError(f"phase must be prefill or decode, got {phase!r}")
 
 
+#: Fused MoE kernels a launch can name (`moe_kernel`), each the marker its tables' kernel source carries. auto: the
+#: engine's own rows (the first table of the engine with the shape and format). trtllm-gen: the TensorRT-LLM-gen fused
+#: MoE kernels, which TensorRT-LLM runs with `moe_config: backend: TRTLLM` (TRTLLMGenFusedMoE) and FlashInfer ships as
+#: trtllm_*_moe (SGLang's flashinfer_trtllm runner, vLLM's FlashInfer TRTLLM experts); AIConfigurator measured them
+#: through its SGLang and vLLM collectors (kernel sources sglang_flashinfer_trtllm_moe, vllm_*_flashinfer_trtllm_*),
+#: while its TensorRT-LLM rows time the default CUTLASS backend (DeepGEMM for block-scaled FP8 on Blackwell:
+#: CutlassFusedMoE picks DeepSeekFP8BlockScalesFusedMoEMethodDeepGemm on SM100). docs/kernels.md "Naming the MoE kernel".
+MOE_KERNELS = {"auto": None, "trtllm-gen": "flashinfer_trtllm"}
+
+
 def moe_s(acc, dtype: str, tokens, *, hidden: int, inter: int, topk: int, experts: int, tp: int = 1,
-          ep: int = 1, distribution: str | None = None, engine: str | None = None, strict: bool = False) -> KernelTime:
+          ep: int = 1, distribution: str | None = None, engine: str | None = None, strict: bool = False,
+          kernel: str = "auto") -> KernelTime:
     """Grouped-GEMM MoE layer (gate/up, activation, down over the routed experts on one GPU) for `tokens`
     tokens entering the layer, model shape (hidden, inter = one expert's d_ff, topk, experts), sharded
     over moe tp × ep. Covered only for MoE shapes the tables measured (exact hidden/inter/topk/experts);
     the tokens per expert and experts per GPU follow from tokens·topk/experts and experts/ep. `distribution`:
     the router's token distribution the rows were measured with, "balanced" or "power_law_1.01" (default
     MOE_ROUTING, AIConfigurator's own default). `strict`: as _lookup (a moe tp or ep the table measured at
-    one value only does not stand in for another)."""
+    one value only does not stand in for another). `kernel` (MOE_KERNELS): only the rows of that fused kernel,
+    `engine`'s own first, else another engine's collector's."""
     distribution = MOE_ROUTING if distribution is None else distribution
     if distribution not in MOE_DISTRIBUTIONS:
         raise InputError(f"unknown MoE routing distribution {distribution!r}: expected one of "
                          f"{', '.join(MOE_DISTRIBUTIONS)}")
+    if kernel not in MOE_KERNELS:
+        raise InputError(f"unknown MoE kernel {kernel!r}: expected one of {', '.join(MOE_KERNELS)}; name the fused "
+                         "MoE kernel the launch runs, or auto for the engine's own rows")
     keys = {"moe_dtype": _dt(dtype), "hidden_size": int(hidden), "inter_size": int(inter), "topk": int(topk),
             "num_experts": int(experts), "distribution": distribution}
-    return _lookup(acc, "moe", engine, keys, tokens, tp, ep, strict=strict)
+    return _lookup(acc, "moe", engine, keys, tokens, tp, ep, strict=strict, kernel=MOE_KERNELS[kernel])
 
 
 #: The MoE tables' formats: (bytes per weight, the tensor-core format whose peak the GEMMs run at). Scale factors

@@ -30,6 +30,7 @@ from .common import (
     KvDtypeOpt,
     MemoryEffOpt,
     ModelOpt,
+    MoeKernelOpt,
     PriceOpt,
     SystemOpt,
     WeightsDtypeOpt,
@@ -75,6 +76,7 @@ def register(app: typer.Typer) -> None:
         kernels: Annotated[str, typer.Option("--kernels", help="With --realistic: kernel times from the family's cited factors (factor) or from measured kernel tables where covered (tables; see `roofline catalog kernels`); auto (default): tables when --engine is given and its tables cover the accelerator, as `simulate`.")] = "auto",
         engine: Annotated[str, typer.Option("--engine", help="With --realistic: whose measured kernels, trtllm, sglang or vllm (--kernels tables without it: trtllm's).")] = "none",
         fp8_scales: Fp8ScalesOpt = "auto",
+        moe_kernel: MoeKernelOpt = "auto",
         json: JsonOpt = False,
     ) -> None:
         """One pass of MODEL on a system: compute / weight-read / KV-read time, bound, $/Mtok, memory."""
@@ -90,7 +92,7 @@ def register(app: typer.Typer) -> None:
                              sparse_attention=sparse_attention, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
                              draft_fraction=draft_fraction, overlap=overlap, realistic=realistic,
                              decode_attention=decode_attention, kernels=kernels, engine=engine,
-                             fp8_scales=fp8_scales)
+                             fp8_scales=fp8_scales, moe_kernel=moe_kernel)
         d = run_step(req)
         if json:
             return print_json(d)

@@ -115,6 +115,15 @@ def fp8_scales(f, value: str, kernels: str, model, weights_dtype: str, expert_we
                          f"{f('expert_weights_dtype')} fp8); drop it")
 
 
+def moe_kernel(f, value: str, kernels: str, model) -> None:
+    """--moe-kernel (flag names by `f`): only with measured kernel tables and a mixture-of-experts model
+    (kernels.MOE_KERNELS)."""
+    if value != "auto" and (kernels != "tables" or not model.moe):
+        raise UsageError(f"{f('moe_kernel')} names the fused MoE kernel whose measured rows time the routed experts; "
+                         f"it needs measured kernel tables ({f('kernels')} tables, or auto with an engine family) and a "
+                         f"mixture-of-experts model; drop it")
+
+
 def dtype_supported(name: str, accelerator, value: str) -> None:
     """The accelerator can run matmuls on weights stored as `value`: on its own cores for that format,
     or up-cast to its 16-bit cores (weight-only formats, as hardware.Accelerator.peak_flops does)."""

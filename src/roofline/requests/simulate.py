@@ -59,6 +59,7 @@ class SimulateRequest(LayoutOptions):
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     moe_activations: Choice("auto", "bf16", "fp8") = "auto"  # FP4 experts' activation format in the MoE tables
     fp8_scales: Choice("auto", "tensor", "block") = "auto"  # FP8 experts' scaling in the MoE tables (kernel_pass.FP8_SCALES)
+    moe_kernel: Choice("auto", "trtllm-gen") = "auto"  # the launch's fused MoE kernel (kernels.MOE_KERNELS)
     rate: Real(gt=0, le=1e7, fix="mean arrival rate in requests/s, e.g. 10") = 10.0
     arrivals: Choice("poisson", "gamma") = "poisson"
     cv: Real(ge=0.001, le=1000, fix="coefficient of variation of gamma gaps, e.g. 2") = 2.0
@@ -158,6 +159,7 @@ class SimulateRequest(LayoutOptions):
                                    f"rows; it needs measured kernel tables ({f('kernels')} tables, or auto with an "
                                    f"engine family) and {f('expert_weights_dtype')} fp4 beside 16-bit weights; drop it")
         rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype)
+        rules.moe_kernel(f, self.moe_kernel, self._kernels, self._model)
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",
                                     "output_tokens", "sigma", "cv") if k in fs and getattr(self, k) is not None]
@@ -393,7 +395,7 @@ def simulate(req: SimulateRequest, progress=None):
     if req._kernels == "tables":  # passes from the --engine family's measured kernel tables (trtllm for none)
         from ..simulate.steptable import with_kernel_tables
 
-        dep = with_kernel_tables(dep, req.engine, req.moe_activations, req.fp8_scales)
+        dep = with_kernel_tables(dep, req.engine, req.moe_activations, req.fp8_scales, req.moe_kernel)
     dep = with_engine(dep, ovh)
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],

@@ -50,6 +50,7 @@ class StepRequest(LayoutOptions):
     kernels: Choice(*KERNELS) = "auto"  # auto: tables when an engine is named and its tables cover the accelerator
     engine: Choice("none", *ENGINES) = "none"  # none: no engine named (--kernels tables then takes trtllm's)
     fp8_scales: Choice("auto", "tensor", "block") = "auto"  # FP8 experts' scaling in the MoE tables (kernel_pass.FP8_SCALES)
+    moe_kernel: Choice("auto", "trtllm-gen") = "auto"  # the launch's fused MoE kernel (kernels.MOE_KERNELS)
 
     def check(self) -> None:
         f = self.flag
@@ -86,6 +87,7 @@ class StepRequest(LayoutOptions):
                 self._kernels = default_kernels(self._system.accelerator.id, self.engine, realistic=True,
                                                 expert_weights_dtype=self.expert_weights_dtype)
         rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype)
+        rules.moe_kernel(f, self.moe_kernel, self._kernels, self._model)
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
                            f"use {f('context')} <= {max(self._model.max_context - new, 0):,} or a model with a "
@@ -167,7 +169,7 @@ def with_tables(req: "StepRequest", layout, t: dict, effs: dict) -> dict:
                          "whole sequence); drop --cp or use --kernels factor")
     kw = dict(phase=req.phase, prompt=req.prompt, tp=layout.tp, ep=layout.ep, pp=layout.pp, dp=layout.dp,
               moe_tp=layout.moe_tp, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
-              expert_weights_dtype=req.expert_weights_dtype, fp8_scales=req.fp8_scales)
+              expert_weights_dtype=req.expert_weights_dtype, fp8_scales=req.fp8_scales, moe_kernel=req.moe_kernel)
     steps, mid = {}, None
     for w in WHICH:
         terms, scale = corner_terms(req._model, req._system, req.batch, req.context, which=w, engine=req._engine, **kw)

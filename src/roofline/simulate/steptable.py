@@ -70,6 +70,7 @@ class EngineStep:
     kernel_engine: str = "trtllm"
     kernel_moe_activations: str = "auto"  # FP4 experts' activation format in the MoE tables (kernel_pass._moe_dtypes)
     kernel_fp8_scales: str = "auto"  # FP8 experts' scaling, per-tensor or block, in the MoE tables (kernel_pass.FP8_SCALES)
+    kernel_moe: str = "auto"  # the fused MoE kernel the launch names, whose rows time the routed experts (kernels.MOE_KERNELS)
 
     def step_times(self, batch, tokens, context):
         """Step seconds only (nothing else of the pass result is computed)."""
@@ -114,7 +115,8 @@ class EngineStep:
                                     engine=self.kernel_engine, phase=phase, prompt=prompt, tp=lay.tp, ep=lay.ep,
                                     pp=lay.pp, dp=lay.dp, moe_tp=lay.moe_tp, weights_dtype=self.weights_dtype,
                                     kv_dtype=self.kv_dtype, expert_weights_dtype=self.options.get("expert_weights_dtype"),
-                                    moe_activations=self.kernel_moe_activations, fp8_scales=self.kernel_fp8_scales)
+                                    moe_activations=self.kernel_moe_activations, fp8_scales=self.kernel_fp8_scales,
+                                    moe_kernel=self.kernel_moe)
         eff = resolve_efficiency(self.system, self.weights_dtype, self.efficiency, self.realistic, self.which)
         step, _, parts = apply(res, terms, overlap_comm=eff.overlap_comm, scale=(scale, scale, scale))
         return step, parts, res
@@ -224,13 +226,19 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
 
 
 def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations: str = "auto",
-                       fp8_scales: str = "auto") -> Deployment:
+                       fp8_scales: str = "auto", moe_kernel: str = "auto") -> Deployment:
     """`dep` with its passes from the measured kernel tables of `engine`'s family (an engine row such as
     `vllm-v0` or `sglang-v0.3` takes its family's tables; `none` takes TensorRT-LLM's, as `roofline step`):
     EngineStep(kernels="tables"). Only the realistic engine step has table terms. `moe_activations` (auto, bf16,
     fp8): the activation format the launch runs FP4 experts with (kernel_pass._moe_dtypes); `fp8_scales` (auto,
-    tensor, block): how FP8 experts are scaled (kernel_pass.FP8_SCALES)."""
+    tensor, block): how FP8 experts are scaled (kernel_pass.FP8_SCALES); `moe_kernel` (kernels.MOE_KERNELS): the
+    fused MoE kernel the launch names (trtllm-gen: TensorRT-LLM's TRTLLM MoE backend)."""
     from ..kernel_pass import FP8_SCALES, MOE_ACTIVATIONS
+    from ..kernels import MOE_KERNELS
+
+    if moe_kernel not in MOE_KERNELS:
+        raise InputError(f"moe kernel must be one of {', '.join(MOE_KERNELS)}, got {moe_kernel!r}; trtllm-gen where "
+                         "the launch sets TensorRT-LLM's moe_config backend TRTLLM, else auto")
 
     if moe_activations not in MOE_ACTIVATIONS:
         raise InputError(f"moe activations must be one of {', '.join(MOE_ACTIVATIONS)}, got {moe_activations!r}; "
@@ -246,7 +254,8 @@ def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations:
     from ..kernels import table_family
 
     return replace(dep, step=replace(step, kernels="tables", kernel_engine=table_family(engine) or "trtllm",
-                                     kernel_moe_activations=moe_activations, kernel_fp8_scales=fp8_scales))
+                                     kernel_moe_activations=moe_activations, kernel_fp8_scales=fp8_scales,
+                                     kernel_moe=moe_kernel))
 
 
 def roofline_deployment(model: M.Model, system, *, chips: int | None = None, efficiency: Efficiency | None = None,

@@ -1224,7 +1224,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
         from ..simulate.steptable import with_kernel_tables
 
         dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")),
-                                 str(run.get("fp8_scales", "auto")))  # FP8 experts' scaling (kernel_pass.FP8_SCALES)
+                                 str(run.get("fp8_scales", "auto")),  # FP8 experts' scaling (kernel_pass.FP8_SCALES)
+                                 str(run.get("moe_kernel", "auto")))  # the launch's fused MoE kernel (kernels.MOE_KERNELS)
     dep = with_engine(dep, ovh)
     wl, warm = prompt_pool_workload(run, warm_prefixes_for(run, workload_for(run, ds, seed, sigma)), seed)
     warm = warm if "prompt_pool" in run else "warm_prefix_tokens" in run  # the prefixes cached at the start
