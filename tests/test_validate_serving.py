@@ -1644,6 +1644,30 @@ def test_set_aw_committed_predictions_and_declared_alternative_reproduce():
                     byid["aw1-aic-vllm-h100-q3-32b-bf16-tp4-4096x512-c8-L1555"])
     _registered_before_measured("aw", pred["at_commit"])
 
+def test_set_ax_committed_predictions_and_declared_alternative_reproduce():
+    """Set ax (an eleventh draw from AIConfigurator's silicon_sample.csv, pre-registered at bf1b61b: set aw's output-stage
+    rule on six new SGLang h200_sxm rows) recomputes exactly for an SGLang run of that provenance (mixed passes, the
+    output stage at 40 us a chunk, SGLang's graph tier), a TensorRT-LLM run and a vLLM run; the declared alternative
+    (set av's rule: neither key) is what the code gives without them and moves exactly those 6 runs; no run carries
+    moe_kernel (the one drawn was removed before predictions); at the commit they record, the measured values were not
+    in the repository."""
+    doc, pred, alt = _registered_with_alternative("ax", "bf1b61b")
+    assert "ax" not in S.DISCLOSURES and len(doc["runs"]) == 27
+    assert not any("moe_kernel" in r for r in doc["runs"])
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
+    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 6
+    assert all(r["cuda_graph_max_batch"] == (256 if r["gpus"] < 4 else 512) for r in sglang if r["id"] in staged)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == staged
+    byid = {r["id"]: r for r in doc["runs"]}
+    s = byid["ax1-aic-sglang-h200-l31-8b-fp8-tp1-2000x100-c80-L1630"]
+    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
+                    byid["ax1-aic-trtllm-h100-l31-8b-bf16-tp2-2048x512-c16-L1363"],
+                    byid["ax1-aic-vllm-h100-q3-32b-bf16-tp2-1024x128-c16-L1497"])
+    _registered_before_measured("ax", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
