@@ -1668,6 +1668,28 @@ def test_set_ax_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("ax", pred["at_commit"])
 
 
+def test_set_ay_committed_predictions_and_declared_alternative_reproduce():
+    """Set ay (a twelfth draw from AIConfigurator's silicon_sample.csv, pre-registered at de2f5a2: set ax's rules replicated
+    on new rows) recomputes exactly for an SGLang run of the h200_sxm provenance (mixed passes, the output stage at 40 us a
+    chunk, SGLang's graph tier), a TensorRT-LLM run and a vLLM run; the declared alternative (set av's rule: neither key)
+    is what the code gives without them and moves exactly the 5 SGLang h200 runs; at the commit they record, the
+    measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ay", "de2f5a2")
+    assert "ay" not in S.DISCLOSURES and len(doc["runs"]) == 24
+    assert not any("moe_kernel" in r for r in doc["runs"])
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
+    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 5
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == staged
+    byid = {r["id"]: r for r in doc["runs"]}
+    s = byid["ay1-aic-sglang-h200-l31-8b-fp8-tp1-8000x100-c20-L1651"]
+    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
+                    byid["ay1-aic-trtllm-h100-l31-8b-bf16-tp4-1024x512-c32-L1414"],
+                    byid["ay1-aic-vllm-h100-q3-32b-bf16-tp8-1024x128-c16-L1499"])
+    _registered_before_measured("ay", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
