@@ -1623,71 +1623,35 @@ def test_set_av_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("av", pred["at_commit"])
 
 
-def test_set_aw_committed_predictions_and_declared_alternative_reproduce():
-    """Set aw (a tenth draw from AIConfigurator's silicon_sample.csv, pre-registered at 1939088, the first with the
-    output stage) recomputes exactly for an SGLang run of the h200_sxm provenance (mixed passes, the output stage at
-    40 us a chunk and SGLang's graph tier, by the declared rule), a TensorRT-LLM run and a vLLM run; the declared
-    alternative (set av's rule: neither key) is what the code gives without them and moves exactly the 5 SGLang
-    h200 runs; at the commit they record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("aw", "1939088")
-    assert "aw" not in S.DISCLOSURES and len(doc["runs"]) == 26
-    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
-    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
-    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 5
-    assert all(byid["cuda_graph_max_batch"] == (256 if byid["gpus"] < 4 else 512) for byid in sglang if byid["id"] in staged)
-    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
-    assert moved == staged
-    byid = {r["id"]: r for r in doc["runs"]}
-    s = byid["aw1-aic-sglang-h200-l31-8b-fp8-tp1-8000x500-c56-L1655"]
-    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
-                    byid["aw1-aic-trtllm-h100-l31-8b-bf16-tp2-2048x128-c8-L1352"],
-                    byid["aw1-aic-vllm-h100-q3-32b-bf16-tp4-4096x512-c8-L1555"])
-    _registered_before_measured("aw", pred["at_commit"])
-
-def test_set_ax_committed_predictions_and_declared_alternative_reproduce():
-    """Set ax (an eleventh draw from AIConfigurator's silicon_sample.csv, pre-registered at bf1b61b: set aw's output-stage
-    rule on six new SGLang h200_sxm rows) recomputes exactly for an SGLang run of that provenance (mixed passes, the
-    output stage at 40 us a chunk, SGLang's graph tier), a TensorRT-LLM run and a vLLM run; the declared alternative
-    (set av's rule: neither key) is what the code gives without them and moves exactly those 6 runs; no run carries
-    moe_kernel (the one drawn was removed before predictions); at the commit they record, the measured values were not
-    in the repository."""
-    doc, pred, alt = _registered_with_alternative("ax", "bf1b61b")
-    assert "ax" not in S.DISCLOSURES and len(doc["runs"]) == 27
+@pytest.mark.parametrize("name, commit, runs, staged_n, sglang, trtllm, vllm", [
+    ("aw", "1939088", 26, 5, "L1655", "L1352", "L1555"),
+    ("ax", "bf1b61b", 27, 6, "L1630", "L1363", "L1497"),
+    ("ay", "de2f5a2", 24, 5, "L1651", "L1414", "L1499"),
+])
+def test_sets_aw_to_ay_committed_predictions_and_declared_alternative_reproduce(name, commit, runs, staged_n, sglang,
+                                                                                trtllm, vllm):
+    """Sets aw, ax and ay (the tenth to twelfth draws from AIConfigurator's silicon_sample.csv; aw the first with the
+    output stage, ax and ay the same rule on new rows) recompute exactly for an SGLang run of the h200_sxm provenance
+    (mixed passes, the output stage at 40 us a chunk and SGLang's graph tier: 256 sequences at TP < 4, else 512, by the
+    declared rule), a TensorRT-LLM run and a vLLM run; the declared alternative (set av's rule: neither key) is what the
+    code gives without them and moves exactly the SGLang h200 runs; no run carries moe_kernel (set ax's only one was
+    removed before predictions); at the commit each records, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert name not in S.DISCLOSURES and len(doc["runs"]) == runs
     assert not any("moe_kernel" in r for r in doc["runs"])
-    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
-    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
-    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 6
-    assert all(r["cuda_graph_max_batch"] == (256 if r["gpus"] < 4 else 512) for r in sglang if r["id"] in staged)
+    sg = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    staged = {r["id"] for r in sg if r.get("stream_s_per_chunk") == 4e-05}
+    assert staged == {r["id"] for r in sg if r["system"] == "hgx-h200" and r["policy"] == "chunked"}
+    assert len(staged) == staged_n
+    assert all(r["cuda_graph_max_batch"] == (256 if r["gpus"] < 4 else 512) for r in sg if r["id"] in staged)
     moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
     assert moved == staged
-    byid = {r["id"]: r for r in doc["runs"]}
-    s = byid["ax1-aic-sglang-h200-l31-8b-fp8-tp1-2000x100-c80-L1630"]
+    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
+    s = by_line[sglang]
+    assert s["id"] in staged
     _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
-                    byid["ax1-aic-trtllm-h100-l31-8b-bf16-tp2-2048x512-c16-L1363"],
-                    byid["ax1-aic-vllm-h100-q3-32b-bf16-tp2-1024x128-c16-L1497"])
-    _registered_before_measured("ax", pred["at_commit"])
-
-
-def test_set_ay_committed_predictions_and_declared_alternative_reproduce():
-    """Set ay (a twelfth draw from AIConfigurator's silicon_sample.csv, pre-registered at de2f5a2: set ax's rules replicated
-    on new rows) recomputes exactly for an SGLang run of the h200_sxm provenance (mixed passes, the output stage at 40 us a
-    chunk, SGLang's graph tier), a TensorRT-LLM run and a vLLM run; the declared alternative (set av's rule: neither key)
-    is what the code gives without them and moves exactly the 5 SGLang h200 runs; at the commit they record, the
-    measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("ay", "de2f5a2")
-    assert "ay" not in S.DISCLOSURES and len(doc["runs"]) == 24
-    assert not any("moe_kernel" in r for r in doc["runs"])
-    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
-    staged = {r["id"] for r in sglang if r.get("stream_s_per_chunk") == 4e-05}
-    assert staged == {r["id"] for r in sglang if r["system"] == "hgx-h200" and r["policy"] == "chunked"} and len(staged) == 5
-    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
-    assert moved == staged
-    byid = {r["id"]: r for r in doc["runs"]}
-    s = byid["ay1-aic-sglang-h200-l31-8b-fp8-tp1-8000x100-c20-L1651"]
-    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
-                    byid["ay1-aic-trtllm-h100-l31-8b-bf16-tp4-1024x512-c32-L1414"],
-                    byid["ay1-aic-vllm-h100-q3-32b-bf16-tp8-1024x128-c16-L1499"])
-    _registered_before_measured("ay", pred["at_commit"])
+                    by_line[trtllm], by_line[vllm])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
