@@ -375,8 +375,11 @@ def test_step_and_simulate_read_the_named_moe_kernel():
 
     kw = dict(model="deepseek-v3", system="hgx-b200", realistic=True, engine="trtllm", weights_dtype="fp8",
               fp8_scales="block")
+    from roofline.kernels import MOE_KERNELS
+
     step = {x: run_step(StepRequest.of(batch=16, context=2000, moe_kernel=x, **kw))["realistic"]["step_s"]
-            for x in ("auto", "trtllm-gen")}
+            for x in MOE_KERNELS}  # the requests' choices are the kernels module's names
+    assert set(step) == {"auto", "trtllm-gen"}
     assert step["trtllm-gen"] < step["auto"]
     sim = {x: run_simulate(SimulateRequest.of(requests=40, rate=1.0, prompt_tokens=500, output_tokens=50, moe_kernel=x,
                                           **kw))["tpot_mean_s"] for x in ("auto", "trtllm-gen")}
