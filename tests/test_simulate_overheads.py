@@ -327,7 +327,7 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 def test_catalog_engines_and_corners():
     assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.5",
-                              "vllm-v1-sync")
+                              "vllm-v1-sync", "vllm-v1-sync-fullgraph")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
         for n in FIGURES:
@@ -339,6 +339,10 @@ def test_catalog_engines_and_corners():
     # the older schedulers expose more host work per step than their successors (RFC #6854, PR #1738)
     for old_, new_ in (("vllm-v0.5", "vllm-v0"), ("vllm-v0", "vllm"), ("vllm-v1-sync", "vllm"), ("sglang-v0.3", "sglang")):
         assert EngineOverheads.load(old_).per_pass_s > EngineOverheads.load(new_).per_pass_s
+    # the declared hypothesis row differs from vllm-v1-sync in its per-worker term alone
+    sync, full = EngineOverheads.load("vllm-v1-sync"), EngineOverheads.load("vllm-v1-sync-fullgraph")
+    assert sync.per_worker_s > 0 and full.per_worker_s == 0
+    assert all(getattr(sync, f) == getattr(full, f) for f in FIGURES if f != "per_worker_s")
 
 
 def test_per_worker_overhead_is_paid_per_tensor_parallel_worker_beyond_the_first():
