@@ -1627,15 +1627,17 @@ def test_set_av_committed_predictions_and_declared_alternative_reproduce():
     ("aw", "1939088", 26, 5, "L1655", "L1352", "L1555"),
     ("ax", "bf1b61b", 27, 6, "L1630", "L1363", "L1497"),
     ("ay", "de2f5a2", 24, 5, "L1651", "L1414", "L1499"),
+    ("az", "17ff345", 24, 6, "L1647", "L1329", "L1535"),
 ])
-def test_sets_aw_to_ay_committed_predictions_and_declared_alternative_reproduce(name, commit, runs, staged_n, sglang,
+def test_sets_aw_to_az_committed_predictions_and_declared_alternative_reproduce(name, commit, runs, staged_n, sglang,
                                                                                 trtllm, vllm):
-    """Sets aw, ax and ay (the tenth to twelfth draws from AIConfigurator's silicon_sample.csv; aw the first with the
-    output stage, ax and ay the same rule on new rows) recompute exactly for an SGLang run of the h200_sxm provenance
+    """Sets aw to az (the tenth to thirteenth draws from AIConfigurator's silicon_sample.csv; aw the first with the
+    output stage, ax to az the same rule on new rows) recompute exactly for an SGLang run of the h200_sxm provenance
     (mixed passes, the output stage at 40 us a chunk and SGLang's graph tier: 256 sequences at TP < 4, else 512, by the
     declared rule), a TensorRT-LLM run and a vLLM run; the declared alternative (set av's rule: neither key) is what the
-    code gives without them and moves exactly the SGLang h200 runs; no run carries moe_kernel (set ax's only one was
-    removed before predictions); at the commit each records, the measured values were not in the repository."""
+    code gives without them; set az's alternative also runs its vLLM 0.12 runs as vllm-v1-sync-fullgraph (the
+    per-worker term off), which moves those at TP > 1; nothing else moves; no run carries moe_kernel (set ax's only one
+    was removed before predictions); at the commit each records, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative(name, commit)
     assert name not in S.DISCLOSURES and len(doc["runs"]) == runs
     assert not any("moe_kernel" in r for r in doc["runs"])
@@ -1644,13 +1646,18 @@ def test_sets_aw_to_ay_committed_predictions_and_declared_alternative_reproduce(
     assert staged == {r["id"] for r in sg if r["system"] == "hgx-h200" and r["policy"] == "chunked"}
     assert len(staged) == staged_n
     assert all(r["cuda_graph_max_batch"] == (256 if r["gpus"] < 4 else 512) for r in sg if r["id"] in staged)
+    fullgraph = name == "az"  # the alternative's engine row for vLLM 0.11-0.13 (declared before gathering set az)
+    vllm_tp = {r["id"] for r in doc["runs"] if r["engine"] == "vllm-v1-sync" and r["gpus"] > 1} if fullgraph else set()
+    assert len(vllm_tp) == (5 if fullgraph else 0)
     moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
-    assert moved == staged
+    assert moved == staged | vllm_tp
     by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
-    s = by_line[sglang]
-    assert s["id"] in staged
+    s, v = by_line[sglang], by_line[vllm]
+    assert s["id"] in staged and (v["id"] in vllm_tp) == fullgraph
     _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k not in ("stream_s_per_chunk", "cuda_graph_max_batch")},
-                    by_line[trtllm], by_line[vllm])
+                    by_line[trtllm], v)
+    if fullgraph:
+        _reproduces(v | {"engine": "vllm-v1-sync-fullgraph"}, doc, alt["runs"], central="median")
     _registered_before_measured(name, pred["at_commit"])
 
 
