@@ -124,6 +124,34 @@ def test_simulate_kv_memory_flags_set_the_pool_by_hand():
     assert 30e9 < w < 40e9
 
 
+def test_sglang_mem_fraction_static_by_hand():
+    """SGLang's own --mem-fraction-static (memory.sglang_mem_fraction_static), in MiB, G = an H100's 81,100.8 MiB
+    (85.04 GB as the driver reports it). Rule of v0.5.3+: reserve 512 + 1.5 x 8,192 + 2 x 256 + 1/8 x 1,024 = 13,440
+    at TP 1 -> (G - 13,440) / G = 0.834 (SGLang issue #29092 found 0.828 for Qwen3-32B on an H100); at TP 8 the graph
+    tier is 512: 512 + 12,288 + 1,024 + 1,024 = 14,848 -> 0.817; a 2,048 budget reserves 3,728, floored at 10 GiB ->
+    0.874; an H200 (143,155.2 MiB) at TP 1 0.906; a B200 (182,630.4 MiB: 16,384 and 512) at TP 8 reserves 27,136 ->
+    0.851; attention DP 8 on an H200 at TP 8 adds 3 x 512 x 8 and 1.5 x 512 x 8 (512 > 300) -> 33,280 -> 0.768.
+    Rule of v0.4.8-v0.5.2: an H100 at TP 1 reserves (9.5 + 1/2) GiB -> 0.874; at TP 8 13.5 GiB -> 0.830; + 4 GiB with
+    attention DP. simulate --kv-memory-fraction sglang sizes the pool with it: (0.834 x M - W) / KV bytes a token."""
+    from roofline.catalog import system
+    from roofline.memory import sglang_mem_fraction_static as f
+    from roofline.requests.simulate import SimulateRequest, simulate
+
+    h100, h200, b200 = (system(s).accelerator.engine_memory_bytes for s in ("dgx-h100", "hgx-h200", "hgx-b200"))
+    assert h100 / 2**20 == pytest.approx(81100.8) and h200 / 2**20 == pytest.approx(143155.2)
+    assert (f(h100, 1), f(h100, 8), f(h100, 1, chunked_prefill_size=2048, cuda_graph_max_bs=8)) == (0.834, 0.817, 0.874)
+    assert (f(h200, 1), f(b200, 8), f(h200, 8, dp=8)) == (0.906, 0.851, 0.768)
+    assert (f(h100, 1, rule="sglang-0.4.8"), f(h100, 8, rule="sglang-0.4.8")) == (0.874, 0.830)
+    assert f(h100, 8, dp=8, rule="sglang-0.4.8") == round((81100.8 - 17.5 * 1024) / 81100.8, 3)
+    with pytest.raises(Exception, match="unknown KV memory rule 'vllm'"):
+        f(h100, 1, rule="vllm")
+    base = dict(model="llama-3.1-8b", system="dgx-h100", gpus=1, rate=5.0, requests=20, realistic=True, engine="sglang")
+    plain, own = (simulate(SimulateRequest.of(**base, **kw))[0]["kv_capacity_tokens"]
+                  for kw in ({}, {"kv_memory_fraction": "sglang"}))
+    w = 0.9 * h100 - plain * 131072  # the weights' bytes, from the default 0.9
+    assert own == pytest.approx((0.834 * h100 - w) / 131072, rel=1e-9) and 15e9 < w < 17e9
+
+
 def test_enforce_eager_is_a_graph_limit_of_zero_by_hand():
     """--cuda-graph-max-batch 0 (vLLM's --enforce-eager): every decode pass takes at least the engine row's eager
     floor (eager_s_per_kernel x the model's kernels per pass, here ~1,300 x 57 µs; checked to 10%); the row's own

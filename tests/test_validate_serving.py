@@ -1746,6 +1746,25 @@ def test_kv_memory_run_keys_by_hand():
     assert 30e9 < w < 40e9 and free > total > base
 
 
+def test_kv_memory_run_key_names_sglangs_own_default():
+    """Run key kv_memory_fraction: sglang (SGLang's own --mem-fraction-static, memory.sglang_mem_fraction_static):
+    set az's L1004 (Qwen3-32B BF16 on one H100, budget 8,192, SGLang's graph tier 256) gets 0.834 (0.874 by the
+    0.4.8 rule), the same pool as the number, and a smaller pool than the default 0.9 of the whole memory; a name with
+    kv_memory_of free or an unknown name is refused with the run's id."""
+    doc = S.load_runs(set_name="az")
+    run = next(r for r in doc["runs"] if r["id"].endswith("-L1004"))
+    assert "kv_memory_fraction" not in run
+    assert S.run_kv_memory_fraction({**run, "kv_memory_fraction": "sglang"}) == 0.834
+    assert S.run_kv_memory_fraction({**run, "kv_memory_fraction": "sglang-0.4.8"}) == 0.874
+    named = S.deployment_for({**run, "kv_memory_fraction": "sglang"}).kv_capacity_tokens
+    assert named == S.deployment_for({**run, "kv_memory_fraction": 0.834}).kv_capacity_tokens
+    assert named < 0.6 * S.deployment_for(run).kv_capacity_tokens
+    for bad, match in (({"kv_memory_fraction": "sglang", "kv_memory_of": "free"}, "a share of the whole memory"),
+                       ({"kv_memory_fraction": "vllm"}, "one of sglang, sglang-0.4.8")):
+        with pytest.raises(S.InputError, match=match):
+            S.deployment_for({**run, **bad})
+
+
 def test_dispatch_assignments_by_hand():
     """Harness dispatch over replicas (S.DISPATCH). Join the shortest queue (AMD's shortest_queue, NVIDIA's
     load_balancing): arrivals at 0, 1, 2, 3 s staying 10, 10, 0.5 and 10 s go to replicas 0 (tie), 1, 0 (tie at one

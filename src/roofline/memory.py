@@ -62,6 +62,59 @@ from .units import dtype_bytes
 #: vLLM's default `gpu_memory_utilization` (vLLM engine arguments docs): share of HBM usable for
 #: weights, KV cache and activations; the rest is CUDA context, allocator slack and workspace.
 DEFAULT_USABLE_MEMORY = 0.9
+#: Engines' own defaults for the KV memory flag, by name (`simulate --kv-memory-fraction NAME`, run key
+#: kv_memory_fraction NAME): SGLang computes --mem-fraction-static at start-up when it is not given
+#: (`sglang_mem_fraction_static`); "sglang" is the rule of v0.5.3 and later, "sglang-0.4.8" that of v0.4.8-v0.5.2.
+KV_MEMORY_RULES = ("sglang", "sglang-0.4.8")
+_MIB = 2.0**20
+
+
+def sglang_mem_fraction_static(memory_bytes: float, tp: int, pp: int = 1, dp: int = 1, *, rule: str = "sglang",
+                               chunked_prefill_size: float | None = None, cuda_graph_max_bs: float | None = None,
+                               speculative: bool = False) -> float:
+    """SGLang's default --mem-fraction-static: the share of the GPU's total memory (`memory_bytes`, what the driver
+    reports) its weights and KV pool may take, computed at start-up (python/sglang/srt/server_args.py,
+    ServerArgs._handle_gpu_memory_settings), in MiB, G = memory in MiB, p = tp · pp (SGLang's tp_size counts every
+    GPU of the replica, attention-DP ranks included; dp > 1 is --enable-dp-attention with that many ranks):
+
+      rule "sglang" (v0.5.3 and later: PR #10975, 2025-09-27, with #11076's constants, 2025-09-30; AIConfigurator
+      mirrors it as derive_sglang_mem_fraction_static): the launch's chunked-prefill size C and CUDA-graph bound B,
+      where not given the tiers of G (< 20 GiB: 2,048 and 8; < 35 GiB: 2,048 and 24 / 80 at tp >= 4; < 60 GiB:
+      4,096 and 32 / 160; < 160 GiB: 8,192 and 256 / 512; else 16,384 and 512), then
+          R = 512 + 1.5 · max(C, 2048) + 2 · B + p/8 · 1024  (+ 3 · B · dp, + 1.5 · B · dp when B > 300, with dp > 1)
+          R = max(R, 10 GiB) when G > 60 GiB; + 2 GiB with a speculative draft
+      rule "sglang-0.4.8" (v0.4.8-v0.5.2: PR #7054, 2025-06-10):
+          R = (2.8 + p/10) GiB when G < 35 GiB; (9.5 + p/2) GiB when G < 90 GiB; (12 + p/2) GiB when G < 160 GiB;
+          else 32 GiB; + 2 GiB with a speculative draft, + 4 GiB with dp > 1
+      fraction = round((G − R) / G, 3)
+
+    The KV pool is then fraction · total − weights (`kv_capacity_tokens` with of="total"; SGLang's
+    profile_max_num_token subtracts total · (1 − fraction) from the memory free after loading). Ignores: the
+    speculative algorithm's kind (STANDALONE reserves 6 GiB in the newer rule), DeepEP buffers, multimodal models'
+    adjustment, and the non-torch memory (CUDA context) the free-memory reading sees."""
+    if rule not in KV_MEMORY_RULES:
+        raise InputError(f"unknown KV memory rule {rule!r}; expected one of {', '.join(KV_MEMORY_RULES)}")
+    g, p = memory_bytes / _MIB, tp * pp
+    if rule == "sglang-0.4.8":
+        r = (2.8 + p / 10 if g < 35 * 1024 else 9.5 + p / 2 if g < 90 * 1024 else 12 + p / 2 if g < 160 * 1024
+             else 32.0) * 1024
+        r += (2048 if speculative else 0) + (4096 if dp > 1 else 0)
+        return round((g - r) / g, 3)
+    small = tp < 4
+    chunk, graphs = ((2048, 8) if g < 20 * 1024 else (2048, 24 if small else 80) if g < 35 * 1024
+                     else (4096, 32 if small else 160) if g < 60 * 1024
+                     else (8192, 256 if small else 512) if g < 160 * 1024 else (16384, 512))
+    c = chunk if chunked_prefill_size is None else chunked_prefill_size
+    b = graphs if cuda_graph_max_bs is None else cuda_graph_max_bs
+    r = 512 + 1.5 * max(c, 2048) + 2 * b + p / 8 * 1024
+    if dp > 1:
+        r += 3 * b * dp + (1.5 * b * dp if b > 300 else 0)
+    if g > 60 * 1024:
+        r = max(r, 10 * 1024)
+    r += 2048 if speculative else 0
+    return round((g - r) / g, 3)
+
+
 #: bytes per parameter of fp32 Adam state: master weights 4 + momentum 4 + variance 4 (ZeRO §3.1, K = 12)
 ADAM_STATE_BYTES = 12.0
 

@@ -43,6 +43,14 @@ JSON_KEYS = ("requests", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
              "goodput_requests_per_s", "usd_per_million_tokens")
 
 
+
+def _not_default_kv(text: str) -> bool:
+    """Whether --kv-memory-fraction differs from its default 0.9 (a name, or another number)."""
+    try:
+        return float(text) != 0.9
+    except ValueError:
+        return True
+
 def register(app: typer.Typer) -> None:
     @app.command("simulate")
     def simulate_cmd(
@@ -86,7 +94,7 @@ def register(app: typer.Typer) -> None:
         pool_warmup: Annotated[int, typer.Option("--pool-warmup", help="With --prompt-pool: warm-up requests drawn from the same stream before the run (aiperf's --warmup-request-count, e.g. 2 x concurrency); the entries they sent start cached.")] = 0,
         prefix_cache: Annotated[str, typer.Option(help="Prefix caching: auto (on when requests share prefixes), on or off.")] = "auto",
         block_size: Annotated[int, typer.Option(help="KV block size in tokens: only whole blocks of a prefix are reused (vLLM 16, SGLang 1).")] = 16,
-        kv_memory_fraction: Annotated[float, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free).")] = 0.9,
+        kv_memory_fraction: Annotated[str, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free); or 'sglang' (SGLang 0.5.3+) / 'sglang-0.4.8' (0.4.8-0.5.2): the fraction SGLang computes itself when the flag is not given, for this GPU, replica, --max-batched-tokens and --cuda-graph-max-batch.")] = "0.9",
         kv_memory_of: Annotated[str, typer.Option("--kv-memory-of", help="total: the fraction is of the whole HBM, less the weights (vLLM, SGLang); free: of what the weights leave (TensorRT-LLM).")] = "total",
         fast_fraction: Annotated[float, typer.Option(help="Share of requests in the fast (priority) class.")] = 0.0,
         spec_gamma: Annotated[int, typer.Option(help="Speculative draft length (0 = off).")] = 0,
@@ -142,7 +150,7 @@ def register(app: typer.Typer) -> None:
                                              prefix_groups=prefix_groups != 1, prefix_cache=prefix_cache != "auto",
                                              prompt_pool=prompt_pool != 0 or pool_warmup != 0,
                                              block_size=block_size != 16, overlap=overlap,
-                                             kv_memory=kv_memory_fraction != 0.9 or kv_memory_of != "total",
+                                             kv_memory=_not_default_kv(kv_memory_fraction) or kv_memory_of != "total",
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
                                              admit_interval=admit_interval != 1,

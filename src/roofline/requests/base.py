@@ -93,6 +93,27 @@ def _imbalance(n, v):
 
 #: MoE load imbalance: a number >= 1 (busiest expert GPU over the mean) or "sampling" (model.sampling_imbalance)
 Imbalance = Annotated[Union[float, str], _checked(_imbalance)]
+
+
+def _kv_memory(n, v):
+    from ..memory import KV_MEMORY_RULES
+
+    if isinstance(v, str):
+        if v in KV_MEMORY_RULES:
+            return v
+        try:
+            v = float(v)
+        except ValueError:
+            raise rules.UsageError(f"{n} must be a number in (0, 1] or one of {', '.join(KV_MEMORY_RULES)}, got "
+                                   f"{rules._shown(v)}; a number is the launch's flag (vLLM --gpu-memory-utilization, "
+                                   f"SGLang --mem-fraction-static), a name the engine's own default for the GPU and "
+                                   f"launch (docs/simulator.md)") from None
+    return rules.number(n, v, gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9, "
+                        "or 'sglang' for SGLang's own default")
+
+
+#: The KV memory flag: a fraction in (0, 1] or the name of an engine's own default (memory.KV_MEMORY_RULES)
+KvMemory = Annotated[Union[float, str], _checked(_kv_memory)]
 Fraction = Annotated[float, _checked(rules.fraction)]
 FractionZero = Annotated[float, _checked(lambda n, v: rules.fraction(n, v, zero_ok=True))]
 Dtype = Annotated[str, _checked(rules.dtype)]

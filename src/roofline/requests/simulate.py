@@ -18,6 +18,7 @@ from .base import (
     Fraction,
     FractionZero,
     Imbalance,
+    KvMemory,
     OptDtype,
     OptReal,
     OptText,
@@ -79,7 +80,7 @@ class SimulateRequest(LayoutOptions):
     pool_warmup: Whole(0, 10**7, fix="warm-up requests from the pool before the run, e.g. 2 x the concurrency") = 0
     prefix_cache: Choice("auto", "on", "off") = "auto"
     block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
-    kv_memory_fraction: Real(gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9") = 0.9
+    kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
     spec_gamma: Whole(0, 64, fix="draft tokens per step, 0 = off") = 0
@@ -139,6 +140,10 @@ class SimulateRequest(LayoutOptions):
         if self.admit_min_running and self.admit_interval == 1:
             raise rules.UsageError(f"{f('admit_min_running')} ({self.admit_min_running}) says when "
                                    f"{f('admit_interval')} gates admissions; give {f('admit_interval')} too, or drop it")
+        if isinstance(self.kv_memory_fraction, str) and self.kv_memory_of != "total":
+            raise rules.UsageError(f"{f('kv_memory_fraction')} {self.kv_memory_fraction} is SGLang's "
+                                   f"--mem-fraction-static, a share of the whole memory; drop {f('kv_memory_of')} "
+                                   f"{self.kv_memory_of} or give a number")
         if self.cuda_graph_max_batch is not None and self.engine.lower() == "none":
             raise rules.UsageError(f"{f('cuda_graph_max_batch')} is the {f('engine')}'s CUDA-graph limit (decode batches "
                                    f"above it run eagerly); give {f('engine')}, e.g. sglang")
@@ -341,6 +346,21 @@ def workload_and_warmup(req: SimulateRequest, rng):
     return wl, warm
 
 
+def kv_memory_fraction(req: SimulateRequest, chips: int) -> float:
+    """The request's KV memory fraction: its number, or the named engine default (memory.sglang_mem_fraction_static)
+    for its GPU, its replica's GPUs (the layout's tp x dp x pp, else `chips` as one TP group), its token budget (SGLang's
+    chunked-prefill size), its CUDA-graph bound where given and its speculation."""
+    if not isinstance(req.kv_memory_fraction, str):
+        return float(req.kv_memory_fraction)
+    from ..memory import sglang_mem_fraction_static
+
+    lay = req._layout
+    tp, pp, dp = (chips, 1, 1) if lay is None else (lay.tp * lay.dp, lay.pp, lay.dp)
+    return sglang_mem_fraction_static(req._system.accelerator.engine_memory_bytes, tp, pp, dp,
+                                      rule=req.kv_memory_fraction, chunked_prefill_size=req.max_batched_tokens,
+                                      cuda_graph_max_bs=req.cuda_graph_max_batch, speculative=req.spec_gamma > 0)
+
+
 def run_simulate(req: SimulateRequest, progress=None) -> dict:
     """The `roofline simulate --json` dict (header, summary, per-class figures with --fast-fraction).
     `progress(n)` is called as requests finish."""
@@ -369,7 +389,7 @@ def simulate(req: SimulateRequest, progress=None):
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
     opts: dict[str, Any] = dict(efficiency=eff, weights_dtype=req.weights_dtype, kv_dtype=req.kv_dtype,
                 usd_per_gpu_hour=req.usd_per_gpu_hour, realistic=req.realistic,
-                usable_memory=req.kv_memory_fraction, kv_memory_of=req.kv_memory_of)
+                usable_memory=kv_memory_fraction(req, chips), kv_memory_of=req.kv_memory_of)
     if req.expert_weights_dtype is not None:
         opts["expert_weights_dtype"] = req.expert_weights_dtype
     if req.overlap:  # the family's factors with communication overlapped, given explicitly (as `step --overlap`)

@@ -1024,6 +1024,29 @@ def layout_of(run: dict):
     return lay
 
 
+def run_kv_memory_fraction(run: dict, lay=None) -> float:
+    """The run's kv_memory_fraction: a number, or an engine default by name (memory.KV_MEMORY_RULES: SGLang's own
+    --mem-fraction-static for the run's GPU, its replica's GPUs, its max_batched_tokens as the chunked-prefill size
+    and its cuda_graph_max_batch where given), checked as `simulate --kv-memory-fraction` checks it."""
+    from ..catalog import system
+    from ..memory import sglang_mem_fraction_static
+    from ..requests.base import _kv_memory
+
+    try:
+        v = _kv_memory("kv_memory_fraction", run["kv_memory_fraction"])
+    except InputError as e:
+        raise InputError(f"serving run {run.get('id')!r}: {e}") from None
+    if not isinstance(v, str):
+        return float(v)
+    if str(run.get("kv_memory_of", "total")) != "total":
+        raise InputError(f"serving run {run.get('id')!r}: kv_memory_fraction {v} is SGLang's --mem-fraction-static, a "
+                         f"share of the whole memory; drop kv_memory_of or give a number")
+    tp, pp, dp = (int(run["gpus"]), 1, 1) if lay is None else (lay.tp * lay.dp, lay.pp, lay.dp)
+    return sglang_mem_fraction_static(system(run["system"]).accelerator.engine_memory_bytes, tp, pp, dp, rule=v,
+                                      chunked_prefill_size=run.get("max_batched_tokens"),
+                                      cuda_graph_max_bs=run.get("cuda_graph_max_batch"))
+
+
 def deployment_for(run: dict, which: str = "mid"):
     """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
     --realistic`), or its `layout` where given, its dtypes (`expert_weights_dtype`: the routed experts' own format,
@@ -1032,9 +1055,9 @@ def deployment_for(run: dict, which: str = "mid"):
     from ..simulate.steptable import deployment, roofline_deployment
 
     extra: dict[str, Any] = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
-    if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
-        extra.update(usable_memory=float(run["kv_memory_fraction"]), kv_memory_of=str(run.get("kv_memory_of", "total")))
     lay = layout_of(run)
+    if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
+        extra.update(usable_memory=run_kv_memory_fraction(run, lay), kv_memory_of=str(run.get("kv_memory_of", "total")))
     if lay is None:
         dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
                                   weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
