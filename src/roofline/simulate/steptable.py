@@ -424,6 +424,9 @@ class MixedPass:
         C, cf, A, N, nf, G = self.C, self._cf, self._a, self.N, self._nf, self._g
         ncf, top, nnf, ntop = len(cf), len(C) - 2, len(nf), len(N) - 2
         groups, overhead, pp, eff, perfect, attn = self.groups, self.overhead, self.pp, self.eff, self.perfect, self._attn
+        # engine.combine written out (its branches fixed here): the same operations in the same order
+        per_kernel, overlap = bool(eff.per_kernel), bool(eff.overlap_comm)
+        pp_one = pp == 1 if type(pp) is float or type(pp) is int else np.ndim(pp) == 0 and pp == 1
 
         def one_rank(decoding: float, r: float, decode_context_sum: float, chunks) -> float:
             ac = am = 0.0
@@ -459,10 +462,19 @@ class MixedPass:
                 i = min(max(bisect_right(N, x) - 1, 0), ntop)
             lo, hi = G[i], G[i + 1]
             w = (x - N[i]) / (N[i + 1] - N[i])
-            return combine((lo[0] + w * (hi[0] - lo[0])) + (lo[2] + w * (hi[2] - lo[2])),
-                           (lo[1] + w * (hi[1] - lo[1])) + (lo[3] + w * (hi[3] - lo[3])), ac * s, am * s,
-                           lo[4] + w * (hi[4] - lo[4]), lo[5] + w * (hi[5] - lo[5]), lo[6] + w * (hi[6] - lo[6]),
-                           overhead, pp, eff, perfect, mx=max)
+            gc = (lo[0] + w * (hi[0] - lo[0])) + (lo[2] + w * (hi[2] - lo[2]))
+            gm = (lo[1] + w * (hi[1] - lo[1])) + (lo[3] + w * (hi[3] - lo[3]))
+            ac *= s
+            am *= s
+            ew = lo[4] + w * (hi[4] - lo[4])
+            if per_kernel:
+                k = max(gc, gm) + max(ac, am) + ew
+            else:
+                k = max(gc + ac, gm + am + ew)
+            if not perfect:
+                comm = lo[5] + w * (hi[5] - lo[5])
+                k = max(k, comm) if overlap else k + comm
+            return (k if pp_one else pp * k) + (lo[6] + w * (hi[6] - lo[6])) + overhead
 
         return one_rank
 
@@ -711,7 +723,16 @@ class StepTable:
         """(t at c, d t / d context, end of the linear piece in context) for b sequences of r tokens."""
         v, nrc, nc = self._v, self._nrc, self._nc
         B, R, C = self.B, self.R, self.C
-        bi, ri, ci = self._cells(b, r, c)
+        # `_cells` written out (one call fewer on the hot path; the same indices)
+        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
+        if bi < 0:
+            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
+        ri = self._rl[int(r)] if 0 <= r < self._nrl else -1
+        if ri < 0:
+            ri = min(max(bisect_right(R, r) - 1, 0), len(R) - 2)
+        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
+        if ci < 0:
+            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
         wb = (b - B[bi]) / (B[bi + 1] - B[bi])
         wr = (r - R[ri]) / (R[ri + 1] - R[ri])
         k = (bi * self._nr + ri) * nc + ci
