@@ -1661,6 +1661,27 @@ def test_sets_aw_to_az_committed_predictions_and_declared_alternative_reproduce(
     _registered_before_measured(name, pred["at_commit"])
 
 
+def test_set_ba_committed_predictions_and_declared_alternative_reproduce():
+    """Set ba (the fourteenth draw; only H100 rows were left) recomputes exactly for an SGLang run with SGLang's own
+    --mem-fraction-static (the registered rule: kv_memory_fraction sglang-0.4.8 on its five SGLang 0.5.1 runs), a
+    TensorRT-LLM run and a vLLM run; the declared alternative (set az's rule: no key, 0.90 of the memory) is what the
+    code gives without the key and moves no run but SGLang's (it moved none: their pools are large at TP 2-8, as the
+    lead's review said before predictions); at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("ba", "2c667c6")
+    assert "ba" not in S.DISCLOSURES and len(doc["runs"]) == 17
+    sg = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    assert len(sg) == 5 and all(r["kv_memory_fraction"] == "sglang-0.4.8" and "kv_memory_of" not in r for r in sg)
+    assert not any(isinstance(r.get("kv_memory_fraction"), str) for r in doc["runs"] if r["engine"] != "sglang")
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved <= {r["id"] for r in sg}
+    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
+    s = next((r for r in sg if r["id"] in moved), sg[0])
+    _reproduce_both(doc, pred, alt, s, {k: x for k, x in s.items() if k != "kv_memory_fraction"},
+                    by_line["L1360"], by_line["L1539"])
+    _registered_before_measured("ba", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
