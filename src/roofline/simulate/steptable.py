@@ -723,16 +723,7 @@ class StepTable:
         """(t at c, d t / d context, end of the linear piece in context) for b sequences of r tokens."""
         v, nrc, nc = self._v, self._nrc, self._nc
         B, R, C = self.B, self.R, self.C
-        # `_cells` written out (one call fewer on the hot path; the same indices)
-        bi = self._bl[int(b)] if 0 <= b < self._nbl else -1
-        if bi < 0:
-            bi = min(max(bisect_right(B, b) - 1, 0), len(B) - 2)
-        ri = self._rl[int(r)] if 0 <= r < self._nrl else -1
-        if ri < 0:
-            ri = min(max(bisect_right(R, r) - 1, 0), len(R) - 2)
-        ci = self._cl[int(c)] if 0 <= c < self._ncl else -1
-        if ci < 0:
-            ci = min(max(bisect_right(C, c) - 1, 0), len(C) - 2)
+        bi, ri, ci = self._cells(b, r, c)
         wb = (b - B[bi]) / (B[bi + 1] - B[bi])
         wr = (r - R[ri]) / (R[ri + 1] - R[ri])
         k = (bi * self._nr + ri) * nc + ci
