@@ -43,13 +43,13 @@ JSON_KEYS = ("requests", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s",
              "goodput_requests_per_s", "usd_per_million_tokens")
 
 
-
 def _not_default_kv(text: str) -> bool:
     """Whether --kv-memory-fraction differs from its default 0.9 (a name, or another number)."""
     try:
         return float(text) != 0.9
     except ValueError:
         return True
+
 
 def register(app: typer.Typer) -> None:
     @app.command("simulate")

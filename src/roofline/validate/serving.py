@@ -1024,7 +1024,7 @@ def layout_of(run: dict):
     return lay
 
 
-def run_kv_memory_fraction(run: dict, lay=None) -> float:
+def run_kv_memory_fraction(run: dict) -> float:
     """The run's kv_memory_fraction: a number, or an engine default by name (memory.KV_MEMORY_RULES: SGLang's own
     --mem-fraction-static for the run's GPU, its replica's GPUs, its max_batched_tokens as the chunked-prefill size
     and its cuda_graph_max_batch where given), checked as `simulate --kv-memory-fraction` checks it."""
@@ -1041,6 +1041,7 @@ def run_kv_memory_fraction(run: dict, lay=None) -> float:
     if str(run.get("kv_memory_of", "total")) != "total":
         raise InputError(f"serving run {run.get('id')!r}: kv_memory_fraction {v} is SGLang's --mem-fraction-static, a "
                          f"share of the whole memory; drop kv_memory_of or give a number")
+    lay = layout_of(run)
     tp, pp, dp = (int(run["gpus"]), 1, 1) if lay is None else (lay.tp * lay.dp, lay.pp, lay.dp)
     return sglang_mem_fraction_static(system(run["system"]).accelerator.engine_memory_bytes, tp, pp, dp, rule=v,
                                       chunked_prefill_size=run.get("max_batched_tokens"),
@@ -1057,7 +1058,7 @@ def deployment_for(run: dict, which: str = "mid"):
     extra: dict[str, Any] = {"expert_weights_dtype": run["expert_weights_dtype"]} if run.get("expert_weights_dtype") else {}
     lay = layout_of(run)
     if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
-        extra.update(usable_memory=run_kv_memory_fraction(run, lay), kv_memory_of=str(run.get("kv_memory_of", "total")))
+        extra.update(usable_memory=run_kv_memory_fraction(run), kv_memory_of=str(run.get("kv_memory_of", "total")))
     if lay is None:
         dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
                                   weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
