@@ -1029,14 +1029,13 @@ def run_kv_memory_fraction(run: dict) -> float:
     --mem-fraction-static for the run's GPU, its replica's GPUs, its max_batched_tokens as the chunked-prefill size
     and its cuda_graph_max_batch where given), checked as `simulate --kv-memory-fraction` checks it."""
     from ..catalog import system
-    from ..memory import sglang_mem_fraction_static
-    from ..requests.base import _kv_memory
+    from ..memory import KV_MEMORY_RULES, sglang_mem_fraction_static
 
-    try:
-        v = _kv_memory("kv_memory_fraction", run["kv_memory_fraction"])
-    except InputError as e:
-        raise InputError(f"serving run {run.get('id')!r}: {e}") from None
-    if not isinstance(v, str):
+    v = run["kv_memory_fraction"]
+    if not (isinstance(v, str) and v in KV_MEMORY_RULES):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise InputError(f"serving run {run.get('id')!r}: kv_memory_fraction must be a number in (0, 1] or one of "
+                             f"{', '.join(KV_MEMORY_RULES)}, got {v!r}")
         return float(v)
     if str(run.get("kv_memory_of", "total")) != "total":
         raise InputError(f"serving run {run.get('id')!r}: kv_memory_fraction {v} is SGLang's --mem-fraction-static, a "
