@@ -115,6 +115,18 @@ def sglang_mem_fraction_static(memory_bytes: float, tp: int, pp: int = 1, dp: in
     return round((g - r) / g, 3)
 
 
+def replica_kv_fraction(rule: str, system, gpus: int, layout: Layout | None = None, *,
+                        chunked_prefill_size: float | None = None, cuda_graph_max_bs: float | None = None,
+                        speculative: bool = False) -> float:
+    """`sglang_mem_fraction_static` for one replica of `system`: its `layout` (SGLang's tp_size counts every GPU of
+    a pipeline stage, attention-DP ranks included; dp > 1 is --enable-dp-attention), else `gpus` as one TP group.
+    The one place `simulate --kv-memory-fraction NAME` and the run key of that name resolve."""
+    tp, pp, dp = (int(gpus), 1, 1) if layout is None else (layout.tp * layout.dp, layout.pp, layout.dp)
+    return sglang_mem_fraction_static(system.accelerator.engine_memory_bytes, tp, pp, dp, rule=rule,
+                                      chunked_prefill_size=chunked_prefill_size, cuda_graph_max_bs=cuda_graph_max_bs,
+                                      speculative=speculative)
+
+
 #: bytes per parameter of fp32 Adam state: master weights 4 + momentum 4 + variance 4 (ZeRO §3.1, K = 12)
 ADAM_STATE_BYTES = 12.0
 

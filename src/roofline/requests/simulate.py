@@ -352,13 +352,11 @@ def kv_memory_fraction(req: SimulateRequest, chips: int) -> float:
     chunked-prefill size), its CUDA-graph bound where given and its speculation."""
     if not isinstance(req.kv_memory_fraction, str):
         return float(req.kv_memory_fraction)
-    from ..memory import sglang_mem_fraction_static
+    from ..memory import replica_kv_fraction
 
-    lay = req._layout
-    tp, pp, dp = (chips, 1, 1) if lay is None else (lay.tp * lay.dp, lay.pp, lay.dp)
-    return sglang_mem_fraction_static(req._system.accelerator.engine_memory_bytes, tp, pp, dp,
-                                      rule=req.kv_memory_fraction, chunked_prefill_size=req.max_batched_tokens,
-                                      cuda_graph_max_bs=req.cuda_graph_max_batch, speculative=req.spec_gamma > 0)
+    return replica_kv_fraction(req.kv_memory_fraction, req._system, chips, req._layout,
+                               chunked_prefill_size=req.max_batched_tokens, cuda_graph_max_bs=req.cuda_graph_max_batch,
+                               speculative=req.spec_gamma > 0)
 
 
 def run_simulate(req: SimulateRequest, progress=None) -> dict:

@@ -1029,7 +1029,7 @@ def run_kv_memory_fraction(run: dict) -> float:
     --mem-fraction-static for the run's GPU, its replica's GPUs, its max_batched_tokens as the chunked-prefill size
     and its cuda_graph_max_batch where given), checked as `simulate --kv-memory-fraction` checks it."""
     from ..catalog import system
-    from ..memory import KV_MEMORY_RULES, sglang_mem_fraction_static
+    from ..memory import KV_MEMORY_RULES, replica_kv_fraction
 
     v = run["kv_memory_fraction"]
     if not (isinstance(v, str) and v in KV_MEMORY_RULES):
@@ -1040,11 +1040,9 @@ def run_kv_memory_fraction(run: dict) -> float:
     if str(run.get("kv_memory_of", "total")) != "total":
         raise InputError(f"serving run {run.get('id')!r}: kv_memory_fraction {v} is SGLang's --mem-fraction-static, a "
                          f"share of the whole memory; drop kv_memory_of or give a number")
-    lay = layout_of(run)
-    tp, pp, dp = (int(run["gpus"]), 1, 1) if lay is None else (lay.tp * lay.dp, lay.pp, lay.dp)
-    return sglang_mem_fraction_static(system(run["system"]).accelerator.engine_memory_bytes, tp, pp, dp, rule=v,
-                                      chunked_prefill_size=run.get("max_batched_tokens"),
-                                      cuda_graph_max_bs=run.get("cuda_graph_max_batch"))
+    return replica_kv_fraction(v, system(run["system"]), int(run["gpus"]), layout_of(run),
+                               chunked_prefill_size=run.get("max_batched_tokens"),
+                               cuda_graph_max_bs=run.get("cuda_graph_max_batch"))
 
 
 def deployment_for(run: dict, which: str = "mid"):
