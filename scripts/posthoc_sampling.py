@@ -36,14 +36,14 @@ def what_ifs(args):
     return out
 
 
-def what_if_args(description: str, sets: str, engines: tuple[str, ...] = ()) -> argparse.Namespace:
+def what_if_args(description: str, sets: str, engines: tuple[str, ...] = (), flag: str = "--engine") -> argparse.Namespace:
     """The post hoc scripts' command line: --sets (comma-separated set names, default `sets`) and --workers, and
-    --engine (one of `engines`, the first by default) when a script takes one."""
+    `flag` (--engine unless named; one of `engines`, the first by default) when a script takes one."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--sets", default=sets)
     ap.add_argument("--workers", type=int, default=2)
     if engines:
-        ap.add_argument("--engine", default=engines[0], choices=engines)
+        ap.add_argument(flag, default=engines[0], choices=engines)
     return ap.parse_args()
 
 

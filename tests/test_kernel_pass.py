@@ -305,6 +305,36 @@ def test_block_scaled_checkpoint_reads_block_scaled_dense_rows_except_on_vllm(ca
     vllm = {x: table_terms(m, cat.system("hgx-h200"), 16.0, 2000, fp8_scales=x, engine="vllm", **kw) for x in ("block",)}
     assert not any("gemm vllm" in x and "fp8_block" in x for x in vllm["block"].sources["gemm"])
 
+def test_dense_block_scaled_checkpoint_reads_block_scaled_gemm_rows(cat):
+    """A dense FP8 checkpoint with 128 x 128 weight blocks (Qwen/Qwen3-32B-FP8) with fp8_scales block: Qwen3-32B in FP8
+    on one H100 with TensorRT-LLM's tables, 8 decodes at 4,352 tokens, reads every dense GEMM from the fp8_block rows
+    (by hand: 64 layers x the four projections' block-scaled rows, plus the LM head's row, which the pass times in the
+    weights' format), against
+    the per-tensor rows with tensor or auto; attention does not move; `roofline step` refuses it on vLLM's tables,
+    whose dense GEMMs keep the per-tensor rows."""
+    from roofline import kernels as K
+    from roofline.requests.rules import UsageError
+    from roofline.requests.step import StepRequest, run_step
+
+    m, h100 = cat.model("qwen3-32b"), cat.system("dgx-h100")
+    kw = dict(tp=1, weights_dtype="fp8", engine="trtllm")
+    terms = {x: table_terms(m, h100, 8.0, 4352, fp8_scales=x, **kw) for x in ("auto", "tensor", "block")}
+    assert float(terms["auto"].gemm_s) == float(terms["tensor"].gemm_s) > float(terms["block"].gemm_s)
+    assert float(terms["auto"].attention_s) == float(terms["block"].attention_s)
+    H, D, F, V = m.head_dim, m.d_model, m.d_ff, m.vocab
+    shapes = [((m.heads + 2 * m.kv_heads) * H, D, m.layers), (D, m.heads * H, m.layers), (2 * F, D, m.layers),
+              (D, F, m.layers), (V, D, 1)]
+    by_hand = sum(n_layers * float(K.gemm_s("h100-sxm", "fp8_block", 8.0, n, k, engine="trtllm").seconds)
+                  for n, k, n_layers in shapes)
+    assert float(terms["block"].gemm_s) == pytest.approx(by_hand, rel=1e-9)
+    step = dict(model="qwen3-32b", system="dgx-h100", gpus=1, batch=8, context=4352, realistic=True,
+                weights_dtype="fp8")
+    assert (run_step(StepRequest.of(fp8_scales="block", engine="trtllm", **step))["realistic"]["step_s"]
+            < run_step(StepRequest.of(engine="trtllm", **step))["realistic"]["step_s"])
+    with pytest.raises(UsageError, match="vLLM's dense GEMMs keep the per-tensor rows"):
+        StepRequest.of(fp8_scales="block", engine="vllm", **step)
+
+
 def test_step_and_simulate_read_the_stated_fp8_scaling():
     """`roofline step --fp8-scales` and `simulate --fp8-scales` reach the pass: DeepSeek-V3 in FP8 on 8 H200 with vLLM's
     tables, 16 decodes at 2,000 tokens: block reads the block-scaled MoE rows (slower there, the test above) and tensor

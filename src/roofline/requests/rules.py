@@ -105,14 +105,23 @@ def expert_dtype(name: str, model, accelerator, value) -> None:
     dtype_supported(name, accelerator, value)
 
 
-def fp8_scales(f, value: str, kernels: str, model, weights_dtype: str, expert_weights_dtype) -> None:
-    """--fp8-scales (flag names by `f`): only with measured kernel tables and FP8 routed experts
-    (kernel_pass.FP8_SCALES)."""
-    if value != "auto" and (kernels != "tables" or not model.moe or (expert_weights_dtype or weights_dtype) != "fp8"):
-        raise UsageError(f"{f('fp8_scales')} picks the per-tensor or block-scaled measured MoE rows of FP8 experts; it "
-                         f"needs measured kernel tables ({f('kernels')} tables, or auto with an engine family), a "
-                         f"mixture-of-experts model and FP8 experts ({f('weights_dtype')} fp8 or "
-                         f"{f('expert_weights_dtype')} fp8); drop it")
+def fp8_scales(f, value: str, kernels: str, model, weights_dtype: str, expert_weights_dtype, engine: str) -> None:
+    """--fp8-scales (flag names by `f`): only with measured kernel tables and FP8 weights: a mixture-of-experts
+    model's FP8 routed experts (kernel_pass.FP8_SCALES), or a dense model's FP8 GEMMs on an engine whose block-scaled
+    GEMM rows are read (kernel_pass.BLOCK_SCALED_DENSE: not vLLM's)."""
+    if value == "auto":
+        return
+    if kernels != "tables" or (expert_weights_dtype or weights_dtype) != "fp8":
+        raise UsageError(f"{f('fp8_scales')} picks the per-tensor or block-scaled measured rows of FP8 weights; it "
+                         f"needs measured kernel tables ({f('kernels')} tables, or auto with an engine family) and FP8 "
+                         f"weights ({f('weights_dtype')} fp8, or {f('expert_weights_dtype')} fp8 on a mixture-of-experts "
+                         f"model); drop it")
+    from ..kernels import table_family
+
+    if not model.moe and table_family(engine) == "vllm":
+        raise UsageError(f"{f('fp8_scales')} on a dense model picks the GEMM rows of its format, but vLLM's dense GEMMs "
+                         f"keep the per-tensor rows (its block-scaled rows were timed without CUDA graphs: "
+                         f"docs/kernels.md), so it would change nothing; drop it")
 
 
 def moe_kernel(f, value: str, kernels: str, model) -> None:

@@ -163,7 +163,8 @@ class SimulateRequest(LayoutOptions):
             raise rules.UsageError(f"{f('moe_activations')} picks the activation format of MXFP4 experts' measured MoE "
                                    f"rows; it needs measured kernel tables ({f('kernels')} tables, or auto with an "
                                    f"engine family) and {f('expert_weights_dtype')} fp4 beside 16-bit weights; drop it")
-        rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype)
+        rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype,
+                         self.engine)
         rules.moe_kernel(f, self.moe_kernel, self._kernels, self._model)
         if self.trace is not None:
             given = [f(k) for k in ("rate", "requests", "duration", "stages", "ramp_up", "arrivals", "lengths", "prompt_tokens",

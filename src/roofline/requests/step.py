@@ -86,7 +86,8 @@ class StepRequest(LayoutOptions):
 
                 self._kernels = default_kernels(self._system.accelerator.id, self.engine, realistic=True,
                                                 expert_weights_dtype=self.expert_weights_dtype)
-        rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype)
+        rules.fp8_scales(f, self.fp8_scales, self._kernels, self._model, self.weights_dtype, self.expert_weights_dtype,
+                         self._engine)
         rules.moe_kernel(f, self.moe_kernel, self._kernels, self._model)
         new = self.prompt if self.phase == "prefill" else 1
         rules.context_fits(self._model, self.context + new, f"{f('context')} + new tokens =",
