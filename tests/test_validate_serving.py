@@ -1683,6 +1683,27 @@ def test_set_ba_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("ba", pred["at_commit"])
 
 
+def test_set_bb_committed_predictions_and_declared_alternative_reproduce():
+    """Set bb (part A, the fifteenth per-group draw; part B, 11 TensorRT-LLM H100 Qwen3-32B FP8 rows drawn for the new
+    rule) recomputes exactly for a TensorRT-LLM Qwen3-32B FP8 run with its GEMMs block-scaled (the registered rule:
+    fp8_scales block on the 14 such runs, docs/kernels.md "Block-scaled dense checkpoints"), a TensorRT-LLM Llama run
+    and a vLLM run; the declared alternative (set ba's rule: the per-tensor rows) is what the code gives without the
+    key and moves exactly those 14 runs; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("bb", "58db72e")
+    assert "bb" not in S.DISCLOSURES and len(doc["runs"]) == 29
+    block = [r for r in doc["runs"] if r.get("fp8_scales") == "block"]
+    assert len(block) == 14 and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
+                                    for r in block)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in block}
+    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
+    q = by_line["L1217"]
+    _reproduce_both(doc, pred, alt, q, {k: x for k, x in q.items() if k != "fp8_scales"}, by_line["L1345"],
+                    by_line["L1503"])
+    _registered_before_measured("bb", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
