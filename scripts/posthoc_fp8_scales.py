@@ -5,7 +5,9 @@
 
 With `--models dense` it takes the dense FP8 runs instead: Qwen3-32B with FP8 weights on engines whose block-scaled GEMM
 rows are read (not vLLM: kernel_pass.BLOCK_SCALED_DENSE), whose checkpoint is not recorded (Qwen/Qwen3-32B-FP8 is
-block-scaled; docs/kernels.md "Block-scaled dense checkpoints"), found 2026-11-28 on sets aq-ba.
+block-scaled; docs/kernels.md "Block-scaled dense checkpoints"), found 2026-11-28 on sets aq-ba, each with per-tensor and
+block-scaled GEMMs, with the KV cache as registered and in FP8 (AIConfigurator's per-tensor Qwen3-32B experiment sets
+kvcache_quant_mode fp8; found on set bb).
 
 The registered runs carry no `fp8_scales`, so their FP8 experts read the per-tensor MoE rows first (kernel_pass.FP8_SCALES
 auto). The checkpoints of these runs are block-scaled (128 x 128 weight blocks; config.json quantization_config has
@@ -45,6 +47,9 @@ def main() -> None:
                 jobs.append((s, r["id"]))
                 where[(s, r["id"])] = f"{r['model']} {r['engine']} {r['system']}"
     variants = [("registered", None), ("block", {"fp8_scales": "block"})]
+    if a.models == "dense":  # the GEMM scaling by itself and with an FP8 KV cache (set bb's post hoc reading)
+        variants = [(f"{scales}{kv}", {"fp8_scales": scales, **({"kv_dtype": "fp8"} if kv else {})})
+                    for kv in ("", "+fp8 KV") for scales in ("tensor", "block")]
     parts = run_what_ifs([(s, r, variants) for s, r in jobs], a.workers)
     rows = [(job[0], label, where[job], metric, err) for job, part in zip(jobs, parts) for label, _, metric, err in part]
     print(f"{len(jobs)} runs of block-scaled FP8 checkpoints ({a.models}) with kernel tables (sets {a.sets}); seed 0, central factors")
