@@ -1704,6 +1704,27 @@ def test_set_bb_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bb", pred["at_commit"])
 
 
+def test_set_bc_committed_predictions_and_declared_alternative_reproduce():
+    """Set bc (part A, the sixteenth per-group draw; part B, 11 TensorRT-LLM H100 Qwen3-32B FP8 rows drawn for the new
+    rule) recomputes exactly for a TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache (the registered rule: kv_dtype
+    fp8 on the 14 such runs, AIConfigurator's per-tensor Qwen3-32B experiment), a TensorRT-LLM Llama run and a vLLM
+    run; the declared alternative (set bb's alternative: a BF16 KV cache) is what the code gives with kv_dtype bf16 and
+    moves exactly those 14 runs; no run carries set bb's fp8_scales; at the commit the predictions record, the
+    measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bc", "cefc725")
+    assert "bc" not in S.DISCLOSURES and len(doc["runs"]) == 23
+    fp8kv = [r for r in doc["runs"] if r.get("kv_dtype") == "fp8"]
+    assert len(fp8kv) == 14 and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
+                                    for r in fp8kv)
+    assert not any("fp8_scales" in r for r in doc["runs"])
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in fp8kv}
+    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
+    q = by_line["L1191"]
+    _reproduce_both(doc, pred, alt, q, q | {"kv_dtype": "bf16"}, by_line["L1377"], by_line["L1533"])
+    _registered_before_measured("bc", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
