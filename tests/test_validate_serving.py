@@ -1726,6 +1726,26 @@ def test_set_bc_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bc", pred["at_commit"])
 
 
+def test_set_bd_committed_predictions_and_declared_alternative_reproduce():
+    """Set bd (a replication of set bc's rules on new rows; L1172 and L1245 removed before predictions, their values
+    seen) recomputes exactly for a TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache, a TensorRT-LLM Llama run and a
+    vLLM run; the declared alternative (a BF16 KV cache) is what the code gives with kv_dtype bf16 and moves exactly
+    the 13 runs under the rule; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("bd", "25b0828")
+    assert "bd" not in S.DISCLOSURES and len(doc["runs"]) == 22
+    assert not any(r["id"].endswith(("-L1172", "-L1245")) for r in doc["runs"])
+    fp8kv = [r for r in doc["runs"] if r.get("kv_dtype") == "fp8"]
+    assert len(fp8kv) == 13 and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
+                                    for r in fp8kv)
+    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
+    assert moved == {r["id"] for r in fp8kv}
+    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
+    q = by_line["L1294"]
+    _reproduce_both(doc, pred, alt, q, q | {"kv_dtype": "bf16"}, by_line["L1333"], by_line["L1518"])
+    _registered_before_measured("bd", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
