@@ -1705,45 +1705,32 @@ def test_set_bb_committed_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bb", pred["at_commit"])
 
 
-def test_set_bc_committed_predictions_and_declared_alternative_reproduce():
-    """Set bc (part A, the sixteenth per-group draw; part B, 11 TensorRT-LLM H100 Qwen3-32B FP8 rows drawn for the new
-    rule) recomputes exactly for a TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache (the registered rule: kv_dtype
-    fp8 on the 14 such runs, AIConfigurator's per-tensor Qwen3-32B experiment), a TensorRT-LLM Llama run and a vLLM
-    run; the declared alternative (set bb's alternative: a BF16 KV cache) is what the code gives with kv_dtype bf16 and
-    moves exactly those 14 runs; no run carries set bb's fp8_scales; at the commit the predictions record, the
-    measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("bc", "cefc725")
-    assert "bc" not in S.DISCLOSURES and len(doc["runs"]) == 23
+@pytest.mark.parametrize("name, commit, runs, under_rule, removed, lines", [
+    ("bc", "cefc725", 23, 14, (), ("L1191", "L1377", "L1533")),
+    ("bd", "25b0828", 22, 13, ("L1172", "L1245"), ("L1294", "L1333", "L1518")),
+])
+def test_sets_bc_and_on_fp8_kv_predictions_and_declared_alternative_reproduce(name, commit, runs, under_rule, removed,
+                                                                               lines):
+    """Set bc (part A, the sixteenth per-group draw; part B, TensorRT-LLM H100 Qwen3-32B FP8 rows drawn for the rule)
+    and its replication bd (L1172 and L1245 removed before predictions, their values seen) recompute exactly for a
+    TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache (the registered rule: kv_dtype fp8 on every such run,
+    AIConfigurator's per-tensor Qwen3-32B experiment), a TensorRT-LLM Llama run and a vLLM run; the declared
+    alternative (a BF16 KV cache) is what the code gives with kv_dtype bf16 and moves exactly the runs under the rule;
+    no run carries set bb's fp8_scales; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert name not in S.DISCLOSURES and len(doc["runs"]) == runs
+    assert not any(r["id"].rsplit("-", 1)[1] in removed for r in doc["runs"])
     fp8kv = [r for r in doc["runs"] if r.get("kv_dtype") == "fp8"]
-    assert len(fp8kv) == 14 and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
-                                    for r in fp8kv)
+    assert len(fp8kv) == under_rule and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
+                                            for r in fp8kv)
     assert not any("fp8_scales" in r for r in doc["runs"])
     moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
     assert moved == {r["id"] for r in fp8kv}
     by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
-    q = by_line["L1191"]
-    _reproduce_both(doc, pred, alt, q, q | {"kv_dtype": "bf16"}, by_line["L1377"], by_line["L1533"])
-    _registered_before_measured("bc", pred["at_commit"])
-
-
-def test_set_bd_committed_predictions_and_declared_alternative_reproduce():
-    """Set bd (a replication of set bc's rules on new rows; L1172 and L1245 removed before predictions, their values
-    seen) recomputes exactly for a TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache, a TensorRT-LLM Llama run and a
-    vLLM run; the declared alternative (a BF16 KV cache) is what the code gives with kv_dtype bf16 and moves exactly
-    the 13 runs under the rule; at the commit the predictions record, the measured values were not in the
-    repository."""
-    doc, pred, alt = _registered_with_alternative("bd", "25b0828")
-    assert "bd" not in S.DISCLOSURES and len(doc["runs"]) == 22
-    assert not any(r["id"].endswith(("-L1172", "-L1245")) for r in doc["runs"])
-    fp8kv = [r for r in doc["runs"] if r.get("kv_dtype") == "fp8"]
-    assert len(fp8kv) == 13 and all((r["engine"], r["model"], r["weights_dtype"]) == ("trtllm", "qwen3-32b", "fp8")
-                                    for r in fp8kv)
-    moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
-    assert moved == {r["id"] for r in fp8kv}
-    by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
-    q = by_line["L1294"]
-    _reproduce_both(doc, pred, alt, q, q | {"kv_dtype": "bf16"}, by_line["L1333"], by_line["L1518"])
-    _registered_before_measured("bd", pred["at_commit"])
+    q, *others = (by_line[x] for x in lines)
+    _reproduce_both(doc, pred, alt, q, q | {"kv_dtype": "bf16"}, *others)
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
