@@ -66,6 +66,15 @@ def Choice(*options: str):
     return Annotated[str, _checked(lambda n, v: rules.choice(n, v, options))]
 
 
+def _number_or_name(n, v: str, expected: str, meaning: str) -> float:
+    """A text value that names none of an option's words must be a number: that number, or one line saying what
+    was expected (`expected`) and what the values mean (`meaning`)."""
+    try:
+        return float(v)
+    except ValueError:
+        raise rules.UsageError(f"{n} must be {expected}, got {rules._shown(v)}; {meaning}") from None
+
+
 def _imbalance(n, v):
     if isinstance(v, str):
         if v == "sampling":
@@ -81,13 +90,9 @@ def _imbalance(n, v):
             return v
         if kind == "loads" and arg:
             return v  # the file is read and checked against the model by the request (resolve.moe_imbalance)
-        try:
-            v = float(v)
-        except ValueError:
-            raise rules.UsageError(f"{n} must be a number >= 1, 'sampling', 'powerlaw:A' or 'loads:FILE', got "
-                                   f"{rules._shown(v)}; 1 means perfectly balanced experts, 'sampling' the busiest "
-                                   f"GPU of a balanced router for each pass's tokens, powerlaw:A / loads:FILE hot "
-                                   f"experts (docs/parallelism.md)") from None
+        v = _number_or_name(n, v, "a number >= 1, 'sampling', 'powerlaw:A' or 'loads:FILE'",
+                            "1 means perfectly balanced experts, 'sampling' the busiest GPU of a balanced router for "
+                            "each pass's tokens, powerlaw:A / loads:FILE hot experts (docs/parallelism.md)")
     return rules.number(n, v, ge=1, le=1e3, fix="1 = perfectly balanced experts, or 'sampling'")
 
 
@@ -101,13 +106,10 @@ def _kv_memory(n, v):
     if isinstance(v, str):
         if v in KV_MEMORY_RULES:
             return v
-        try:
-            v = float(v)
-        except ValueError:
-            raise rules.UsageError(f"{n} must be a number in (0, 1] or one of {', '.join(KV_MEMORY_RULES)}, got "
-                                   f"{rules._shown(v)}; a number is the launch's flag (vLLM --gpu-memory-utilization, "
-                                   f"SGLang --mem-fraction-static), a name the engine's own default for the GPU and "
-                                   f"launch (docs/simulator.md)") from None
+        v = _number_or_name(n, v, f"a number in (0, 1] or one of {', '.join(KV_MEMORY_RULES)}",
+                            "a number is the launch's flag (vLLM --gpu-memory-utilization, SGLang "
+                            "--mem-fraction-static), a name the engine's own default for the GPU and launch "
+                            "(docs/simulator.md)")
     return rules.number(n, v, gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9, "
                         "or 'sglang' for SGLang's own default")
 
