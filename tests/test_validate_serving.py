@@ -611,9 +611,10 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("ap", 16, {"ap1"}), ("aq", 38, {"aq1"}), ("ar", 36, {"ar1"}), ("as", 33, {"as1"}), ("at", 36, {"at1"}), ("au", 33, {"au1"}), ("av", 36, {"av1"}), ("aw", 26, {"aw1"}),
                                                ("ax", 27, {"ax1"}), ("ay", 24, {"ay1"}), ("az", 24, {"az1"}), ("ba", 17, {"ba1"}),
                                                ("bb", 29, {"bb1"}), ("bc", 23, {"bc1"}),
-                                               ("bd", 22, {"bd1"}), ("be", 16, {"be1"})])
-def test_sets_i_to_be_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
-    """Sets i to be (the ninth to fifty-seventh blind sets, gathered 2026-11-26 to 28, each after the one before was scored): runs
+                                               ("bd", 22, {"bd1"}), ("be", 16, {"be1"}),
+                                               ("bf", 18, {"bf1"})])
+def test_sets_i_to_bf_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
+    """Sets i to bf (the ninth to fifty-eighth blind sets, gathered 2026-11-26 to 28, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
     them (every accelerator with the engine family's tables unless the experts have their own format); every model,
     system and engine row in the catalog; central values the median over the seeds."""
