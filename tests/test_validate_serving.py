@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -725,6 +726,33 @@ def test_shipped_error_bands_are_every_sets_blind_history():
     assert "e2e" not in b["vllm"] and b["trtllm"] == {}
 
 
+def test_error_bands_by_predicted_load_class():
+    """error_bands' by_load: the same percentiles over the runs of each predicted-load class with at least
+    MIN_CLASS_METRICS metrics (a class with fewer has no band; rows without a load count in the pooled band only);
+    history_for adds the class of the run's own load as `load_class` and keeps the pooled band as the headline."""
+    mk = lambda ratio, load: {"engine": "trtllm", "family": "itl", "modelled": True, "saturated": False,
+                              "measured": ratio, "predicted": 1.0, "load": load}
+    n = S.MIN_CLASS_METRICS
+    rows = ([mk(1.0 + i / (n - 1), 0.1) for i in range(n)] + [mk(5.0, 0.9)] * (n - 1)
+            + [mk(9.0, None)] * 3)
+    b = S.error_bands(rows)["bands"]["trtllm"]
+    assert b["itl"]["n"] == 2 * n + 2
+    (low,) = b["by_load"]  # the 0.75+ class has n - 1 metrics: no band
+    assert (low["load_from"], low["load_to"]) == (0.0, 0.25) and "ttft" not in low
+    assert low["itl"] == {"n": n, "ratio_p10": pytest.approx(1.1), "ratio_p50": pytest.approx(1.5),
+                          "ratio_p90": pytest.approx(1.9)}
+    assert S.error_bands(rows[:n])["bands"]["trtllm"]["by_load"][0]["itl"] == low["itl"]
+    shipped = S.shipped_error_bands()["bands"]["trtllm"]
+    cls = shipped["by_load"][0]
+    h = S.history_for("trtllm", {"tpot_p50_s": 0.01}, load=cls["load_from"])
+    assert h["itl"] == shipped["itl"] and h["tpot_p50_band_s"] == pytest.approx([0.01 * shipped["itl"]["ratio_p10"],
+                                                                                  0.01 * shipped["itl"]["ratio_p90"]])
+    assert h["load_class"]["itl"] == cls["itl"] and h["load_class"]["load_to"] == cls["load_to"]
+    assert h["load_class"]["tpot_p50_band_s"] == pytest.approx([0.01 * cls["itl"]["ratio_p10"],
+                                                                0.01 * cls["itl"]["ratio_p90"]])
+    assert "load_class" not in S.history_for("trtllm", {}) and "load_class" not in S.history_for("trtllm", {}, math.nan)
+
+
 def test_simulate_reports_the_engine_familys_blind_history(run_cli):
     """`simulate --realistic --engine sglang` gives the SGLang family's measured/predicted percentiles and the
     predicted medians times the 10th and 90th; no history without an engine."""
@@ -738,6 +766,10 @@ def test_simulate_reports_the_engine_familys_blind_history(run_cli):
     assert h["tpot_p50_band_s"] == pytest.approx([d["tpot_p50_s"] * bands["itl"]["ratio_p10"],
                                                   d["tpot_p50_s"] * bands["itl"]["ratio_p90"]])
     assert h["ttft_p50_band_s"][0] == pytest.approx(d["ttft_p50_s"] * bands["ttft"]["ratio_p10"])
+    cls = next(c for c in bands["by_load"] if c["load_from"] <= d["load"] < (c["load_to"] or math.inf))
+    assert h["load_class"]["load"] == d["load"] and h["load_class"]["itl"] == cls["itl"]
+    code, out, _ = run_cli(*args[:-1], "--engine", "sglang")
+    assert code == 0 and "runs at predicted load 0–0.25" in out
     code, out, _ = run_cli(*args)
     assert code == 0 and "validation_history" not in json.loads(out)
     assert S.history_for("tensorrt-foo", {}) is None

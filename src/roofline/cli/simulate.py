@@ -250,12 +250,16 @@ def register(app: typer.Typer) -> None:
         hist = d.get("validation_history")
         if hist is not None:
             sets = f"sets {hist['sets'][0]}–{hist['sets'][-1]}"
+            cls = hist.get("load_class", {})
+            where = "" if not cls else (f"runs at predicted load {cls['load_from']:g}+" if cls["load_to"] is None
+                                        else f"runs at predicted load {cls['load_from']:g}–{cls['load_to']:g}")
             for f, key, name in (("ttft", "ttft_p50", "TTFT"), ("itl", "tpot_p50", "TPOT"), ("e2e", "e2e_p50", "end-to-end")):
-                if f in hist and f"{key}_band_s" in hist:
-                    b, lo_hi = hist[f], hist[f"{key}_band_s"]
-                    rows.append([f"{name} p50, 80% of blind errors ({hist['engine_family']}, {sets})",
-                                 f"{seconds(lo_hi[0])} .. {seconds(lo_hi[1])} (measured/predicted ×{b['ratio_p10']:.2g}"
-                                 f"..×{b['ratio_p90']:.2g}, median ×{b['ratio_p50']:.2g}, n {b['n']})"])
+                for src, label in ((hist, sets), (cls, where)):
+                    if f in src and f"{key}_band_s" in src:
+                        b, lo_hi = src[f], src[f"{key}_band_s"]
+                        rows.append([f"{name} p50, 80% of blind errors ({hist['engine_family']}, {label})",
+                                     f"{seconds(lo_hi[0])} .. {seconds(lo_hi[1])} (measured/predicted "
+                                     f"×{b['ratio_p10']:.2g}..×{b['ratio_p90']:.2g}, median ×{b['ratio_p50']:.2g}, n {b['n']})"])
         if "prefix_hit_rate" in d:
             rows.append(["prefix cache hits: tokens / requests",
                          f"{d['prefix_hit_rate']:.1%} / {d['prefix_request_hit_rate']:.1%} (block {d['prefix_block_tokens']})"])

@@ -528,8 +528,10 @@ def simulate(req: SimulateRequest, progress=None):
             from ..validate.serving import history_for
 
             d["engine_replaced_pass_overhead_s"] = family_for(sysrec.accelerator).pass_overhead_s.value
-            # how far the blind serving predictions of this engine family have been from the measured values
-            hist = history_for(d["engine"], {k: d.get(k) for k in ("ttft_p50_s", "tpot_p50_s", "e2e_p50_s")})
+            # how far the blind serving predictions of this engine family have been from the measured values, at
+            # runs of this run's predicted load where enough were scored (validate.serving.error_bands by_load)
+            hist = history_for(d["engine"], {k: d.get(k) for k in ("ttft_p50_s", "tpot_p50_s", "e2e_p50_s")},
+                               d.get("load"))
             if hist is not None:
                 d["validation_history"] = hist
     if req.fast_fraction:

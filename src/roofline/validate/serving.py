@@ -1690,24 +1690,47 @@ def markdown_all(rows: list[dict]) -> str:
 #: the blind error history shipped with the package (scripts/serving_error_bands.py writes it from compare_all)
 BANDS = Path(__file__).parent / "data" / "serving_error_bands.yaml"
 BAND_QUANTILES = (0.1, 0.5, 0.9)
+#: the predicted-load classes of the conditional bands (load = offered or served rate / analytic capacity, the
+#: run's own saturation verdict), and the fewest scored metrics a class needs to give its own band
+LOAD_CLASSES = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, math.inf))
+MIN_CLASS_METRICS = 50
+
+
+def _ratio_band(ratio: np.ndarray) -> dict:
+    q = np.quantile(ratio, BAND_QUANTILES)
+    return {"n": int(ratio.size), **{f"ratio_p{round(100 * a)}": round(float(v), 4) for a, v in zip(BAND_QUANTILES, q)}}
 
 
 def error_bands(rows: list[dict]) -> dict:
     """The blind error history of `rows` (compare_all): per engine family (and `all`) and metric family, the
     number of scored metrics and the 10th, 50th and 90th percentiles of measured / predicted, over the modelled
     metrics of runs the simulator did not call saturated (those it reports as latencies). A prediction times
-    the 10th-90th percentile ratios is the range 80% of the blind predictions' measured values fell in."""
+    the 10th-90th percentile ratios is the range 80% of the blind predictions' measured values fell in.
+
+    `by_load`: the same percentiles per class of the run's PREDICTED load (LOAD_CLASSES; a Mondrian partition,
+    Vovk, Gammerman & Shafer, "Algorithmic Learning in a Random World", 2005, ch. 4: conditioning on a category
+    known before the outcome keeps the band's meaning within each class), for each metric family with at least
+    MIN_CLASS_METRICS metrics in the class (fewer: left out, and history_for falls back to the pooled band).
+    Rows without a predicted load are in the pooled bands only."""
     out: dict[str, dict] = {}
     ok = [r for r in rows if r["modelled"] and not r["saturated"] and r["predicted"] > 0 and r["measured"] > 0]
     for fam_e in ("all", "vllm", "sglang", "trtllm"):
         sel = ok if fam_e == "all" else [r for r in ok if _engine_family(r["engine"]) == fam_e]
         out[fam_e] = {}
+        classes: list[dict] = [{"load_from": lo, "load_to": hi} for lo, hi in LOAD_CLASSES]
         for f in ("e2e", "itl", "ttft"):
-            ratio = np.array([r["measured"] / r["predicted"] for r in sel if r["family"] == f])
-            if ratio.size:
-                q = np.quantile(ratio, BAND_QUANTILES)
-                out[fam_e][f] = {"n": int(ratio.size), **{f"ratio_p{round(100 * a)}": round(float(v), 4)
-                                                          for a, v in zip(BAND_QUANTILES, q)}}
+            fam = [r for r in sel if r["family"] == f]
+            if fam:
+                out[fam_e][f] = _ratio_band(np.array([r["measured"] / r["predicted"] for r in fam]))
+            for c in classes:
+                ratio = np.array([r["measured"] / r["predicted"] for r in fam if r.get("load") is not None
+                                  and c["load_from"] <= r["load"] < c["load_to"]])
+                if ratio.size >= MIN_CLASS_METRICS:
+                    c[f] = _ratio_band(ratio)
+        classes = [c for c in classes if len(c) > 2]
+        if classes:
+            out[fam_e]["by_load"] = [{**c, "load_to": None if math.isinf(c["load_to"]) else c["load_to"]}
+                                     for c in classes]
     return {"sets": list(SETS), "quantiles": list(BAND_QUANTILES), "bands": out}
 
 
@@ -1717,16 +1740,10 @@ def shipped_error_bands() -> dict:
     return yaml.load(BANDS.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def history_for(engine: str, predicted: dict) -> dict | None:
-    """`simulate`'s blind validation history for an `--engine` row: its engine family's measured/predicted
-    percentiles per metric family (serving_error_bands.yaml) and, for the predicted TTFT, TPOT and end-to-end
-    medians given in `predicted` ({ttft_p50_s, tpot_p50_s, e2e_p50_s}), the range the 10th-90th percentile
-    ratios put them in; None for an engine family with no scored runs."""
-    doc = shipped_error_bands()
-    bands = doc["bands"].get(_engine_family(engine))
-    if not bands:
-        return None
-    out: dict[str, Any] = {"engine_family": _engine_family(engine), "sets": doc["sets"]}
+def _banded(bands: dict, predicted: dict) -> dict:
+    """Each metric family's band of `bands` and, for the predicted medians in `predicted`, the range its 10th-90th
+    percentile ratios put them in."""
+    out: dict[str, Any] = {}
     for f, key in (("ttft", "ttft_p50_s"), ("itl", "tpot_p50_s"), ("e2e", "e2e_p50_s")):
         b = bands.get(f)
         if b is None:
@@ -1735,6 +1752,28 @@ def history_for(engine: str, predicted: dict) -> dict | None:
         v = predicted.get(key)
         if v is not None and np.isfinite(v):
             out[f"{key[:-2]}_band_s"] = [float(v) * b["ratio_p10"], float(v) * b["ratio_p90"]]
+    return out
+
+
+def history_for(engine: str, predicted: dict, load: float | None = None) -> dict | None:
+    """`simulate`'s blind validation history for an `--engine` row: its engine family's measured/predicted
+    percentiles per metric family (serving_error_bands.yaml) and, for the predicted TTFT, TPOT and end-to-end
+    medians given in `predicted` ({ttft_p50_s, tpot_p50_s, e2e_p50_s}), the range the 10th-90th percentile
+    ratios put them in; None for an engine family with no scored runs. With the run's predicted `load`, also
+    `load_class`: the same from the runs of its load class (error_bands `by_load`), for the metric families the
+    class has a band for. The pooled band stays the headline: held out on later sets (scripts/band_holdout.py)
+    the class bands scored better for TensorRT-LLM and SGLang's TPOT and worse for vLLM (docs/simulator.md)."""
+    doc = shipped_error_bands()
+    bands = doc["bands"].get(_engine_family(engine))
+    if not bands:
+        return None
+    out: dict[str, Any] = {"engine_family": _engine_family(engine), "sets": doc["sets"], **_banded(bands, predicted)}
+    if load is not None and math.isfinite(load):
+        cls = next((c for c in bands.get("by_load", []) if c["load_from"] <= load
+                    and (c["load_to"] is None or load < c["load_to"])), None)
+        if cls is not None:
+            out["load_class"] = {"load": float(load), "load_from": cls["load_from"], "load_to": cls["load_to"],
+                                 **_banded(cls, predicted)}
     return out
 
 

@@ -1,0 +1,70 @@
+"""How well the blind error bands of `simulate --realistic --engine E` would have covered later sets: the bands
+(validate.serving.error_bands) fitted on the sets before a cut, then scored on the sets from the cut on, pooled
+per engine family against the same family's bands per predicted-load class (error_bands `by_load`, as
+history_for picks them, falling back to the pooled band where a class has too few metrics).
+
+    .venv/bin/python scripts/band_holdout.py [CUT_SET]      (default aq: fit on a-ap, score on aq-bf)
+
+Prints, per engine family and metric family: held-out metrics, the share inside the 10th-90th percentile band
+(nominal 80%), the band's median width in log-ratio (ln p90 - ln p10; narrower is more informative) and the mean
+interval score of the band in log-ratio (Gneiting & Raftery 2007, eq. 43, alpha = 0.2: width plus 2/alpha times
+the distance by which the value falls outside; lower is better, and it rewards neither a narrow band that misses
+nor a wide one that covers).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import numpy as np
+
+from roofline.validate.serving import SETS, _engine_family, compare_all, error_bands
+
+ALPHA = 0.2  # the 10th-90th percentile band
+
+
+def band_for(bands: dict, fam: str, f: str, load: float | None, conditional: bool) -> dict | None:
+    b = bands.get(fam, {})
+    if conditional and load is not None and math.isfinite(load):
+        c = next((c for c in b.get("by_load", []) if c["load_from"] <= load
+                  and (c["load_to"] is None or load < c["load_to"])), {})
+        if f in c:
+            return c[f]
+    return b.get(f)
+
+
+def main(cut: str = "aq") -> None:
+    if cut not in SETS:
+        raise SystemExit(f"error: unknown set {cut!r}; expected one of {', '.join(SETS)}")
+    k = SETS.index(cut)
+    rows = compare_all()
+    fit = error_bands([r for r in rows if SETS.index(r["set"]) < k])["bands"]
+    test = [r for r in rows if SETS.index(r["set"]) >= k and r["modelled"] and not r["saturated"]
+            and r["predicted"] > 0 and r["measured"] > 0]
+    print(f"bands fitted on sets {SETS[0]}-{SETS[k - 1]}, scored on sets {cut}-{SETS[-1]} (nominal coverage 80%)")
+    print(f"{'engine':<8}{'metric':<6}{'n':>6}{'pooled: covered':>17}{'width':>8}{'score':>8}{'by load: covered':>18}"
+          f"{'width':>8}{'score':>8}")
+    for fam in ("vllm", "sglang", "trtllm"):
+        for f in ("e2e", "itl", "ttft"):
+            sel = [r for r in test if _engine_family(r["engine"]) == fam and r["family"] == f]
+            cells = []
+            for conditional in (False, True):
+                inside, width, score = [], [], []
+                for r in sel:
+                    b = band_for(fit, fam, f, r.get("load"), conditional)
+                    if b is None:
+                        continue
+                    ratio = r["measured"] / r["predicted"]
+                    lo, hi, y = math.log(b["ratio_p10"]), math.log(b["ratio_p90"]), math.log(ratio)
+                    inside.append(lo <= y <= hi)
+                    width.append(hi - lo)
+                    score.append(hi - lo + 2 / ALPHA * (max(lo - y, 0.0) + max(y - hi, 0.0)))
+                cells.append((np.mean(inside), np.median(width), np.mean(score)) if inside else (math.nan,) * 3)
+            if sel:
+                (c0, w0, s0), (c1, w1, s1) = cells
+                print(f"{fam:<8}{f:<6}{len(sel):>6}{c0:>17.0%}{w0:>8.2f}{s0:>8.2f}{c1:>18.0%}{w1:>8.2f}{s1:>8.2f}")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:2])
