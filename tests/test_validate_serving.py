@@ -1783,6 +1783,22 @@ def test_stream_run_keys_put_the_output_stage_in_the_run():
     assert S.simulate_run(run | {"stream_s_per_chunk": 0.0}, ds, seed=0) == plain
 
 
+def test_eager_floor_run_key_reaches_the_pass():
+    """The run key eager_s_per_kernel (the host time per kernel of a pass outside CUDA graphs, simulate.overheads)
+    reaches the simulation: set bf's TensorRT-LLM Llama 3.1 8B run at TP 8 (16 clients of 1,024 + 128 tokens, so
+    a pass in eight carries a prompt) decodes slower with a higher floor and faster with none; the row's own figure
+    is the run as registered (scripts/posthoc_eager_floor.py)."""
+    doc = S.load_runs(set_name="bf")
+    run = next(r for r in doc["runs"] if r["id"].endswith("-L1448"))
+    ds = doc["datasets"][run["dataset"]]
+    plain = S.simulate_run(run, ds, seed=0)
+    row = S.simulate_run(run | {"eager_s_per_kernel": 5.7e-05}, ds, seed=0)
+    assert row == plain
+    none, high = (S.simulate_run(run | {"eager_s_per_kernel": t}, ds, seed=0) for t in (0.0, 2e-4))
+    assert none["tpot_mean"] < plain["tpot_mean"] < high["tpot_mean"]
+    assert high["ttft_mean"] > plain["ttft_mean"]
+
+
 def test_moe_kernel_run_key_reaches_the_pass():
     """The run key moe_kernel (kernels.MOE_KERNELS) reaches the simulation: set aw's TensorRT-LLM DeepSeek-R1 FP8 run on
     8 B200 (16 clients) with the TensorRT-LLM-gen MoE rows decodes faster than with TensorRT-LLM's DeepGEMM rows (by

@@ -1238,6 +1238,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
         ovh = ovh.in_process(text=bool(run.get("in_process_text")))  # text where in_process_text (--in-process-text)
     if "cuda_graph_max_batch" in run:  # the launch's own CUDA-graph batch limit (else the engine row's default)
         ovh = replace(ovh, cuda_graph_max_batch=float(run["cuda_graph_max_batch"]))
+    if "eager_s_per_kernel" in run:  # the host time per kernel of an eager pass (else the engine row's figure)
+        ovh = replace(ovh, eager_s_per_kernel=float(run["eager_s_per_kernel"]))
     ovh = sampling_overheads(run, ovh)
     pol = engine_policy(pol, ovh)  # the row's scheduling one batch ahead (vLLM V1 async scheduling)
     dep = deployment_for(run, efficiency)
