@@ -19,19 +19,15 @@ import sys
 
 import numpy as np
 
-from roofline.validate.serving import SETS, _engine_family, compare_all, error_bands
+from roofline.validate.serving import SETS, _engine_family, compare_all, error_bands, load_class
 
 ALPHA = 0.2  # the 10th-90th percentile band
 
 
 def band_for(bands: dict, fam: str, f: str, load: float | None, conditional: bool) -> dict | None:
     b = bands.get(fam, {})
-    if conditional and load is not None and math.isfinite(load):
-        c = next((c for c in b.get("by_load", []) if c["load_from"] <= load
-                  and (c["load_to"] is None or load < c["load_to"])), {})
-        if f in c:
-            return c[f]
-    return b.get(f)
+    c = load_class(b, load) if conditional else None
+    return c[f] if c is not None and f in c else b.get(f)
 
 
 def main(cut: str = "aq") -> None:

@@ -1770,13 +1770,20 @@ def history_for(engine: str, predicted: dict, load: float | None = None) -> dict
     if not bands:
         return None
     out: dict[str, Any] = {"engine_family": _engine_family(engine), "sets": doc["sets"], **_banded(bands, predicted)}
-    if load is not None and math.isfinite(load):
-        cls = next((c for c in bands.get("by_load", []) if c["load_from"] <= load
-                    and (c["load_to"] is None or load < c["load_to"])), None)
-        if cls is not None:
-            out["load_class"] = {"load": float(load), "load_from": cls["load_from"], "load_to": cls["load_to"],
-                                 **_banded(cls, predicted)}
+    cls = load_class(bands, load)
+    if cls is not None and load is not None:
+        out["load_class"] = {"load": float(load), "load_from": cls["load_from"], "load_to": cls["load_to"],
+                             **_banded(cls, predicted)}
     return out
+
+
+def load_class(bands: dict, load: float | None) -> dict | None:
+    """The class of one engine family's `bands` (error_bands `by_load`) that a predicted `load` falls in, or None
+    (no load, or no class with a band there)."""
+    if load is None or not math.isfinite(load):
+        return None
+    return next((c for c in bands.get("by_load", []) if c["load_from"] <= load
+                 and (c["load_to"] is None or load < c["load_to"])), None)
 
 
 # ---- report -------------------------------------------------------------------------------------------
