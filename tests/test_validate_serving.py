@@ -712,6 +712,27 @@ def test_every_set_pooled_from_the_cli(run_cli):
     assert [c["set"] for c in doc["by_set_and_family"]] == list(S.SETS)
 
 
+def test_a_list_of_sets_pooled_from_the_cli(run_cli, tmp_path):
+    """`validate --serving --set bd,be`: those sets' rows as registered, pooled as `all` pools every set, with their
+    implied end-to-end latency (the replications' pooled figure in docs/simulator.md is this); a list with an unknown
+    or repeated set is one line and a non-zero exit (1, as an unknown single set)."""
+    code, out, err = run_cli("validate", "--serving", "--set", "bd,be", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [r["error"] for r in doc["rows"]] == [r["error"] for r in S.compare_all(["bd", "be"])]
+    assert {r["set"] for r in doc["rows"]} == {"bd", "be"}
+    assert [c["set"] for c in doc["by_set_and_family"]] == ["bd", "be"]
+    assert doc["implied_e2e"] == S.implied_e2e_of("bd") + S.implied_e2e_of("be")
+    page = tmp_path / "bd_be.md"
+    code, out, err = run_cli("validate", "--serving", "--set", "bd,be", "--write-docs", str(page))
+    assert code == 0, err
+    text = page.read_text()
+    assert "sets bd, be pooled" in text and "## Implied end-to-end latency" in text
+    for bad, why in (("bd,zz", "unknown set(s) 'zz'"), ("bd,bd", "a set named twice")):
+        code, out, err = run_cli("validate", "--serving", "--set", bad)
+        assert code == 1 and why in err and len(err.strip().splitlines()) == 1
+
+
 def test_shipped_error_bands_are_every_sets_blind_history():
     """serving_error_bands.yaml is error_bands over every set as registered (regenerate it with
     scripts/serving_error_bands.py when a set is added); the percentiles by hand on five rows."""

@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
         serving: Annotated[bool, typer.Option("--serving", help="Score the serving simulator's pre-registered predictions against published serving runs (docs/validation_serving.md); with --write-docs, write that page.")] = False,
-        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to z, aa to az, ba to bh (the _c … _z, _aa … _az and _ba … _bh files), or all (every set pooled, as registered).")] = None,
+        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to z, aa to az, ba to bh (the _c … _z, _aa … _az and _ba … _bh files), all (every set pooled, as registered), or a comma-separated list of sets pooled (e.g. bd,be,bf,bg,bh).")] = None,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
         from ..requests.rules import output_path, text_file
@@ -83,25 +83,31 @@ def register(app: typer.Typer) -> None:
 def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, set_name: str = "a") -> None:
     """`roofline validate --serving`: per run and metric the error of the pre-registered serving predictions,
     mean/median APE and coverage by metric family, metric, engine, GPU and source (validate/serving.py)."""
+    import numpy as np
+
     from ..requests.rules import UsageError, output_path
     from ..validate import serving as S
 
     extra = [f for f, v in (("--dataset", dataset), ("--plot", plot), ("--kernels", kernels != "factor")) if v]
     if extra:
         raise UsageError(f"--serving scores the serving runs of validate/data/serving_runs.yaml; drop {', '.join(extra)}")
-    pooled = set_name == "all"
+    names = S.pooled_sets(set_name)  # every set (all), a list of them, or None: one set
+    pooled = names is not None
     if not pooled:
         S.set_paths(set_name)  # an unknown set: one line before any work
     if write_docs is not None:
         output_path("--write-docs", write_docs, (".md",))
-    res = S.compare_all() if pooled else S.compare(set_name=set_name)
+    res = S.compare_all(names) if names is not None else S.compare(set_name=set_name)
     tabs = S.summary_tables(res)
+    some = names is not None and set_name != "all"  # a list of sets: their implied end-to-end latency pooled too
+    implied_rows = [x for n in names for x in S.implied_e2e_of(n)] if names is not None and some else []
     if write_docs is not None:
         write_docs.parent.mkdir(parents=True, exist_ok=True)
-        write_docs.write_text(S.markdown_all(res) if pooled else S.markdown(res, set_name=set_name))
+        write_docs.write_text(S.markdown(res, set_name=set_name) if names is None else
+                              S.markdown_all(res, names if some else None, write_docs.as_posix()))
     if json:
         pivots = {f"by_{k}_and_family": S.pivot(res, k) for k in S.ALL_KEYS} if pooled else {}
-        implied = {} if pooled else {"implied_e2e": S.implied_e2e_of(set_name)}
+        implied = ({"implied_e2e": implied_rows} if some else {} if pooled else {"implied_e2e": S.implied_e2e_of(set_name)})
         return print_json({"rows": res, **{f"by_{k}": v for k, v in tabs.items()}, **pivots, **implied})
     if rows:
         table("serving runs", ["run", "metric", "measured s", "predicted s", "low", "high", "error", "in", "note"],
@@ -120,6 +126,12 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, se
                   [key.replace("_", " "), "end-to-end", "ITL / TPOT", "TTFT"],
                   [[c[key], cell(c["e2e"]), cell(c["itl"]), cell(c["ttft"])] for c in S.pivot(res, key)],
                   caption="mean APE / median APE (median error, n) over the committed predictions of every set")
+    if implied_rows:
+        e = np.array([x["error"] for x in implied_rows])
+        table("implied end-to-end latency (derived: TTFT + (output - 1) x TPOT)",
+              ["runs", "n", "mean APE", "median APE", "median error"],
+              [["all", len(e), f"{np.mean(np.abs(e)):.0%}", f"{np.median(np.abs(e)):.0%}", f"{np.median(e):+.0%}"]],
+              caption="from the committed predictions and the measured values of runs that score TTFT and TPOT only")
     for key in ("family",) if pooled else ("family", "metric", "engine", "gpu"):
         table(f"serving validation by {key}", [key, "n", "mean APE", "median APE", "median error", "coverage",
                                                 "mean APE unsaturated (n)"],
