@@ -80,6 +80,8 @@ CASES = [
     ("validate --serving --plot {out_xyz}", 2, "--serving scores the serving runs"),
     ("validate --serving --write-docs {out_txt}", 1, "must end in .md"),
     ("validate --serving --set zz", 1, "unknown serving validation set 'zz'; expected one of a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z, aa, ab, ac, ad, ae, af, ag, ah, ai, aj, ak, al, am, an, ao, ap"),
+    ("validate --serving --set bd,zz", 1, "--set 'bd,zz': unknown set(s) 'zz'; expected a comma-separated list of distinct sets"),
+    ("validate --serving --set bd,bd", 1, "--set 'bd,bd': a set named twice; expected a comma-separated list"),
     ("validate --set b", 2, "--set picks a serving validation set; use it with --serving"),
     (f"{SIM} --plot {{bin}}", 1, "is a file; give a folder"),
     # --- usage: options that cannot be combined
