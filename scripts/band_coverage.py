@@ -13,15 +13,12 @@ metric family: scored metrics, the share inside each band (nominal 80%), and the
 from __future__ import annotations
 
 import argparse
-import math
 import subprocess
 
-import numpy as np
 import yaml
 
-from roofline.validate.serving import _REPO, _engine_family, _load, compare, load_class, set_paths
-
-ALPHA = 0.2
+from band_holdout import band_scores
+from roofline.validate.serving import _REPO, _load, compare, set_paths
 
 
 def bands_at(commit: str) -> dict:
@@ -49,21 +46,8 @@ def main() -> None:
     print(f"{'metric':<8}{'n':>4}{'pooled: inside':>16}{'score':>8}{'load class: inside':>20}{'score':>8}")
     for f in ("e2e", "itl", "ttft"):
         sel = [r for r in rows if r["family"] == f]
-        cells = []
-        for conditional in (False, True):
-            inside, score = [], []
-            for r in sel:
-                fam = bands.get(_engine_family(r["engine"]), {})
-                c = load_class(fam, r.get("load")) if conditional else None
-                b = c[f] if c is not None and f in c else fam.get(f)
-                if b is None:
-                    continue
-                lo, hi, y = math.log(b["ratio_p10"]), math.log(b["ratio_p90"]), math.log(r["measured"] / r["predicted"])
-                inside.append(lo <= y <= hi)
-                score.append(hi - lo + 2 / ALPHA * (max(lo - y, 0.0) + max(y - hi, 0.0)))
-            cells.append((np.mean(inside), np.mean(score)) if inside else (math.nan, math.nan))
         if sel:
-            (c0, s0), (c1, s1) = cells
+            (c0, _, s0), (c1, _, s1) = (band_scores(sel, bands, f, conditional) for conditional in (False, True))
             print(f"{f:<8}{len(sel):>4}{c0:>16.0%}{s0:>8.2f}{c1:>20.0%}{s1:>8.2f}")
 
 

@@ -30,6 +30,23 @@ def band_for(bands: dict, fam: str, f: str, load: float | None, conditional: boo
     return c[f] if c is not None and f in c else b.get(f)
 
 
+def band_scores(rows: list[dict], bands: dict, f: str, conditional: bool) -> tuple[float, float, float]:
+    """(share inside the 10th-90th band, median width, mean interval score), both in log-ratio, of the metric
+    family `f` rows against `bands` (per engine family), pooled or by load class as history_for picks them."""
+    inside, width, score = [], [], []
+    for r in rows:
+        b = band_for(bands, _engine_family(r["engine"]), f, r.get("load"), conditional)
+        if b is None:
+            continue
+        lo, hi, y = math.log(b["ratio_p10"]), math.log(b["ratio_p90"]), math.log(r["measured"] / r["predicted"])
+        inside.append(lo <= y <= hi)
+        width.append(hi - lo)
+        score.append(hi - lo + 2 / ALPHA * (max(lo - y, 0.0) + max(y - hi, 0.0)))
+    if not inside:
+        return math.nan, math.nan, math.nan
+    return float(np.mean(inside)), float(np.median(width)), float(np.mean(score))
+
+
 def main(cut: str = "aq") -> None:
     if cut not in SETS:
         raise SystemExit(f"error: unknown set {cut!r}; expected one of {', '.join(SETS)}")
@@ -44,21 +61,8 @@ def main(cut: str = "aq") -> None:
     for fam in ("vllm", "sglang", "trtllm"):
         for f in ("e2e", "itl", "ttft"):
             sel = [r for r in test if _engine_family(r["engine"]) == fam and r["family"] == f]
-            cells = []
-            for conditional in (False, True):
-                inside, width, score = [], [], []
-                for r in sel:
-                    b = band_for(fit, fam, f, r.get("load"), conditional)
-                    if b is None:
-                        continue
-                    ratio = r["measured"] / r["predicted"]
-                    lo, hi, y = math.log(b["ratio_p10"]), math.log(b["ratio_p90"]), math.log(ratio)
-                    inside.append(lo <= y <= hi)
-                    width.append(hi - lo)
-                    score.append(hi - lo + 2 / ALPHA * (max(lo - y, 0.0) + max(y - hi, 0.0)))
-                cells.append((np.mean(inside), np.median(width), np.mean(score)) if inside else (math.nan,) * 3)
             if sel:
-                (c0, w0, s0), (c1, w1, s1) = cells
+                (c0, w0, s0), (c1, w1, s1) = (band_scores(sel, fit, f, conditional) for conditional in (False, True))
                 print(f"{fam:<8}{f:<6}{len(sel):>6}{c0:>17.0%}{w0:>8.2f}{s0:>8.2f}{c1:>18.0%}{w1:>8.2f}{s1:>8.2f}")
 
 
