@@ -83,8 +83,6 @@ def register(app: typer.Typer) -> None:
 def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, set_name: str = "a") -> None:
     """`roofline validate --serving`: per run and metric the error of the pre-registered serving predictions,
     mean/median APE and coverage by metric family, metric, engine, GPU and source (validate/serving.py)."""
-    import numpy as np
-
     from ..requests.rules import UsageError, output_path
     from ..validate import serving as S
 
@@ -127,10 +125,10 @@ def _serving(json: bool, rows: bool, write_docs, dataset, plot, kernels: str, se
                   [[c[key], cell(c["e2e"]), cell(c["itl"]), cell(c["ttft"])] for c in S.pivot(res, key)],
                   caption="mean APE / median APE (median error, n) over the committed predictions of every set")
     if implied_rows:
-        e = np.array([x["error"] for x in implied_rows])
         table("implied end-to-end latency (derived: TTFT + (output - 1) x TPOT)",
               ["runs", "n", "mean APE", "median APE", "median error"],
-              [["all", len(e), f"{np.mean(np.abs(e)):.0%}", f"{np.median(np.abs(e)):.0%}", f"{np.median(e):+.0%}"]],
+              [[label, n, f"{mean:.0%}", f"{median:.0%}", f"{bias:+.0%}"]
+               for label, n, mean, median, bias in S.implied_e2e_summary(implied_rows)],
               caption="from the committed predictions and the measured values of runs that score TTFT and TPOT only")
     for key in ("family",) if pooled else ("family", "metric", "engine", "gpu"):
         table(f"serving validation by {key}", [key, "n", "mean APE", "median APE", "median error", "coverage",

@@ -1544,14 +1544,21 @@ def _implied_e2e_section(rows: list[dict]) -> list[str]:
            "(`implied_e2e`). A check of how the two scored halves add up, not a measured metric: a run can get e2e "
            "right and the TTFT/TPOT split wrong.", "",
            "| runs | n | mean APE | median APE | median error |", "|---|---|---|---|---|"]
+    for label, n, mean, median, bias in implied_e2e_summary(rows):
+        out.append(f"| {label} | {n} | {_pct(mean)} | {_pct(median)} | {100 * bias:+.0f}% |")
+    return out + [""]
+
+
+def implied_e2e_summary(rows: list[dict], keys: tuple[str, ...] = ("engine_family", "gpu")) -> list[tuple]:
+    """(label, n, mean APE, median APE, median error) of `implied_e2e` rows: all of them, then per value of each key."""
     groups = [("all", rows)]
-    for key in ("engine_family", "gpu"):
+    for key in keys:
         groups += [(f"{v}", [x for x in rows if x[key] == v]) for v in sorted({x[key] for x in rows})]
+    out = []
     for label, g in groups:
         e = np.array([x["error"] for x in g])
-        out.append(f"| {label} | {len(g)} | {_pct(float(np.mean(np.abs(e))))} | {_pct(float(np.median(np.abs(e))))} | "
-                   f"{100 * float(np.median(e)):+.0f}% |")
-    return out + [""]
+        out.append((label, len(g), float(np.mean(np.abs(e))), float(np.median(np.abs(e))), float(np.median(e))))
+    return out
 
 
 def _gpu_label(run: dict) -> str:
