@@ -2050,3 +2050,23 @@ def test_what_if_errors_are_the_seed_0_run_against_its_measured_values():
     assert got == run and [k for k, _ in errors] == [k for k in run["metrics"] if k not in run.get("not_modelled", {})]
     assert errors == [(k, sim[k] / float(measured[k]) - 1) for k, _ in errors]
     assert S.what_if_errors("a", rid)[1] != errors
+
+
+def test_ttft_split_script_rests_on_the_little_law_identity():
+    """scripts/ttft_split.py splits a closed loop's TTFT error into Δe2e − (osl − 1)·ΔTPOT. On set bi's 17 runs the
+    rows it reads carry osl − 1 as the gap count (from the run ids' fixed lengths), and the identity holds to
+    rounding: the TTFT difference in seconds equals the implied end-to-end difference less the decode difference."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "ttft_split.py"
+    spec = importlib.util.spec_from_file_location("ttft_split", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = mod.rows_of(["bi"])
+    assert len(rows) == 17
+    for r in rows:
+        osl = int(r["run"].split("x")[1].split("-")[0])
+        assert r["gaps"] == pytest.approx(osl - 1, abs=1e-6)
+        d_ttft = r["ttft"][0] - r["ttft"][1]
+        assert d_ttft == pytest.approx((r["e2e"][0] - r["e2e"][1]) - r["gaps"] * (r["tpot"][0] - r["tpot"][1]), abs=1e-9)
