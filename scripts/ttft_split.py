@@ -44,6 +44,7 @@ def rows_of(sets: list[str]) -> list[dict]:
             if c is None or r.get("rate") not in (float("inf"), ".inf"):
                 continue  # closed loops only
             out.append({"set": s, "run": e["run"], "C": int(c), "gaps": (e["measured"] - mt) / mp,
+                        "engine": S._engine_family(r["engine"]), "gpu": e["gpu"],
                         "ttft": (pt, mt), "tpot": (pp, mp), "e2e": (e["predicted"], e["measured"])})
     return out
 
@@ -72,6 +73,16 @@ def main() -> None:
         label = f"{lo}–{hi}" if hi < 10**9 else f"{lo}+"
         print(f"{label:<14}{len(sub):>5}{100 * ape([r['ttft'] for r in sub]):>8.1f}%{100 * ape([r['tpot'] for r in sub]):>8.1f}%"
               f"{100 * ape([r['e2e'] for r in sub]):>8.1f}%{len(split):>22}{100 * share:>37.0f}%")
+    print("mean decode batch C·(osl − 1)·TPOT / e2e at 97 or more clients, measured (predicted), min–max per engine, GPU "
+          "and C:")
+    groups: dict = {}
+    for r in rows:
+        if r["C"] >= 97:
+            groups.setdefault((r["engine"], r["gpu"], r["C"]), []).append(r)
+    for (eng, gpu, c), sub in sorted(groups.items()):
+        m = [c * r["gaps"] * r["tpot"][1] / r["e2e"][1] for r in sub]
+        p = [c * r["gaps"] * r["tpot"][0] / r["e2e"][0] for r in sub]
+        print(f"  {eng:<8}{gpu:<12}C {c:>4}{len(sub):>5} runs  {min(m):6.1f}–{max(m):6.1f} ({min(p):.1f}–{max(p):.1f})")
     print("runs whose e2e is within 5% and TTFT 30% or more off (predicted/measured − 1):")
     for r in rows:
         e, t, p = (r[k][0] / r[k][1] - 1 for k in ("e2e", "ttft", "tpot"))
