@@ -7,16 +7,15 @@ which every request waits the same time for its prompt pass (set bi's L1418: 291
 round). A real client and server are not that regular, so the question is whether the simulator's TTFT misses on
 AIConfigurator's TensorRT-LLM rows are that lock-step. Each run is simulated at seed 0 with the central factors, its
 keys as registered, with each request's arrival at the scheduler delayed by an exponential draw (mean 0, 2 and 10 ms;
-fixed generator seed 7) on top of the engine's request-in and tokenising (simulate/overheads.run_closed_loop, replaced
-in this process only), and scored against the measured values. The registered predictions stay what
-docs/validation_serving_*.md score; this prints and writes nothing.
+fixed generator seed 7) on top of the engine's request-in and tokenising (the engine's overheads wrapped for
+simulate/overheads.run_closed_loop, in this process only), and scored against the measured values. The registered
+predictions stay what docs/validation_serving_*.md score; this prints and writes nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 
 import numpy as np
 
@@ -24,21 +23,26 @@ SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi"
 MEANS_S = (0.0, 0.002, 0.010)
 
 
-def jittered(mean_s: float):
-    """run_closed_loop with an exponential delay of mean `mean_s` added to each request's delay_in (seed 7)."""
-    from roofline.simulate import overheads as O
-    from roofline.simulate.core import ClosedLoop
+class Jittered:
+    """The engine's overheads with an exponential delay of mean `mean_s` (generator seed 7) added to each request's
+    arrival delay (request-in and tokenising); every other figure is the engine's own."""
+
+    def __init__(self, overheads, mean_s: float):
+        self._overheads, self._mean_s = overheads, mean_s
+
+    def __getattr__(self, name):
+        return getattr(self._overheads, name)
+
+    def arrival_delay_s(self, prompt_tokens):
+        base = np.asarray(self._overheads.arrival_delay_s(prompt_tokens), dtype=float) * np.ones(len(prompt_tokens))
+        return base + np.random.default_rng(7).exponential(self._mean_s, len(prompt_tokens)) if self._mean_s else base
+
+
+def jittered(original, mean_s: float):
+    """`original` (simulate/overheads.run_closed_loop) over Jittered overheads."""
 
     def run_closed_loop(workload, overheads, concurrency, run):
-        delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
-        if mean_s > 0:
-            delay_in = delay_in + np.random.default_rng(7).exponential(mean_s, workload.n)
-        service = O.serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n) if O.SERIAL_TOKENIZER else None
-        loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s), service_s=service)
-        tr = run(workload, loop)
-        out = overheads.first_token_out_s
-        return replace(tr, arrival_s=np.asarray(loop.sends_s, dtype=float),
-                       first_token_s=np.asarray(tr.first_token_s) + out, finish_s=np.asarray(tr.finish_s) + out)
+        return original(workload, Jittered(overheads, mean_s), concurrency, run)
 
     return run_closed_loop
 
@@ -52,7 +56,7 @@ def one(job):
     original, out = O.run_closed_loop, []
     try:
         for mean_s in MEANS_S:
-            O.run_closed_loop = jittered(mean_s)
+            O.run_closed_loop = jittered(original, mean_s)
             out.append(dict(S.what_if_errors(s, rid, None)[1]))
     finally:
         O.run_closed_loop = original
