@@ -1773,15 +1773,16 @@ def test_set_bb_committed_predictions_and_declared_alternative_reproduce():
     ("bj", "9729d4c", 17, 13, (), ("L1256", "L1343", "L1460")),
     ("bk", "b0df1f9", 17, 2, (), ("L1138", "L1327", "L1476")),
     ("bl", "62a0ad7", 17, 13, (), ("L1182", "L1338", "L1481")),
+    ("bm", "953d006", 17, 1, (), ("L1186", "L1316", "L1477")),
 ])
 def test_sets_bc_and_on_fp8_kv_predictions_and_declared_alternative_reproduce(name, commit, runs, under_rule, removed,
                                                                                lines):
     """Set bc (part A, the sixteenth per-group draw; part B, TensorRT-LLM H100 Qwen3-32B FP8 rows drawn for the rule)
-    and its replications bd (L1172 and L1245 removed before predictions, their values seen), be, bf, bg, bh, bi, bj, bk and bl
-    recompute exactly
+    and its replications bd (L1172 and L1245 removed before predictions, their values seen), be, bf, bg, bh, bi, bj, bk, bl and
+    bm recompute exactly
     for a TensorRT-LLM Qwen3-32B FP8 run with an FP8 KV cache (the registered rule: kv_dtype fp8 on every such run,
     AIConfigurator's per-tensor Qwen3-32B experiment) and two more runs (a TensorRT-LLM Llama run and a vLLM run; two
-    Llama runs on be, bf, bg, bh, bi, bj, bk and bl, which have no vLLM row); the declared
+    Llama runs on be, bf, bg, bh, bi, bj, bk, bl and bm, which have no vLLM row); the declared
     alternative (a BF16 KV cache) is what the code gives with kv_dtype bf16 and moves exactly the runs under the rule;
     no run carries set bb's fp8_scales; at the commit the predictions record, the measured values were not in the
     repository."""
