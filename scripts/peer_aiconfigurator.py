@@ -1,8 +1,9 @@
 """The peer that made the measurements, on the same blind rows: NVIDIA AIConfigurator's own estimate of every scored
 serving run drawn from its measurement set (silicon_sample.csv), beside roofline's registered predictions.
 
-    # 1. AIConfigurator's estimates (a Python with `pip install aiconfigurator==0.12.0`; nothing else of the project):
-    python scripts/peer_aiconfigurator.py estimate --csv silicon_sample.csv [--out docs/peers/aiconfigurator_silicon.yaml]
+    # 1. AIConfigurator's estimates (a Python with `pip install aiconfigurator==0.12.0`, nothing else of the project;
+    #    FILE defaults to docs/peers/aiconfigurator_silicon.yaml):
+    python scripts/peer_aiconfigurator.py estimate --csv silicon_sample.csv [--out FILE]
     # 2. the comparison (the project's venv; reads the committed estimates, predictions and measured values):
     .venv/bin/python scripts/peer_aiconfigurator.py compare
 
@@ -14,8 +15,9 @@ _estimate_args: model, system, mode, backend, version, isl, osl, quantisation, b
 retrying with the package's default database version when the row's version has none, as that script does (its
 trigger, "Failed to load perf database", is "looks like an old-style raw version query" in 0.12.0, so any error naming
 the version retries). Models whose config the package has not cached and cannot download offline get a local directory
-with the cached config of the same architecture (LOCAL_STANDINS; the row's quantisation columns still say FP8 or NVFP4). It writes AIConfigurator's TTFT and TPOT per run (ms), or the error.
-`compare` scores both on the runs AIConfigurator estimated: mean and median APE of TTFT and TPOT per engine family.
+with the cached config of the same architecture (LOCAL_STANDINS; the row's quantisation columns still say FP8 or
+NVFP4). It writes AIConfigurator's TTFT and TPOT per run (ms), or the error. `compare` scores both on the runs
+AIConfigurator estimated: mean and median APE of TTFT and TPOT per engine family.
 
 Read with care: AIConfigurator is not blind to these rows (silicon_sample.csv is its own accuracy-regression set,
 docs/design/prediction_regression_gate_design.md at 095f58a51c4c), its release is newer than the measurements, and
@@ -102,7 +104,7 @@ def estimate(csv_path: Path, out: Path) -> None:
                     r = cli_estimate(**args)
                 entry.update(ttft_ms=float(r.ttft), tpot_ms=float(r.tpot), database=attempt)
                 break
-            except Exception as e:  # the package's own error, recorded per run (noqa: BLE001 on purpose)
+            except Exception as e:  # any error of the package's is recorded with the run, not raised
                 if attempt == "row version" and args["backend_version"] is not None and "version" in str(e):
                     args["backend_version"] = None
                     continue
@@ -111,9 +113,9 @@ def estimate(csv_path: Path, out: Path) -> None:
         results[rid] = entry
         print(f"\r{k + 1}/{len(jobs)} runs, {time.time() - t0:.0f} s", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    doc = {"note": ("AIConfigurator's own estimates (aiconfigurator.cli.api.cli_estimate) of the scored serving runs drawn "
-                    "from its silicon_sample.csv, written by scripts/peer_aiconfigurator.py estimate; ms. Not blind: the "
-                    "CSV is the package's accuracy-regression set."),
+    doc = {"note": ("AIConfigurator's own estimates (aiconfigurator.cli.api.cli_estimate) of the scored serving runs "
+                    "drawn from its silicon_sample.csv, written by scripts/peer_aiconfigurator.py estimate; ms. Not "
+                    "blind: the CSV is the package's accuracy-regression set."),
            "package": f"aiconfigurator {version} (PyPI)", "csv": "ai-dynamo/aiconfigurator@095f58a51c4c "
            "aic-core/src/aiconfigurator_core/systems/silicon_sample.csv", "local_standins": LOCAL_STANDINS,
            "estimated_on": time.strftime("%Y-%m-%d"), "runs": results}
@@ -162,7 +164,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("estimate", help="AIConfigurator's estimates of the scored rows (needs aiconfigurator)")
-    e.add_argument("--csv", type=Path, required=True, help="silicon_sample.csv at ai-dynamo/aiconfigurator@095f58a51c4c")
+    e.add_argument("--csv", type=Path, required=True,
+                   help="silicon_sample.csv at ai-dynamo/aiconfigurator@095f58a51c4c")
     e.add_argument("--out", type=Path, default=OUT)
     c = sub.add_parser("compare", help="roofline's registered predictions against AIConfigurator's, same runs")
     c.add_argument("--out", type=Path, default=OUT)

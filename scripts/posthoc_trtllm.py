@@ -125,7 +125,8 @@ def main() -> None:
     for model, tag in (("Llama 3.1 8B", "-l31-8b-"), ("Qwen3-32B", "-q3-32b-")):
         for lo, hi in CLASSES:
             label = f"{model} C {lo}–{hi}" if hi < 10**9 else f"{model} C {lo}+"
-            groups.append((label, lambda rid, t=tag, lo=lo, hi=hi: t in rid and lo <= int(re.search(r"-c(\d+)-", rid)[1]) <= hi))
+            groups.append((label, lambda rid, t=tag, lo=lo, hi=hi:
+                           t in rid and lo <= int(re.search(r"-c(\d+)-", rid)[1]) <= hi))
     print(f"{'runs':<26}" + "".join(f"{w:>16}" for w in whats))
     for label, keep in groups:
         n = ape(res, whats[0], "ttft_mean", keep)[1]
