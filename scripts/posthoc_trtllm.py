@@ -21,6 +21,9 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
 - `sync`: the next batch scheduled when this one ends, not while it runs (schedule_ahead 0; AIConfigurator's queueing
   note, ai-dynamo/aiconfigurator@ee07d8ebf docs/design/queueing_model.md, maps TensorRT-LLM's overlap loop to no
   admission lookahead).
+- `all_slots`, `one_slot`, `two_slots`: at most 2048 (the engine default, as the sets before bn registered every run),
+  C − 1 or C − 2 of the C clients' requests running at once (`max_seqs`). `one_slot` is the rule declared before set bn
+  for the Llama 3.1 8B rows (docs/simulator.md, "Declared before gathering set bn"), found with this what-if.
 
 Prints the TTFT and TPOT mean APE of each what-if, over all runs and per model and client-concurrency class.
 """
@@ -34,8 +37,9 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk"
-WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync")
+SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
+WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
+        "one_slot", "two_slots")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
@@ -65,6 +69,9 @@ def run_keys(what: str, run: dict, ds: dict) -> dict:
         return {"eager_s_per_kernel": 9.0e-05}
     if what == "output_stage":
         return {"stream_s_per_chunk": 1.09e-04}
+    if what in ("all_slots", "one_slot", "two_slots"):
+        c = int(run["max_concurrency"])
+        return {"max_seqs": {"all_slots": 2048, "one_slot": max(1, c - 1), "two_slots": max(1, c - 2)}[what]}
     return {}
 
 
