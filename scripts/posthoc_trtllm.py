@@ -44,7 +44,7 @@ CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
 class Overheads:
-    """The engine's overheads with `extra_in` (a function of the prompt lengths, seconds) added to each request's
+    """The engine's overheads with `extra_in(n)` (n requests -> n delays, seconds) added to each request's
     arrival delay and request-in replaced by `request_in_s` where given; every other figure is the engine's own."""
 
     def __init__(self, overheads, extra_in=None, request_in_s=None):
