@@ -1805,10 +1805,11 @@ def test_sets_bc_and_on_fp8_kv_predictions_and_declared_alternative_reproduce(na
 @pytest.mark.parametrize("name, commit, n_llama, llama_line, qwen_line", [
     ("bn", "9559d15", 15, "L1361", "L1193"),
     ("bo", "ec295b6", 13, "L1359", "L1272"),
+    ("bp", "2ed33ba", 11, "L1365", "L1233"),
 ])
 def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, commit, n_llama, llama_line, qwen_line):
     """Set bn (declared before gathering, b0a62e4: one slot fewer on TensorRT-LLM H100 Llama 3.1 8B rows) and its
-    replication bo carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8 KV cache on
+    replications bo and bp carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8 KV cache on
     their Qwen3-32B FP8 runs; the predictions recompute for a Llama run with the rule and, with max_seqs 2048, for the
     declared alternative, and for a Qwen run; the alternative moves only runs under one of the two rules; at the commit
     the predictions record, the measured values were not in the repository."""
