@@ -133,14 +133,16 @@ def compare(out: Path = OUT, sets: list[str] | None = None) -> dict:
 
     from roofline.validate import serving as S
 
-    est = yaml.safe_load(out.read_text())["runs"]
+    by_set: dict[str, dict] = {}
+    for rid, e in yaml.safe_load(out.read_text())["runs"].items():
+        by_set.setdefault(e["set"], {})[rid] = e
     pairs: dict[str, list] = {}
-    for s in sorted({e["set"] for e in est.values()} & set(sets or S.SETS), key=S.SETS.index):
+    for s in sorted(set(by_set) & set(sets or S.SETS), key=S.SETS.index):
         sp = S.set_paths(s)
         pred, meas = S._load(sp["predictions"])["runs"], S._load(sp["measured"])["runs"]
         runs = {r["id"]: r for r in S.load_runs(set_name=s)["runs"]}
-        for rid, e in est.items():
-            if e["set"] != s or "ttft_ms" not in e or rid not in pred:
+        for rid, e in by_set[s].items():
+            if "ttft_ms" not in e or rid not in pred:
                 continue
             m, p = meas[rid], pred[rid]["metrics"]
             if not all(k in m and k in p for k in ("ttft_mean", "tpot_mean")):

@@ -1809,8 +1809,8 @@ def test_sets_bc_and_on_fp8_kv_predictions_and_declared_alternative_reproduce(na
 ])
 def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, commit, n_llama, llama_line, qwen_line):
     """Set bn (declared before gathering, b0a62e4: one slot fewer on TensorRT-LLM H100 Llama 3.1 8B rows) and its
-    replications bo and bp carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8 KV cache on
-    their Qwen3-32B FP8 runs; the predictions recompute for a Llama run with the rule and, with max_seqs 2048, for the
+    replications bo and bp carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8
+    KV cache on their Qwen3-32B FP8 runs; the predictions recompute for a Llama run with the rule and, with max_seqs 2048, for the
     declared alternative, and for a Qwen run; the alternative moves only runs under one of the two rules; at the commit
     the predictions record, the measured values were not in the repository."""
     doc, pred, alt = _registered_with_alternative(name, commit)
@@ -2085,18 +2085,22 @@ def test_what_if_errors_are_the_seed_0_run_against_its_measured_values():
     assert S.what_if_errors("a", rid)[1] != errors
 
 
+def _script(name: str):
+    """scripts/<name>.py loaded as a module (the scripts are not a package)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_ttft_split_script_rests_on_the_little_law_identity():
     """scripts/ttft_split.py splits a closed loop's TTFT error into Δe2e − (osl − 1)·ΔTPOT. On set bi's 17 runs the
     rows it reads carry osl − 1 as the gap count (from the run ids' fixed lengths), and the identity holds to
     rounding: the TTFT difference in seconds equals the implied end-to-end difference less the decode difference."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "ttft_split.py"
-    spec = importlib.util.spec_from_file_location("ttft_split", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    rows = mod.rows_of(["bi"])
+    rows = _script("ttft_split").rows_of(["bi"])
     assert len(rows) == 17
     for r in rows:
         osl = int(r["run"].split("x")[1].split("-")[0])
@@ -2108,20 +2112,15 @@ def test_ttft_split_script_rests_on_the_little_law_identity():
 def test_peer_aiconfigurator_estimates_are_of_the_scored_rows_and_compare_on_the_same_runs():
     """docs/peers/aiconfigurator_silicon.yaml (scripts/peer_aiconfigurator.py estimate: AIConfigurator 0.12.0's
     cli_estimate of every scored run drawn from its silicon_sample.csv) holds one entry per such run of the sets it
-    covers, with the run's own set and CSV line; `compare` scores roofline's registered predictions and AIConfigurator's on exactly the runs
-    both predicted (its per-family counts add up to the pool), from the committed files. One run by hand: set bi's
-    L1432, AIConfigurator's 62.8 ms TTFT against 1.98 s measured."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "peer_aiconfigurator.py"
-    spec = importlib.util.spec_from_file_location("peer_aiconfigurator", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    covers, with the run's own set and CSV line; `compare` scores roofline's registered predictions and
+    AIConfigurator's on exactly the runs both predicted (its per-family counts add up to the pool), from the committed
+    files. One run by hand: set bi's L1432, AIConfigurator's 62.8 ms TTFT against 1.98 s measured."""
+    mod = _script("peer_aiconfigurator")
     est = yaml.safe_load(mod.OUT.read_text())["runs"]
     rows = mod.scored_rows()
     sets = {e["set"] for e in est.values()}  # a set drawn after the file was written is not in it yet
-    assert {rid: (s, line) for s, rid, line in rows if s in sets} == {rid: (e["set"], e["csv_line"]) for rid, e in est.items()}
+    assert ({rid: (s, line) for s, rid, line in rows if s in sets}
+            == {rid: (e["set"], e["csv_line"]) for rid, e in est.items()})
     done = {rid for rid, e in est.items() if "ttft_ms" in e}
     assert len(done) > 0.85 * len(est) and all("error" in e for rid, e in est.items() if rid not in done)
     table = mod.compare(sets=["bi"])
