@@ -1803,14 +1803,16 @@ def test_sets_bc_and_on_fp8_kv_predictions_and_declared_alternative_reproduce(na
     _registered_before_measured(name, pred["at_commit"])
 
 
-@pytest.mark.parametrize("name, commit, n_llama, llama_line, qwen_line", [
-    ("bn", "9559d15", 15, "L1361", "L1193"),
-    ("bo", "ec295b6", 13, "L1359", "L1272"),
-    ("bp", "2ed33ba", 11, "L1365", "L1233"),
+@pytest.mark.parametrize("name, commit, n_llama, n_fp8, llama_line, qwen_line", [
+    ("bn", "9559d15", 15, 2, "L1361", "L1193"),
+    ("bo", "ec295b6", 13, 2, "L1359", "L1272"),
+    ("bp", "2ed33ba", 11, 2, "L1365", "L1233"),
+    ("bq", "f5bc52e", 8, 14, "L1350", "L1143"),
 ])
-def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, commit, n_llama, llama_line, qwen_line):
+def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, commit, n_llama, n_fp8, llama_line,
+                                                                         qwen_line):
     """Set bn (declared before gathering, b0a62e4: one slot fewer on TensorRT-LLM H100 Llama 3.1 8B rows) and its
-    replications bo and bp carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8
+    replications bo, bp and bq carry max_seqs C - 1 on every Llama run and the engine default 2048 elsewhere, and an FP8
     KV cache on their Qwen3-32B FP8 runs; the predictions recompute for a Llama run with the rule and, with max_seqs 2048, for the
     declared alternative, and for a Qwen run; the alternative moves only runs under one of the two rules; at the commit
     the predictions record, the measured values were not in the repository."""
@@ -1819,7 +1821,7 @@ def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, c
     assert len(llama) == n_llama and all(r["max_seqs"] == r["max_concurrency"] - 1 for r in llama)
     assert all(r["max_seqs"] == 2048 for r in doc["runs"] if r["model"] != "llama-3.1-8b")
     fp8kv = {r["id"] for r in doc["runs"] if r.get("kv_dtype") == "fp8"}
-    assert len(fp8kv) == 2
+    assert len(fp8kv) == n_fp8
     moved = {r for r in pred["runs"] if pred["runs"][r]["metrics"] != alt["runs"][r]["metrics"]}
     assert fp8kv <= moved <= fp8kv | {r["id"] for r in llama}
     by_line = {r["id"].rsplit("-", 1)[1]: r for r in doc["runs"]}
