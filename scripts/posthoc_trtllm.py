@@ -24,6 +24,10 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
 - `all_slots`, `one_slot`, `two_slots`: at most 2048 (the engine default, as the sets before bn registered every run),
   C − 1 or C − 2 of the C clients' requests running at once (`max_seqs`). `one_slot` is the rule declared before set bn
   for the Llama 3.1 8B rows (docs/simulator.md, "Declared before gathering set bn"), found with this what-if.
+- `row_concurrency`: the gpt-oss-120b rows (L1489-L1491, Dynamo jobs of TensorRT-LLM 1.3.0rc1) at the concurrency their
+  provenance records, silicon_concurrency = batch_size x TP, instead of batch_size (the sets' convention, flagged in
+  each run's known_gaps); the request count, AIConfigurator's token budget and the CUDA-graph bound follow C as the
+  sets' rules give them. Other runs are unchanged by it. Tried after set bq was scored.
 
 Prints the TTFT and TPOT mean APE of each what-if, over all runs and per model and client-concurrency class.
 """
@@ -39,7 +43,7 @@ import numpy as np
 
 SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
 WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
-        "one_slot", "two_slots")
+        "one_slot", "two_slots", "row_concurrency")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
@@ -69,6 +73,11 @@ def run_keys(what: str, run: dict, ds: dict) -> dict:
         return {"eager_s_per_kernel": 9.0e-05}
     if what == "output_stage":
         return {"stream_s_per_chunk": 1.09e-04}
+    if what == "row_concurrency" and "-gptoss120b-" in run["id"]:
+        c = int(run["max_concurrency"]) * int(re.search(r"-tp(\d+)-", run["id"])[1])
+        isl = int(ds["prompt_range"][1])
+        return {"max_concurrency": c, "requests": 20 * c, "max_batched_tokens": int(math.ceil((c + isl + 1500) / 32) * 32),
+                "cuda_graph_max_batch": max(128, c)}
     if what in ("all_slots", "one_slot", "two_slots"):
         c = int(run["max_concurrency"])
         return {"max_seqs": {"all_slots": 2048, "one_slot": max(1, c - 1), "two_slots": max(1, c - 2)}[what]}
@@ -129,7 +138,7 @@ def main() -> None:
     print(f"{len(res)} TensorRT-LLM H100 closed loops (AIConfigurator rows) of sets {a.sets}; seed 0, central factors")
     print("TTFT / TPOT mean APE per what-if")
     groups = [("all", lambda rid: True)]
-    for model, tag in (("Llama 3.1 8B", "-l31-8b-"), ("Qwen3-32B", "-q3-32b-")):
+    for model, tag in (("Llama 3.1 8B", "-l31-8b-"), ("Qwen3-32B", "-q3-32b-"), ("gpt-oss-120b", "-gptoss120b-")):
         for lo, hi in CLASSES:
             label = f"{model} C {lo}–{hi}" if hi < 10**9 else f"{model} C {lo}+"
             groups.append((label, lambda rid, t=tag, lo=lo, hi=hi:
