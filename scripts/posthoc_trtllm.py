@@ -24,6 +24,11 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
 - `all_slots`, `one_slot`, `two_slots`: at most 2048 (the engine default, as the sets before bn registered every run),
   C − 1 or C − 2 of the C clients' requests running at once (`max_seqs`). `one_slot` is the rule declared before set bn
   for the Llama 3.1 8B rows (docs/simulator.md, "Declared before gathering set bn"), found with this what-if.
+- `no_evict`: KV memory reserved at admission for the whole prompt + output of every running request, and a waiting
+  prompt that does not fit stops admission (Policy preemption False): TensorRT-LLM's default capacity scheduler,
+  GUARANTEED_NO_EVICT (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp, GuaranteedNoEvictScheduler: it reserves
+  getRemainingBlocksToCompletion of each running request and breaks at the first context request that does not fit),
+  where the sets simulate KV growing on demand. Tried after set bq was scored.
 - `row_concurrency`: the gpt-oss-120b rows (L1489-L1491, Dynamo jobs of TensorRT-LLM 1.3.0rc1) at the concurrency their
   provenance records, silicon_concurrency = batch_size x TP, instead of batch_size (the sets' convention, flagged in
   each run's known_gaps); the request count, AIConfigurator's token budget and the CUDA-graph bound follow C as the
@@ -38,12 +43,13 @@ import argparse
 import math
 import re
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 
 SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
 WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
-        "one_slot", "two_slots", "row_concurrency")
+        "one_slot", "two_slots", "no_evict", "row_concurrency")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
@@ -106,6 +112,8 @@ def one(job):
                 wrap = {"request_in_s": 0.028}
             elif what == "sync":
                 O.engine_policy = lambda pol, ovh: pol
+            elif what == "no_evict":
+                O.engine_policy = lambda pol, ovh: replace(policy(pol, ovh), preemption=False)
             if wrap is not None:
                 O.run_closed_loop = (lambda kw: lambda wl, ovh, c, r: closed(wl, Overheads(ovh, **kw), c, r))(wrap)
             out[what] = dict(S.what_if_errors(s, rid, run_keys(what, run, doc["datasets"][run["dataset"]]))[1])
