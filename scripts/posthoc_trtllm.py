@@ -1,5 +1,5 @@
-"""Post hoc what-ifs on the scored TensorRT-LLM H100 closed loops (AIConfigurator's rows): mechanisms tried for the TTFT
-misses, each scored against the measured values, none adopted.
+"""Post hoc what-ifs on the scored TensorRT-LLM H100 closed loops (AIConfigurator's rows, and NIM's of set br): mechanisms
+tried for the TTFT misses, each scored against the measured values, none adopted.
 
     .venv/bin/python scripts/posthoc_trtllm.py [--sets aq,...,bk] [--what NAME,...] [--workers 2]
 
@@ -29,6 +29,8 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
   GUARANTEED_NO_EVICT (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp, GuaranteedNoEvictScheduler: it reserves
   getRemainingBlocksToCompletion of each running request and breaks at the first context request that does not fit),
   where the sets simulate KV growing on demand. Tried after set bq was scored.
+- `budget2048`, `chunked2048`: a token budget of 2,048 a pass (max_batched_tokens), without and with chunked prefill,
+  where set br's NIM runs assume 8,192 (NIM 1.8.0's engine build is not stated). Tried after set br was scored.
 - `row_concurrency`: the gpt-oss-120b rows (L1489-L1491, Dynamo jobs of TensorRT-LLM 1.3.0rc1) at the concurrency their
   provenance records, silicon_concurrency = batch_size x TP, instead of batch_size (the sets' convention, flagged in
   each run's known_gaps); the request count, AIConfigurator's token budget and the CUDA-graph bound follow C as the
@@ -49,7 +51,8 @@ import numpy as np
 
 SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
 WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
-        "one_slot", "two_slots", "no_evict", "row_concurrency")
+        "one_slot", "two_slots", "no_evict", "row_concurrency", "budget2048",
+        "chunked2048")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
@@ -75,6 +78,8 @@ def run_keys(what: str, run: dict, ds: dict) -> dict:
     if what == "one_prompt":
         c, isl = int(run["max_concurrency"]), int(ds["prompt_range"][1])
         return {"max_batched_tokens": int(math.ceil((c + isl) / 32) * 32)}
+    if what in ("budget2048", "chunked2048"):
+        return {"max_batched_tokens": 2048} | ({"policy": "chunked"} if what == "chunked2048" else {})
     if what == "eager_high":
         return {"eager_s_per_kernel": 9.0e-05}
     if what == "output_stage":
@@ -123,7 +128,10 @@ def one(job):
 
 
 def ape(res, what, metric, keep=lambda rid: True) -> tuple[float, int]:
-    v = [abs(o[what][metric]) for _, rid, o in res if keep(rid) and metric in o[what]]
+    """Mean APE (%) and count of `metric` over the kept runs; tpot_mean stands for itl_mean where a run scores ITL."""
+    alt = {"tpot_mean": "itl_mean"}.get(metric, metric)
+    v = [abs(o[what].get(metric, o[what].get(alt))) for _, rid, o in res
+         if keep(rid) and (metric in o[what] or alt in o[what])]
     return (100 * float(np.mean(v)) if v else float("nan")), len(v)
 
 
@@ -139,18 +147,20 @@ def main() -> None:
     if unknown := [w for w in whats if w not in WHAT]:
         raise SystemExit(f"unknown what-if {unknown[0]!r}; expected some of {', '.join(WHAT)}")
     jobs = [(s, r["id"], whats) for s in a.sets.split(",") for r in S.load_runs(set_name=s)["runs"]
-            if r["engine"] == "trtllm" and r["system"] == "dgx-h100" and r.get("max_concurrency")
-            and r.get("rate") == float("inf") and "-aic-" in r["id"]]
+            if r["engine"] in ("trtllm", "trtllm-engine") and r["system"] == "dgx-h100" and r.get("max_concurrency")
+            and r.get("rate") == float("inf") and ("-aic-" in r["id"] or "-nim180-" in r["id"])]
     with ProcessPoolExecutor(a.workers) as ex:
         res = list(ex.map(one, jobs, chunksize=4))
-    print(f"{len(res)} TensorRT-LLM H100 closed loops (AIConfigurator rows) of sets {a.sets}; seed 0, central factors")
-    print("TTFT / TPOT mean APE per what-if")
+    print(f"{len(res)} TensorRT-LLM H100 closed loops (AIConfigurator's and NIM's rows) of sets {a.sets}; seed 0, "
+          "central factors")
+    print("TTFT / TPOT (ITL where a run scores ITL) mean APE per what-if")
     groups = [("all", lambda rid: True)]
-    for model, tag in (("Llama 3.1 8B", "-l31-8b-"), ("Qwen3-32B", "-q3-32b-"), ("gpt-oss-120b", "-gptoss120b-")):
+    for model, tag in (("Llama 3.1 8B", "-l31-8b-"), ("Llama 3.1 8B (NIM)", "-llama-3.1-8b-"), ("Qwen3-32B", "-q3-32b-"),
+                       ("gpt-oss-120b", "-gptoss120b-"), ("Llama 3.3 70B (NIM)", "-llama-3.3-70b-")):
         for lo, hi in CLASSES:
             label = f"{model} C {lo}–{hi}" if hi < 10**9 else f"{model} C {lo}+"
             groups.append((label, lambda rid, t=tag, lo=lo, hi=hi:
-                           t in rid and lo <= int(re.search(r"-c(\d+)-", rid)[1]) <= hi))
+                           t in rid and lo <= int(re.search(r"-c(\d+)(?:-|$)", rid)[1]) <= hi))
     print(f"{'runs':<26}" + "".join(f"{w:>16}" for w in whats))
     for label, keep in groups:
         n = ape(res, whats[0], "ttft_mean", keep)[1]
