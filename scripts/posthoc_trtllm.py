@@ -31,6 +31,10 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
   where the sets simulate KV growing on demand. Tried after set bq was scored.
 - `budget2048`, `chunked2048`: a token budget of 2,048 a pass (max_batched_tokens), without and with chunked prefill,
   where set br's NIM runs assume 8,192 (NIM 1.8.0's engine build is not stated). Tried after set br was scored.
+- `stagger`: the C clients out of step from the start, their first requests sent evenly over one cycle (the run's own
+  simulated mean end-to-end latency) instead of all at t = 0. A closed loop of fixed lengths that starts in step keeps
+  its clients in cohorts (requests admitted in one pass finish in one pass and come back together); this is the other
+  extreme, no cohorts at all. Tried after set br was scored.
 - `row_concurrency`: the gpt-oss-120b rows (L1489-L1491, Dynamo jobs of TensorRT-LLM 1.3.0rc1) at the concurrency their
   provenance records, silicon_concurrency = batch_size x TP, instead of batch_size (the sets' convention, flagged in
   each run's known_gaps); the request count, AIConfigurator's token budget and the CUDA-graph bound follow C as the
@@ -52,7 +56,7 @@ import numpy as np
 SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
 WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
         "one_slot", "two_slots", "no_evict", "row_concurrency", "budget2048",
-        "chunked2048")
+        "chunked2048", "stagger")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
@@ -103,11 +107,11 @@ def one(job):
     s, rid, whats = job
     doc = S.load_runs(set_name=s)
     run = next(r for r in doc["runs"] if r["id"] == rid)
-    closed, policy, serial = O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN
+    closed, policy, serial, workload = O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN, S.workload_for
     out = {}
     try:
         for what in whats:
-            O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN = closed, policy, serial
+            O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN, S.workload_for = closed, policy, serial, workload
             wrap = None
             if what.startswith("jitter"):
                 mean_s = float(what[len("jitter"):]) * 1e-3
@@ -119,12 +123,29 @@ def one(job):
                 O.engine_policy = lambda pol, ovh: pol
             elif what == "no_evict":
                 O.engine_policy = lambda pol, ovh: replace(policy(pol, ovh), preemption=False)
+            elif what == "stagger":
+                S.workload_for = staggered(workload, int(run["max_concurrency"]),
+                                           S.simulate_run(run, doc["datasets"][run["dataset"]], seed=0)["e2e_mean"])
             if wrap is not None:
                 O.run_closed_loop = (lambda kw: lambda wl, ovh, c, r: closed(wl, Overheads(ovh, **kw), c, r))(wrap)
             out[what] = dict(S.what_if_errors(s, rid, run_keys(what, run, doc["datasets"][run["dataset"]]))[1])
     finally:
-        O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN = closed, policy, serial
+        O.run_closed_loop, O.engine_policy, O.SERIAL_REQUEST_IN, S.workload_for = closed, policy, serial, workload
     return s, rid, out
+
+
+def staggered(workload_for, c: int, cycle_s: float):
+    """`workload_for` with the first c releases spread evenly over one cycle (the run's own simulated mean end-to-end
+    latency) and the rest released with the last of them: the clients out of step from the start."""
+    from roofline.simulate.workload import make_workload
+
+    def wf(run, ds, seed, sigma=None):
+        wl = workload_for(run, ds, seed, sigma)
+        t, k = wl.arrival_s.copy(), min(c, len(wl.arrival_s))
+        t[:k] = np.arange(k) * cycle_s / k
+        t[k:] = (k - 1) * cycle_s / k
+        return make_workload(t, wl.prompt_tokens, wl.output_tokens, wl.priority)
+    return wf
 
 
 def ape(res, what, metric, keep=lambda rid: True) -> tuple[float, int]:
