@@ -1844,6 +1844,26 @@ def test_set_br_nim_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("br", pred["at_commit"])
 
 
+def test_posthoc_trtllm_what_ifs_change_what_they_name():
+    """scripts/posthoc_trtllm.py's what-ifs (tabled in docs/simulator.md, none adopted) change only what they name:
+    `stagger` spreads the first C releases over one cycle and keeps the rest in order after them; `row_concurrency`
+    puts a gpt-oss-120b row at batch_size x TP clients with the sets' rules for the request count, budget and graph
+    bound, and leaves other rows alone; `budget2048` / `chunked2048` set the token budget (and chunking)."""
+    from roofline.simulate.workload import make_workload
+
+    mod = _script("posthoc_trtllm")
+    wf = mod.staggered(lambda run, ds, seed, sigma=None: make_workload(np.zeros(7), 100, 10), 4, 2.0)
+    assert list(wf({}, {}, 0).arrival_s) == [0.0, 0.5, 1.0, 1.5, 1.5, 1.5, 1.5]
+    doc = S.load_runs(set_name="bq")
+    oss = next(r for r in doc["runs"] if r["id"].endswith("-L1491"))
+    ds = doc["datasets"][oss["dataset"]]
+    assert mod.run_keys("row_concurrency", oss, ds) == {"max_concurrency": 384, "requests": 7680,
+                                                        "max_batched_tokens": 5888, "cuda_graph_max_batch": 384}
+    llama = next(r for r in doc["runs"] if "-l31-8b-" in r["id"])
+    assert mod.run_keys("row_concurrency", llama, doc["datasets"][llama["dataset"]]) == {}
+    assert mod.run_keys("chunked2048", llama, ds) == {"max_batched_tokens": 2048, "policy": "chunked"}
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
