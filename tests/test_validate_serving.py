@@ -1831,18 +1831,22 @@ def test_sets_bn_and_on_one_slot_rule_and_declared_alternative_reproduce(name, c
     _registered_before_measured(name, pred["at_commit"])
 
 
-def test_set_br_nim_predictions_and_declared_alternative_reproduce():
-    """Set br (NVIDIA NIM 1.8.0's benchmark tables, the first source after AIConfigurator's rows were used up) runs
-    every run on the trtllm-engine row; its declared alternative differs in the engine row alone (trtllm, the PyTorch
-    backend with its eager floor), and both recompute for a Llama 3.1 8B and a Llama 3.3 70B run; at the commit the
-    predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("br", "2d0379d")
+@pytest.mark.parametrize("name, commit, small_id, big_id", [
+    ("br", "2d0379d", "llama-3.1-8b-fp8-tp1-1000x1000-c50", "llama-3.3-70b-fp8-tp2-1000x1000-c25"),
+    ("bs", "56a4fbe", "llama-3.1-8b-fp8-tp1-1000x1000-c25", "llama-3.3-70b-fp8-tp2-1000x1000-c50"),
+])
+def test_sets_br_and_bs_nim_predictions_and_declared_alternative_reproduce(name, commit, small_id, big_id):
+    """Set br (NVIDIA NIM 1.8.0's benchmark tables, the first source after AIConfigurator's rows were used up) and set
+    bs (the rows br did not draw) run every run on the trtllm-engine row; each declared alternative differs in the
+    engine row alone (trtllm, the PyTorch backend with its eager floor), and both recompute for a Llama 3.1 8B and a
+    Llama 3.3 70B run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
     assert len(doc["runs"]) == 37 and {r["engine"] for r in doc["runs"]} == {"trtllm-engine"}
     assert {r["model"] for r in doc["runs"]} == {"llama-3.1-8b", "llama-3.1-70b"}
-    by_id = {r["id"].removeprefix("br1-nim180-"): r for r in doc["runs"]}
-    small, big = by_id["llama-3.1-8b-fp8-tp1-1000x1000-c50"], by_id["llama-3.3-70b-fp8-tp2-1000x1000-c25"]
+    by_id = {r["id"].removeprefix(f"{name}1-nim180-"): r for r in doc["runs"]}
+    small, big = by_id[small_id], by_id[big_id]
     _reproduce_both(doc, pred, alt, small, small | {"engine": "trtllm"}, big)
-    _registered_before_measured("br", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_posthoc_trtllm_what_ifs_change_what_they_name():
