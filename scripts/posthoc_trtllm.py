@@ -1,5 +1,5 @@
-"""Post hoc what-ifs on the scored TensorRT-LLM H100 closed loops (AIConfigurator's rows, and NIM's of set br): mechanisms
-tried for the TTFT misses, each scored against the measured values, none adopted.
+"""Post hoc what-ifs on the scored TensorRT-LLM H100 closed loops (AIConfigurator's rows, and NIM's of sets br and bs):
+mechanisms tried for the TTFT misses, each scored against the measured values, none adopted.
 
     .venv/bin/python scripts/posthoc_trtllm.py [--sets aq,...,bk] [--what NAME,...] [--workers 2]
 
@@ -30,7 +30,7 @@ written. The what-ifs (all found after the sets they are tried on were scored; d
   getRemainingBlocksToCompletion of each running request and breaks at the first context request that does not fit),
   where the sets simulate KV growing on demand. Tried after set bq was scored.
 - `budget2048`, `chunked2048`: a token budget of 2,048 a pass (max_batched_tokens), without and with chunked prefill,
-  where set br's NIM runs assume 8,192 (NIM 1.8.0's engine build is not stated). Tried after set br was scored.
+  where sets br's and bs's NIM runs assume 8,192 (NIM 1.8.0's engine build is not stated). Tried after set br was scored.
 - `stagger`: the C clients out of step from the start, their first requests sent evenly over one cycle (the run's own
   simulated mean end-to-end latency) instead of all at t = 0. A closed loop of fixed lengths that starts in step keeps
   its clients in cohorts (requests admitted in one pass finish in one pass and come back together); this is the other
@@ -55,8 +55,7 @@ import numpy as np
 
 SETS = "aq,ar,as,at,au,av,aw,ax,ay,az,ba,bb,bc,bd,be,bf,bg,bh,bi,bj,bk,bl,bm"
 WHAT = ("base", "jitter2", "jitter10", "one_prompt", "eager_high", "output_stage", "serial_in", "sync", "all_slots",
-        "one_slot", "two_slots", "no_evict", "row_concurrency", "budget2048",
-        "chunked2048", "stagger")
+        "one_slot", "two_slots", "no_evict", "row_concurrency", "budget2048", "chunked2048", "stagger")
 CLASSES = ((1, 16), (17, 48), (49, 96), (97, 10**9))
 
 
