@@ -1870,6 +1870,21 @@ def test_posthoc_trtllm_what_ifs_change_what_they_name():
     assert mod.run_keys("chunked2048", llama, ds) == {"max_batched_tokens": 2048, "policy": "chunked"}
 
 
+def test_set_bt_nebius_predictions_and_declared_alternative_reproduce():
+    """Set bt (Nebius's H200 runs of the InferenceX harness, launch settings read from each server.log) scores its SGLang
+    runs without their ITL (--stream-interval 10: not_modelled, as sets w and x); its declared alternative differs in
+    the kernels alone (the family's factors for the measured tables), and both recompute for an SGLang DeepSeek-R1 and a
+    vLLM gpt-oss-120b run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bt", "d0fc892")
+    assert len(doc["runs"]) == 14 and {r["kernels"] for r in doc["runs"]} == {"tables"}
+    sglang = [r for r in doc["runs"] if r["engine"] == "sglang"]
+    assert len(sglang) == 5 and all(set(r["not_modelled"]) == {"itl_mean", "itl_p50", "itl_p99"} for r in sglang)
+    by_id = {r["id"].removeprefix("bt1-nebius-"): r for r in doc["runs"]}
+    ds, oss = by_id["sglang-h200-dsr1-fp8-tp8-1k1k-c16"], by_id["vllm-h200-gptoss-fp4-tp4-1k1k-c8"]
+    _reproduce_both(doc, pred, alt, oss, oss | {"kernels": "factor"}, ds)
+    _registered_before_measured("bt", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
