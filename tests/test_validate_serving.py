@@ -619,8 +619,7 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
                                                ("bm", 17, {"bm1"}), ("bn", 17, {"bn1"}),
                                                ("bo", 15, {"bo1"}), ("bp", 13, {"bp1"}),
                                                ("bq", 24, {"bq1"}), ("br", 37, {"br1"}),
-                                               ("bs", 37, {"bs1"}),
-                                               ("bt", 14, {"bt1"})])
+                                               ("bs", 37, {"bs1"}), ("bt", 14, {"bt1"})])
 def test_sets_i_to_bt_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
     """Sets i to bt (the ninth to seventy-second blind sets, gathered 2026-11-26 to 28, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks
@@ -1866,8 +1865,9 @@ def test_posthoc_trtllm_what_ifs_change_what_they_name():
     assert mod.run_keys("row_concurrency", oss, ds) == {"max_concurrency": 384, "requests": 7680,
                                                         "max_batched_tokens": 5888, "cuda_graph_max_batch": 384}
     llama = next(r for r in doc["runs"] if "-l31-8b-" in r["id"])
-    assert mod.run_keys("row_concurrency", llama, doc["datasets"][llama["dataset"]]) == {}
-    assert mod.run_keys("chunked2048", llama, ds) == {"max_batched_tokens": 2048, "policy": "chunked"}
+    llama_ds = doc["datasets"][llama["dataset"]]
+    assert mod.run_keys("row_concurrency", llama, llama_ds) == {}
+    assert mod.run_keys("chunked2048", llama, llama_ds) == {"max_batched_tokens": 2048, "policy": "chunked"}
 
 
 def test_set_bt_nebius_predictions_and_declared_alternative_reproduce():
