@@ -1886,6 +1886,21 @@ def test_set_bt_nebius_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bt", pred["at_commit"])
 
 
+def test_set_bu_dli_nim_predictions_and_declared_alternative_reproduce():
+    """Set bu (NVIDIA DLI's NIM dataset: GenAI-Perf closed loops of Llama 3 8B and 70B on A100 and H100, the first
+    TensorRT-LLM engine runs with a measured request latency) runs every run on the trtllm-engine row with e2e, TTFT and
+    ITL means; the declared alternative differs in the engine row alone (trtllm), and both recompute for an A100 8B and
+    an H100 70B run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bu", "3e8b1d4")
+    assert len(doc["runs"]) == 60 and {r["engine"] for r in doc["runs"]} == {"trtllm-engine"}
+    assert {r["system"] for r in doc["runs"]} == {"dgx-a100", "dgx-h100"}
+    assert all(set(r["metrics"]) == {"ttft_mean", "itl_mean", "e2e_mean"} for r in doc["runs"])
+    by_id = {r["id"].removeprefix("bu1-dlinim-"): r for r in doc["runs"]}
+    small, big = by_id["llama-3-8b-a100-fp16-tp1-2000x200-c1"], by_id["llama-3-70b-h100-fp8-tp4-2000x2000-c5"]
+    _reproduce_both(doc, pred, alt, small, small | {"engine": "trtllm"}, big)
+    _registered_before_measured("bu", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
