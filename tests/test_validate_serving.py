@@ -1901,6 +1901,21 @@ def test_set_bu_dli_nim_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bu", pred["at_commit"])
 
 
+def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
+    """Set bv (Argonne's LLM-Inference-Bench: one offline batch of 16 prompts of 1,024 tokens, the batch's wall time as
+    the p99 of 16 requests) runs in process with no client; its declared alternative differs in the kernels alone on
+    the H100 runs (the family's factors), and both recompute for a TensorRT-LLM H100 and a vLLM MI300X run; at the commit
+    the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bv", "79a978d")
+    assert len(doc["runs"]) == 12 and all(r["requests"] == 16 and r.get("in_process") for r in doc["runs"])
+    assert {m for r in doc["runs"] for m in r["metrics"]} == {"ttft_p99", "e2e_p99"}
+    by_id = {r["id"].removeprefix("bv1-argonne-"): r for r in doc["runs"]}
+    trt, mi = by_id["trtllm-llama-3-8b-h100-fp16-tp1-1024x1024-b16"], by_id["vllm-llama-2-7b-mi300x-fp16-tp1-1024x1-b16"]
+    assert trt["kernels"] == "tables" and mi["kernels"] == "factor"
+    _reproduce_both(doc, pred, alt, trt, trt | {"kernels": "factor"}, mi)
+    _registered_before_measured("bv", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
