@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -1915,6 +1916,21 @@ def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
     assert trt["kernels"] == "tables" and mi["kernels"] == "factor"
     _reproduce_both(doc, pred, alt, trt, trt | {"kernels": "factor"}, mi)
     _registered_before_measured("bv", pred["at_commit"])
+
+
+def test_set_bw_dli_nim_replication_predictions_and_declared_alternative_reproduce():
+    """Set bw (set bu's replication: a seeded random draw from the DLI NIM rows bu left, encoded as bu) shares no run
+    or CSV line with bu; its declared alternative differs in the engine row alone (trtllm), and both recompute for an
+    A100 8B and an H100 70B run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bw", "23e5417")
+    bu = S.load_runs(set_name="bu")
+    assert len(doc["runs"]) == 60 and {r["engine"] for r in doc["runs"]} == {"trtllm-engine"}
+    line = re.compile(r"CSV line (\d+)")
+    assert not {line.search(r["result"])[1] for r in doc["runs"]} & {line.search(r["result"])[1] for r in bu["runs"]}
+    by_id = {r["id"].removeprefix("bw1-dlinim-"): r for r in doc["runs"]}
+    small, big = by_id["llama-3-8b-a100-fp16-tp1-200x2000-c5"], by_id["llama-3-70b-h100-fp8-tp8-2000x2000-c10"]
+    _reproduce_both(doc, pred, alt, small, small | {"engine": "trtllm"}, big)
+    _registered_before_measured("bw", pred["at_commit"])
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
