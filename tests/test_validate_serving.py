@@ -1888,19 +1888,26 @@ def test_set_bt_nebius_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bt", pred["at_commit"])
 
 
-def test_set_bu_dli_nim_predictions_and_declared_alternative_reproduce():
+@pytest.mark.parametrize("name, commit, small_id, big_id",
+                         [("bu", "3e8b1d4", "llama-3-8b-a100-fp16-tp1-2000x200-c1", "llama-3-70b-h100-fp8-tp4-2000x2000-c5"),
+                          ("bw", "23e5417", "llama-3-8b-a100-fp16-tp1-200x2000-c5", "llama-3-70b-h100-fp8-tp8-2000x2000-c10")])
+def test_sets_bu_and_bw_dli_nim_predictions_and_declared_alternative_reproduce(name, commit, small_id, big_id):
     """Set bu (NVIDIA DLI's NIM dataset: GenAI-Perf closed loops of Llama 3 8B and 70B on A100 and H100, the first
-    TensorRT-LLM engine runs with a measured request latency) runs every run on the trtllm-engine row with e2e, TTFT and
-    ITL means; the declared alternative differs in the engine row alone (trtllm), and both recompute for an A100 8B and
-    an H100 70B run; at the commit the predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("bu", "3e8b1d4")
+    TensorRT-LLM engine runs with a measured request latency) and set bw (its replication: a seeded random draw from the
+    rows bu left, sharing no CSV line with it) run every run on the trtllm-engine row with e2e, TTFT and ITL means; each
+    declared alternative differs in the engine row alone (trtllm), and both recompute for an A100 8B and an H100 70B
+    run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
     assert len(doc["runs"]) == 60 and {r["engine"] for r in doc["runs"]} == {"trtllm-engine"}
     assert {r["system"] for r in doc["runs"]} == {"dgx-a100", "dgx-h100"}
     assert all(set(r["metrics"]) == {"ttft_mean", "itl_mean", "e2e_mean"} for r in doc["runs"])
-    by_id = {r["id"].removeprefix("bu1-dlinim-"): r for r in doc["runs"]}
-    small, big = by_id["llama-3-8b-a100-fp16-tp1-2000x200-c1"], by_id["llama-3-70b-h100-fp8-tp4-2000x2000-c5"]
+    line = re.compile(r"CSV line (\d+)")
+    lines = {n: {line.search(r["result"])[1] for r in S.load_runs(set_name=n)["runs"]} for n in ("bu", "bw")}
+    assert len(lines[name]) == 60 and not lines["bu"] & lines["bw"]
+    by_id = {r["id"].removeprefix(f"{name}1-dlinim-"): r for r in doc["runs"]}
+    small, big = by_id[small_id], by_id[big_id]
     _reproduce_both(doc, pred, alt, small, small | {"engine": "trtllm"}, big)
-    _registered_before_measured("bu", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
@@ -1916,21 +1923,6 @@ def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
     assert trt["kernels"] == "tables" and mi["kernels"] == "factor"
     _reproduce_both(doc, pred, alt, trt, trt | {"kernels": "factor"}, mi)
     _registered_before_measured("bv", pred["at_commit"])
-
-
-def test_set_bw_dli_nim_replication_predictions_and_declared_alternative_reproduce():
-    """Set bw (set bu's replication: a seeded random draw from the DLI NIM rows bu left, encoded as bu) shares no run
-    or CSV line with bu; its declared alternative differs in the engine row alone (trtllm), and both recompute for an
-    A100 8B and an H100 70B run; at the commit the predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("bw", "23e5417")
-    bu = S.load_runs(set_name="bu")
-    assert len(doc["runs"]) == 60 and {r["engine"] for r in doc["runs"]} == {"trtllm-engine"}
-    line = re.compile(r"CSV line (\d+)")
-    assert not {line.search(r["result"])[1] for r in doc["runs"]} & {line.search(r["result"])[1] for r in bu["runs"]}
-    by_id = {r["id"].removeprefix("bw1-dlinim-"): r for r in doc["runs"]}
-    small, big = by_id["llama-3-8b-a100-fp16-tp1-200x2000-c5"], by_id["llama-3-70b-h100-fp8-tp8-2000x2000-c10"]
-    _reproduce_both(doc, pred, alt, small, small | {"engine": "trtllm"}, big)
-    _registered_before_measured("bw", pred["at_commit"])
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
