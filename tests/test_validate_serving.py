@@ -1925,6 +1925,20 @@ def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bv", pred["at_commit"])
 
 
+def test_set_bx_nim130_predictions_and_declared_alternative_reproduce():
+    """Set bx (NIM 1.3.0's Llama 3.1 70B FP8 TP4 tables on H100, between sets bu/bw's NIM 1.0 and br/bs's NIM 1.8) runs
+    every run on the trtllm-engine row; its declared alternative differs in the engine row alone (trtllm), and both
+    recompute for a one-client and a 250-client run; at the commit the predictions record, the measured values were
+    not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bx", "e262184")
+    assert len(doc["runs"]) == 32 and {(r["engine"], r["model"], r["gpus"]) for r in doc["runs"]} == {
+        ("trtllm-engine", "llama-3.1-70b", 4)}
+    by_id = {r["id"].removeprefix("bx1-nim130-llama-3.1-70b-h100-fp8-tp4-"): r for r in doc["runs"]}
+    one, many = by_id["1000x1000-c1"], by_id["200x200-c250"]
+    _reproduce_both(doc, pred, alt, one, one | {"engine": "trtllm"}, many)
+    _registered_before_measured("bx", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
