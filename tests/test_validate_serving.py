@@ -1911,19 +1911,26 @@ def test_sets_bu_and_bw_dli_nim_predictions_and_declared_alternative_reproduce(n
     _registered_before_measured(name, pred["at_commit"])
 
 
-def test_set_bv_argonne_predictions_and_declared_alternative_reproduce():
-    """Set bv (Argonne's LLM-Inference-Bench: one offline batch of 16 prompts of 1,024 tokens, the batch's wall time as
-    the p99 of 16 requests) runs in process with no client; its declared alternative differs in the kernels alone on
-    the H100 runs (the family's factors), and both recompute for a TensorRT-LLM H100 and a vLLM MI300X run; at the commit
-    the predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("bv", "79a978d")
-    assert len(doc["runs"]) == 12 and all(r["requests"] == 16 and r.get("in_process") for r in doc["runs"])
-    assert {m for r in doc["runs"] for m in r["metrics"]} == {"ttft_p99", "e2e_p99"}
-    by_id = {r["id"].removeprefix("bv1-argonne-"): r for r in doc["runs"]}
-    trt, mi = by_id["trtllm-llama-3-8b-h100-fp16-tp1-1024x1024-b16"], by_id["vllm-llama-2-7b-mi300x-fp16-tp1-1024x1-b16"]
+@pytest.mark.parametrize("name, commit, runs, metrics, trt_id, mi_id", [
+    ("bv", "79a978d", 12, {"ttft_p99", "e2e_p99"}, "trtllm-llama-3-8b-h100-fp16-tp1-1024x1024-b16",
+     "vllm-llama-2-7b-mi300x-fp16-tp1-1024x1-b16"),
+    ("by", "bb10d6e", 60, {"e2e_p99"}, "trtllm-llama-2-7b-h100-fp16-tp2-512x512-b64",
+     "vllm-llama-2-7b-mi300x-fp16-tp2-128x128-b256"),
+])
+def test_sets_bv_and_by_argonne_predictions_and_declared_alternative_reproduce(name, commit, runs, metrics, trt_id, mi_id):
+    """Sets bv and by (Argonne's LLM-Inference-Bench: offline batches, the batch's wall time as the p99 of its
+    requests; bv 16 prompts of 1,024 tokens, by batch sizes 1-256 and lengths 128-2,048) run in process with no client;
+    each declared alternative differs in the kernels alone on the H100 runs (the family's factors), and both recompute
+    for a TensorRT-LLM H100 and a vLLM MI300X run; at the commit the predictions record, the measured values were not
+    in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert len(doc["runs"]) == runs and all(r.get("in_process") and "max_concurrency" not in r for r in doc["runs"])
+    assert {m for r in doc["runs"] for m in r["metrics"]} == metrics
+    by_id = {r["id"].removeprefix(f"{name}1-argonne-"): r for r in doc["runs"]}
+    trt, mi = by_id[trt_id], by_id[mi_id]
     assert trt["kernels"] == "tables" and mi["kernels"] == "factor"
     _reproduce_both(doc, pred, alt, trt, trt | {"kernels": "factor"}, mi)
-    _registered_before_measured("bv", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_set_bx_nim130_predictions_and_declared_alternative_reproduce():
