@@ -1947,6 +1947,21 @@ def test_set_bx_nim130_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bx", pred["at_commit"])
 
 
+def test_set_bz_mi325x_warm_predictions_and_cold_alternative_reproduce():
+    """Set bz (vllm bench serve bursts on MI325X whose prompts the same server had served in earlier invocations)
+    registers the first K prompts of each burst warm (warm_prefix_tokens: their full length, then 0); its declared
+    alternative is the same runs cold, and both recompute for a Llama 3.1 70B and a Qwen3-235B-A22B run; at the commit
+    the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("bz", "8c7b9da")
+    assert len(doc["runs"]) == 60 and all(len(r["warm_prefix_tokens"]) == r["requests"] for r in doc["runs"])
+    by_id = {r["id"].removeprefix("bz1-amdrecipe-"): r for r in doc["runs"]}
+    llama, qwen = (by_id["llama-3.1-70b-vllm0111-mi325x-bf16-tp1-256x256-n23"],
+                   by_id["qwen3-235b-a22b-vllm0151-mi325x-fp8-tp4-1024x1024-n12"])
+    cold = {k: v for k, v in llama.items() if k != "warm_prefix_tokens"}
+    _reproduce_both(doc, pred, alt, llama, cold, qwen)
+    _registered_before_measured("bz", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
