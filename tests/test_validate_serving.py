@@ -1963,6 +1963,23 @@ def test_set_bz_mi325x_warm_predictions_and_cold_alternative_reproduce():
     _registered_before_measured("bz", pred["at_commit"])
 
 
+def test_set_cb_mi325x_warm_replication_reproduces():
+    """Set cb (the 60 MI325X bursts set bz's draw left, encoded as bz's) registers bz's warm rule: the first K prompts
+    of each burst warm (warm_prefix_tokens, K the prompts the pod had served in its campaign), one run with K = 0; its
+    declared alternative is the same runs cold, and both recompute for a Llama 3.1 70B and a Qwen3-235B-A22B run; at
+    the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cb", "426d334")
+    runs = doc["runs"]
+    assert len(runs) == 60 and all(len(r["warm_prefix_tokens"]) == r["requests"] for r in runs)
+    assert sum(not any(r["warm_prefix_tokens"]) for r in runs) == 1
+    by_id = {r["id"].removeprefix("cb1-amdrecipe-"): r for r in runs}
+    llama, qwen = (by_id["llama-3.1-70b-vllm0111-mi325x-bf16-tp1-256x256-n11"],
+                   by_id["qwen3-235b-a22b-vllm0151-mi325x-fp8-tp4-1024x1024-n7"])
+    cold = {k: v for k, v in llama.items() if k != "warm_prefix_tokens"}
+    _reproduce_both(doc, pred, alt, llama, cold, qwen)
+    _registered_before_measured("cb", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
