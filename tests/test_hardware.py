@@ -22,6 +22,7 @@ ROWS = [
     ("b200", 2250, 8, 180, 281.25, 22.5),  # NVIDIA B200 (HGX B200 per-GPU figures)
     ("mi300x", 1307.4, 5.3, 192, 246.68, 36.226),  # AMD Instinct MI300X datasheet
     ("tpu-v5e", 197, 0.819, 16, 240.54, 19.536),  # Google Cloud TPU v5e documentation
+    ("h100-pcie", 756.5, 2.0, 80, 378.25, 40.0),  # NVIDIA H100 datasheet, PCIe column
 ]
 
 
@@ -99,6 +100,21 @@ def test_mi325x_platform_by_hand():
     assert s.chips == 8 and s.accelerator.id == "mi325x" and s.accelerator.vendor == "amd"
     assert s.hbm_bytes == 8 * 256e9 and s.hbm_bytes_per_s == pytest.approx(8 * 6e12, rel=1e-12)
     assert s.scale_up_bytes_per_s == pytest.approx(448e9, rel=1e-12)
+
+def test_h100_pcie_pairs_by_hand():
+    """Two H100 PCIe cards: over PCIe Gen5 x16 (128 GB/s bidirectional = 64 per direction) or joined by NVLink bridges
+    (600 GB/s bidirectional = 300 per direction), 80 GB at 2 TB/s each; so a TP-2 ring all-reduce of 16 MB moves
+    2·(n − 1)/n · 16 MB = 16 MB each way, 250 µs over PCIe against 53 µs over the bridges (plus two hops' latency)."""
+    from roofline.network import ring_all_reduce_s
+
+    pcie, bridged = get_system("h100-pcie-2"), get_system("h100-pcie-2-nvlink")
+    for s in (pcie, bridged):
+        assert s.chips == 2 and s.accelerator.id == "h100-pcie" and s.hbm_bytes == 2 * 80e9
+    assert (pcie.scale_up_bytes_per_s, bridged.scale_up_bytes_per_s) == (64e9, 300e9)
+    t_pcie = ring_all_reduce_s(16e6, 2, 64e9, 5e-6)
+    t_nvl = ring_all_reduce_s(16e6, 2, 300e9, 2e-6)
+    assert t_pcie == pytest.approx(16e6 / 64e9 + 2 * 5e-6, rel=1e-9) and t_nvl == pytest.approx(16e6 / 300e9 + 2 * 2e-6, rel=1e-9)
+
 
 def test_single_accelerator_system():
     acc = get_accelerator("h100-sxm")
