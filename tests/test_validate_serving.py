@@ -1980,6 +1980,24 @@ def test_set_cb_mi325x_warm_replication_reproduces():
     _registered_before_measured("cb", pred["at_commit"])
 
 
+def test_set_cc_h100_pcie_lru_warm_predictions_and_no_eviction_alternative_reproduce():
+    """Set cc (vLLM 0.8.5 ShareGPT runs at Poisson rates on H100 PCIe, the catalog rows added for it) registers warm
+    prefixes only where one invocation's footprint fits the KV pool: the 16 later invocations of the four models whose
+    weights nearly fill their memory keep request 0 warm alone; its declared alternative (the helper's encoding, every
+    prompt served earlier warm) and the registered runs recompute for such a run and a Phi-4 run; at the commit the
+    predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cc", "7691d03")
+    runs = doc["runs"]
+    only0 = [r for r in runs if sum(w > 0 for w in r["warm_prefix_tokens"]) == 1]
+    assert len(runs) == 60 and len(only0) == 29 and all(r["warm_prefix_tokens"][0] > 0 for r in only0)
+    assert {r["system"] for r in runs} == {"h100-pcie-2"}
+    by_id = {r["id"].removeprefix("cc1-iog-"): r for r in runs}
+    qwq, phi = by_id["qwq-32b-preview-h100pcie-fp16-tp1-q4"], by_id["phi-4-h100pcie-fp16-tp1-q8"]
+    served = qwq | {"warm_prefix_tokens": [1024] * 200}
+    _reproduce_both(doc, pred, alt, qwq, served, phi)
+    _registered_before_measured("cc", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
