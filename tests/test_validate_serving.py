@@ -1999,6 +1999,24 @@ def test_set_cc_h100_pcie_lru_warm_predictions_and_no_eviction_alternative_repro
     _registered_before_measured("cc", pred["at_commit"])
 
 
+def test_set_ca_lru_replayed_warm_predictions_and_served_alternative_reproduce():
+    """Set ca (vLLM 0.30 Qwen3-8B ladders on one H100, tail statistics only) registers the prefixes an LRU replay of
+    each server session still holds at the run's start (53 of 60 runs: request 0 alone, from the client's test
+    request); its declared alternative (every prefix the server had served, no eviction) and the registered runs
+    recompute for a BF16 decode-heavy run at 64 clients and an FP8 long-prompt run; at the commit the predictions
+    record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ca", "4df40d4")
+    runs = doc["runs"]
+    assert len(runs) == 60 and sum(sum(w > 0 for w in r["warm_prefix_tokens"]) == 1 for r in runs) == 53
+    assert all(set(r["metrics"]) <= {"ttft_p99", "tpot_p99", "itl_p50", "itl_p99", "e2e_p99"} for r in runs)
+    by_id = {r["id"].removeprefix("ca1-silybench-qwen3-8b-h100-"): r for r in runs}
+    decode, fp8 = by_id["bf16-128x1024-c64"], by_id["fp8-8192x512-c13"]
+    assert sum(w > 0 for w in decode["warm_prefix_tokens"]) == 1
+    served = decode | {"warm_prefix_tokens": [128] * decode["requests"]}
+    _reproduce_both(doc, pred, alt, decode, served, fp8)
+    _registered_before_measured("ca", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
