@@ -55,6 +55,26 @@ def _engines_without(tmp_path, figures=(), keys=()):
 
 
 @pytest.fixture
+def vllm_filter_before_flashinfer(tmp_path):
+    """Row vllm's top-k/top-p filter as set ca was registered: V1's PyTorch sort path, row vllm-v0.14's today
+    (2026-11-28, after set ca was scored: FlashInfer's sampler, vLLM's default since PR #40376), as an overlay."""
+    from importlib import resources
+
+    import yaml
+
+    from roofline.catalog import add_catalog_file
+
+    rows = {r["id"]: r for r in yaml.safe_load(resources.files("roofline.catalog").joinpath("data/engines.yaml")
+                                               .read_text())["engines"]}
+    row = rows["vllm"]
+    row["figures"].update({k: rows["vllm-v0.14"]["figures"][k] for k in ("filter_s_per_pass", "filter_s_per_logit")})
+    path = tmp_path / "engines_vllm_filter_before.yaml"
+    path.write_text(yaml.safe_dump({"engines": [row]}))
+    add_catalog_file(path)
+    yield
+
+
+@pytest.fixture
 def engines_before_eager_floor(tmp_path):
     """The engine rows before the host floor of passes outside CUDA graphs (2026-11-26: `eager_s_per_kernel`,
     and the `cuda_graph_max_batch` limit that uses it)."""

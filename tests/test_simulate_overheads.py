@@ -130,14 +130,20 @@ def test_top_k_top_p_filter_by_hand():
 
 
 def test_sampling_flag_and_run_key(run_cli):
-    """`simulate --sampling top-k-top-p` and the validator's run key `sampling`: with vLLM's row (its PyTorch sort path)
-    a burst of 32 fixed-length requests of Qwen3-8B decodes in lock step, so TPOT grows by the filter at batch 32,
-    filter_s_per_pass + 32 x filter_s_per_logit x 151,936; --json names the sampling; bad values get one line."""
+    """`simulate --sampling top-k-top-p` and the validator's run key `sampling`: with vLLM v0.14's row (V1's PyTorch
+    sort path) a burst of 32 fixed-length requests of Qwen3-8B decodes in lock step, so TPOT grows by the filter at
+    batch 32, filter_s_per_pass + 32 x filter_s_per_logit x 151,936; today's vllm row (FlashInfer's sampler, the
+    default since vLLM PR #40376) filters 256 sequences in 0.115 + 256 x 151,936 x 0.015e-6 = 0.70 ms where the sort
+    path takes 0.06 + 256 x 151,936 x 0.136e-6 = 5.35 ms; --json names the sampling; bad values get one line."""
     from roofline.validate import serving as S
 
-    vllm = EngineOverheads.load("vllm")
-    per_pass = vllm.filter_s_per_pass + 32 * vllm.filter_s_per_logit * model("qwen3-8b").vocab
-    run = {"id": "x", "engine": "vllm", "model": "qwen3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+    vllm, fi = EngineOverheads.load("vllm-v0.14"), EngineOverheads.load("vllm")
+    vocab = model("qwen3-8b").vocab
+    assert vocab == 151_936 and fi.per_pass_s == vllm.per_pass_s and fi.request_in_s == vllm.request_in_s
+    assert fi.filter_s_per_pass + 256 * fi.filter_s_per_logit * vocab == pytest.approx(0.70e-3, abs=0.005e-3)
+    assert vllm.filter_s_per_pass + 256 * vllm.filter_s_per_logit * vocab == pytest.approx(5.35e-3, abs=0.005e-3)
+    per_pass = vllm.filter_s_per_pass + 32 * vllm.filter_s_per_logit * vocab
+    run = {"id": "x", "engine": "vllm-v0.14", "model": "qwen3-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
            "rate": float("inf"), "requests": 32, "dataset": "d", "policy": "chunked", "max_seqs": 64,
            "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["tpot_mean"]}
     ds = {"kind": "uniform", "prompt_range": [64, 64], "output_range": [64, 64]}
@@ -326,7 +332,7 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 
 def test_catalog_engines_and_corners():
-    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.5",
+    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.14", "vllm-v0.5",
                               "vllm-v1-sync", "vllm-v1-sync-fullgraph")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))

@@ -1999,12 +1999,12 @@ def test_set_cc_h100_pcie_lru_warm_predictions_and_no_eviction_alternative_repro
     _registered_before_measured("cc", pred["at_commit"])
 
 
-def test_set_ca_lru_replayed_warm_predictions_and_served_alternative_reproduce():
+def test_set_ca_lru_replayed_warm_predictions_and_served_alternative_reproduce(vllm_filter_before_flashinfer):
     """Set ca (vLLM 0.30 Qwen3-8B ladders on one H100, tail statistics only) registers the prefixes an LRU replay of
     each server session still holds at the run's start (53 of 60 runs: request 0 alone, from the client's test
     request); its declared alternative (every prefix the server had served, no eviction) and the registered runs
     recompute for a BF16 decode-heavy run at 64 clients and an FP8 long-prompt run; at the commit the predictions
-    record, the measured values were not in the repository."""
+    record, the measured values were not in the repository (the vllm row's filter as registered: S.DISCLOSURES["ca"])."""
     doc, pred, alt = _registered_with_alternative("ca", "4df40d4")
     runs = doc["runs"]
     assert len(runs) == 60 and sum(sum(w > 0 for w in r["warm_prefix_tokens"]) == 1 for r in runs) == 53

@@ -663,11 +663,27 @@ _disclose({"aq": "5 of 38 runs move (fp8_scales block on TensorRT-LLM and SGLang
                  "kernel_pass.BLOCK_SCALED_DENSE --sets aq,ar,as,at)"}, _block_dense)
 
 
+def _flashinfer_sampler(effect: str) -> str:
+    return ("2026-11-28, after set ca's measured values were seen (found through its ITL, too slow by +22% to +52% at "
+            "64-512 clients of 128-token prompts, where the filter is a quarter of a predicted pass; the lead had named the risk "
+            "before any value): the engine row `vllm` filters top-k/top-p requests with FlashInfer's sampler, vLLM's "
+            "default since PR #40376 (merged 2026-04-29; vllm/v1/sample/ops/topk_topp_sampler.py), at the figures of "
+            "that PR's FlashInfer column (the sglang row's); the registered predictions used V1's PyTorch sort path "
+            "(0.136 ns per logit, now row vllm-v0.14). Only runs with `sampling: top-k-top-p` on row vllm move. "
+            f"Recomputed with today's code, seed 0, the sort path against FlashInfer's, mean APE: {effect}. The scores "
+            "use the committed predictions; the reproduction test recomputes them with the sort path (tests/conftest.py "
+            "vllm_filter_before_flashinfer).")
+
+
+_disclose({"ca": "60 of 60 runs; ITL/TPOT 12.5% -> 7.7% (median error +6.0% -> -0.2%), end-to-end p99 11.0% -> 6.2%, "
+                 "TTFT p99 10.4% -> 10.9%"}, _flashinfer_sampler)
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
         raise InputError(f"unknown serving validation set {name!r}; expected one of {', '.join(SETS)} "
-                         f"(a = data/serving_runs.yaml; b to bt = data/serving_runs_<set>.yaml)")
+                         f"(a = data/serving_runs.yaml; the others data/serving_runs_<set>.yaml)")
     if name == "a":
         return {"runs": DATA, "predictions": PREDICTIONS, "measured": MEASURED,
                 "docs": _REPO / "docs" / "validation_serving.md"}
