@@ -1949,36 +1949,25 @@ def test_set_bx_nim130_predictions_and_declared_alternative_reproduce():
     _registered_before_measured("bx", pred["at_commit"])
 
 
-def test_set_bz_mi325x_warm_predictions_and_cold_alternative_reproduce():
-    """Set bz (vllm bench serve bursts on MI325X whose prompts the same server had served in earlier invocations)
-    registers the first K prompts of each burst warm (warm_prefix_tokens: their full length, then 0); its declared
-    alternative is the same runs cold, and both recompute for a Llama 3.1 70B and a Qwen3-235B-A22B run; at the commit
-    the predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("bz", "8c7b9da")
-    assert len(doc["runs"]) == 60 and all(len(r["warm_prefix_tokens"]) == r["requests"] for r in doc["runs"])
-    by_id = {r["id"].removeprefix("bz1-amdrecipe-"): r for r in doc["runs"]}
-    llama, qwen = (by_id["llama-3.1-70b-vllm0111-mi325x-bf16-tp1-256x256-n23"],
-                   by_id["qwen3-235b-a22b-vllm0151-mi325x-fp8-tp4-1024x1024-n12"])
-    cold = {k: v for k, v in llama.items() if k != "warm_prefix_tokens"}
-    _reproduce_both(doc, pred, alt, llama, cold, qwen)
-    _registered_before_measured("bz", pred["at_commit"])
-
-
-def test_set_cb_mi325x_warm_replication_reproduces():
-    """Set cb (the 60 MI325X bursts set bz's draw left, encoded as bz's) registers bz's warm rule: the first K prompts
-    of each burst warm (warm_prefix_tokens, K the prompts the pod had served in its campaign), one run with K = 0; its
-    declared alternative is the same runs cold, and both recompute for a Llama 3.1 70B and a Qwen3-235B-A22B run; at
-    the commit the predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("cb", "426d334")
+@pytest.mark.parametrize("name, commit, llama_id, qwen_id, cold_runs", [
+    ("bz", "8c7b9da", "n23", "vllm0151-mi325x-fp8-tp4-1024x1024-n12", 0),
+    ("cb", "426d334", "n11", "vllm0151-mi325x-fp8-tp4-1024x1024-n7", 1)])
+def test_sets_bz_and_cb_mi325x_warm_predictions_and_cold_alternative_reproduce(name, commit, llama_id, qwen_id, cold_runs):
+    """Sets bz and cb (vllm bench serve bursts on MI325X whose prompts the same server had served in earlier
+    invocations; cb is the 60 configurations bz's draw left, encoded as bz's) register the first K prompts of each
+    burst warm (warm_prefix_tokens: their full length, then 0; K the prompts the pod had served in its campaign, 0 on
+    one cb run); the declared alternative is the same runs cold, and both recompute for a Llama 3.1 70B and a
+    Qwen3-235B-A22B run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
     runs = doc["runs"]
     assert len(runs) == 60 and all(len(r["warm_prefix_tokens"]) == r["requests"] for r in runs)
-    assert sum(not any(r["warm_prefix_tokens"]) for r in runs) == 1
-    by_id = {r["id"].removeprefix("cb1-amdrecipe-"): r for r in runs}
-    llama, qwen = (by_id["llama-3.1-70b-vllm0111-mi325x-bf16-tp1-256x256-n11"],
-                   by_id["qwen3-235b-a22b-vllm0151-mi325x-fp8-tp4-1024x1024-n7"])
+    assert sum(not any(r["warm_prefix_tokens"]) for r in runs) == cold_runs
+    by_id = {r["id"].removeprefix(f"{name}1-amdrecipe-"): r for r in runs}
+    llama = by_id[f"llama-3.1-70b-vllm0111-mi325x-bf16-tp1-256x256-{llama_id}"]
+    qwen = by_id[f"qwen3-235b-a22b-{qwen_id}"]
     cold = {k: v for k, v in llama.items() if k != "warm_prefix_tokens"}
     _reproduce_both(doc, pred, alt, llama, cold, qwen)
-    _registered_before_measured("cb", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_set_cc_h100_pcie_lru_warm_predictions_and_no_eviction_alternative_reproduce():
