@@ -104,7 +104,7 @@ CASES = [
     (f"{SIM} --spec-alpha 0.5", 2, "need --spec-gamma >= 1"),
     (f"{SIM} --interval-s 0.05", 2, "--interval-s is the departure interval"),
     (f"{SIM} --realistic --compute-efficiency 0.5", 2, "uses the efficiency model's own factors"),
-    (f"{SIM} --engine tgi", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, trtllm-engine, vllm, vllm-v0, vllm-v0.5, vllm-v1-sync, vllm-v1-sync-fullgraph, got 'tgi'"),
+    (f"{SIM} --engine tgi", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, trtllm-engine, vllm, vllm-v0, vllm-v0.14, vllm-v0.5, vllm-v1-sync, vllm-v1-sync-fullgraph, got 'tgi'"),
     (f"{SIM} --engine VLLM", 1, "--engine must be one of none, sglang, sglang-v0.3, trtllm, trtllm-engine, vllm, vllm-v0"),
     (f"{SIM} --prefix-groups 3", 2, "--prefix-groups counts the system prompts of --shared-prefix-tokens"),
     (f"simulate {M70} --trace {{good_csv}} --shared-prefix-tokens 8", 2, "--trace gives each request's prefix"),
