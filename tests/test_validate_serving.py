@@ -2006,6 +2006,37 @@ def test_set_ca_lru_replayed_warm_predictions_and_served_alternative_reproduce(v
     _registered_before_measured("ca", pred["at_commit"])
 
 
+def test_set_cd_flashinfer_filter_predictions_and_sort_alternative_reproduce():
+    """Set cd (the 50 silybench points set ca's draw left, with ca's LRU-replayed warm prefixes) registers row vllm's
+    FlashInfer top-k/top-p filter, adopted after set ca was scored; its declared alternative is the same runs on row
+    vllm-v0.14 (V1's PyTorch sort), and both recompute for a BF16 run at 128 clients (half its prompts warm) and an
+    FP8 run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cd", "18c8ec2")
+    runs = doc["runs"]
+    assert len(runs) == 50 and {(r["engine"], r["sampling"]) for r in runs} == {("vllm", "top-k-top-p")}
+    by_id = {r["id"].removeprefix("cd1-silybench-qwen3-8b-h100-"): r for r in runs}
+    half, fp8 = by_id["bf16-128x128-c128"], by_id["fp8-1024x128-c16"]
+    assert sum(w > 0 for w in half["warm_prefix_tokens"]) == 320
+    _reproduce_both(doc, pred, alt, half, half | {"engine": "vllm-v0.14"}, fp8)
+    _registered_before_measured("cd", pred["at_commit"])
+
+
+def test_set_ce_amd_latency_batches_and_previous_engine_row_alternative_reproduce():
+    """Set ce (vLLM benchmark_latency batches of Llama 3.1 70B FP8 TP 8 on MI300X from AMD's ROCm performance page,
+    in-process) registers vllm-v0 for the 0.8.5 container and vllm-v1-sync for 0.10.x; its declared alternative takes
+    the previous engine row (vllm-v0.5, vllm-v0), and both recompute for a V1 and a V0 batch; at the commit the
+    predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ce", "4f502db")
+    runs = doc["runs"]
+    assert len(runs) == 8 and all(r["in_process"] and r["kernels"] == "factor" for r in runs)
+    by_id = {r["id"].removeprefix("ce1-amdperf-mi300x-"): r for r in runs}
+    v1, v0 = by_id["vllm0101-llama-3.1-70b-fp8-tp8-b1-i128-o2048"], by_id["vllm0085-llama-3.1-70b-fp8-tp8-b2-i128-o2048"]
+    assert (v1["engine"], v0["engine"]) == ("vllm-v1-sync", "vllm-v0")
+    _reproduce_both(doc, pred, alt, v1, v1 | {"engine": "vllm-v0"}, v0)
+    _reproduce_both(doc, pred, alt, v0, v0 | {"engine": "vllm-v0.5"})
+    _registered_before_measured("ce", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
