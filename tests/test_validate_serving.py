@@ -2037,6 +2037,19 @@ def test_set_ce_amd_latency_batches_and_previous_engine_row_alternative_reproduc
     _registered_before_measured("ce", pred["at_commit"])
 
 
+def test_set_cf_amd_devdocker_batches_and_previous_engine_row_alternative_reproduce():
+    """Set cf (the vLLM 0.11.1 image's dev-docker README latency batches of Llama 3.1 70B and 405B FP8 TP 8 on MI300X,
+    in-process, vllm-v1-sync) and its declared alternative (vllm-v0) recompute for a 70B batch of 1 and a 405B batch
+    of 128; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cf", "9d9e564")
+    runs = doc["runs"]
+    assert len(runs) == 32 and {(r["engine"], r["system"], r["gpus"]) for r in runs} == {("vllm-v1-sync", "mi300x-8", 8)}
+    by_id = {r["id"].removeprefix("cf1-amddev-mi300x-vllm0111-"): r for r in runs}
+    one, big = by_id["llama-3.1-70b-fp8-tp8-b1-i128-o2048"], by_id["llama-3.1-405b-fp8-tp8-b128-i2048-o2048"]
+    _reproduce_both(doc, pred, alt, one, one | {"engine": "vllm-v0"}, big)
+    _registered_before_measured("cf", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
