@@ -116,6 +116,19 @@ def test_h100_pcie_pairs_by_hand():
     assert t_pcie == pytest.approx(16e6 / 64e9 + 2 * 5e-6, rel=1e-9) and t_nvl == pytest.approx(16e6 / 300e9 + 2 * 2e-6, rel=1e-9)
 
 
+def test_mi350x_platform_by_hand():
+    """8 x MI350X: the MI355X's CDNA 4 package at 1,000 W and 2.2 GHz instead of 1,400 W and 2.4 GHz, so AMD's dense
+    peaks are 2.3 / 4.6 / 9.2 PF (BF16 / FP8 / MXFP4) against 2.5 / 5 / 10, with the same 288 GB of HBM3E at 8 TB/s
+    and the same 7 x 76.8 GB/s Infinity Fabric per direction."""
+    s, big = get_system("mi350x-8"), get_system("mi355x-8")
+    assert s.chips == 8 and s.accelerator.id == "mi350x" and s.accelerator.vendor == "amd"
+    assert s.hbm_bytes == big.hbm_bytes == 8 * 288e9 and s.hbm_bytes_per_s == big.hbm_bytes_per_s
+    assert s.scale_up_bytes_per_s == big.scale_up_bytes_per_s == pytest.approx(537.6e9, rel=1e-12)
+    for dt, pf in (("bf16", 2.3), ("fp8", 4.6), ("fp4", 9.2)):
+        assert s.accelerator.flops_per_s[dt] == pytest.approx(pf * 1e15, rel=1e-12)
+        assert s.accelerator.flops_per_s[dt] / big.accelerator.flops_per_s[dt] == pytest.approx(0.92, rel=1e-12)
+
+
 def test_single_accelerator_system():
     acc = get_accelerator("h100-sxm")
     s = single_accelerator_system(acc, 4)
