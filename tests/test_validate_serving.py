@@ -2050,20 +2050,23 @@ def test_set_cf_amd_devdocker_batches_and_previous_engine_row_alternative_reprod
     _registered_before_measured("cf", pred["at_commit"])
 
 
-def test_set_cg_mi350x_warm_predictions_and_cold_alternative_reproduce():
-    """Set cg (DeepSeek-R1 MXFP4 bursts on the MI350X, new to the catalog, under vLLM and SGLang without MTP) registers
-    set bz's warm rule (the first K prompts of each burst warm); its declared alternative is the same runs cold, and
-    both recompute for a vLLM run and an SGLang run; at the commit the predictions record, the measured values were
-    not in the repository."""
-    doc, pred, alt = _registered_with_alternative("cg", "00df9ea")
+@pytest.mark.parametrize("name, commit, vllm_id, sgl_id", [
+    ("cg", "00df9ea", "vllmdev1120-mi350x-mxfp4-tp8-1024x1024-n8", "sglang0059-mi350x-mxfp4-tp8-5600x140-n5"),
+    ("ch", "0ccfbb0", "vllmdev1120-mi350x-mxfp4-tp8-1024x1024-n11", "sglang0059-mi350x-mxfp4-tp8-5600x140-n6")])
+def test_sets_cg_and_ch_mi350x_warm_predictions_and_cold_alternative_reproduce(name, commit, vllm_id, sgl_id):
+    """Sets cg and ch (DeepSeek-R1 MXFP4 bursts on the MI350X, new to the catalog, under vLLM and SGLang without MTP;
+    ch is more of cg's configurations, encoded by cg's encoder) register set bz's warm rule (the first K prompts of
+    each burst warm); the declared alternative is the same runs cold, and both recompute for a vLLM run and an SGLang
+    run; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
     runs = doc["runs"]
     assert len(runs) == 60 and {(r["system"], r["model"], r["gpus"]) for r in runs} == {("mi350x-8", "deepseek-v3", 8)}
     assert all(len(r["warm_prefix_tokens"]) == r["requests"] for r in runs)
-    by_id = {r["id"].removeprefix("cg1-amdrecipe-deepseek-r1-"): r for r in runs}
-    vllm, sgl = by_id["vllmdev1120-mi350x-mxfp4-tp8-1024x1024-n8"], by_id["sglang0059-mi350x-mxfp4-tp8-5600x140-n5"]
+    by_id = {r["id"].removeprefix(f"{name}1-amdrecipe-deepseek-r1-"): r for r in runs}
+    vllm, sgl = by_id[vllm_id], by_id[sgl_id]
     cold = {k: v for k, v in vllm.items() if k != "warm_prefix_tokens"}
     _reproduce_both(doc, pred, alt, vllm, cold, sgl)
-    _registered_before_measured("cg", pred["at_commit"])
+    _registered_before_measured(name, pred["at_commit"])
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
