@@ -2069,6 +2069,24 @@ def test_sets_cg_and_ch_mi350x_warm_predictions_and_cold_alternative_reproduce(n
     _registered_before_measured(name, pred["at_commit"])
 
 
+def test_set_ci_reproduced_lengths_warm_predictions_and_cold_alternative_reproduce():
+    """Set ci (sglang.bench_serving bursts on MI350X whose per-request lengths were reproduced from the client's seed)
+    gives every run its own `lengths`; the runs on servers that cache prefixes register set bz's warm rule and the
+    declared alternative is the same runs cold, so a vLLM 0.16.0 run (prefix caching off) is the same in both; both
+    recompute for a vLLM dev-image run and that run; at the commit the predictions record, the measured values were
+    not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ci", "65c04e7")
+    runs = doc["runs"]
+    assert len(runs) == 60 and all(len(r["lengths"]["prompt"]) == r["requests"] for r in runs)
+    by_id = {r["id"].removeprefix("ci1-sglbench-deepseek-r1-"): r for r in runs}
+    dev, off = by_id["vllmdev1120-mi350x-mxfp4-tp8-5600x140-n26"], by_id["vllm0160-mi350x-mxfp4-tp8-5600x140-n11"]
+    assert off["prefix_caching"] is False and "warm_prefix_tokens" not in off
+    cold = {k: v for k, v in dev.items() if k != "warm_prefix_tokens"}
+    _reproduce_both(doc, pred, alt, dev, cold, off)
+    _reproduces(off, doc, alt["runs"], central="median")
+    _registered_before_measured("ci", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
