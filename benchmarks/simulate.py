@@ -7,7 +7,9 @@ tokens per pass), Poisson arrivals at 40 requests/s, lognormal prompts (median 5
 
 Prefix caching: the same arrivals and lengths distribution with every prompt starting with one of 4 system
 prompts of 256 tokens (prompts redrawn below 257), run with the cache on and off, timed in the same process as
-the workload without prefixes (the issue's bar: >= 50,000 requests/s with the cache on).
+the workload without prefixes (the issue's bar: >= 50,000 requests/s with the cache on). A tree of prefixes: the
+same requests sending entries of a pool of 5,000 prompts, each entry on one of the 4 system prompts (system prompt,
+then the whole entry: two levels of the cache's tree).
 """
 
 from __future__ import annotations
@@ -21,14 +23,17 @@ from roofline.catalog import get_catalog
 from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
 from roofline.simulate.metrics import prefix_cache_metrics, summarize
 from roofline.simulate.reference import naive_continuous
-from roofline.simulate.workload import lengths, poisson_arrivals, with_system_prompts
+from roofline.simulate.workload import lengths, poisson_arrivals, with_prompt_pool, with_system_prompts
 
 
-def workload(n: int, seed: int = 0, shared_prefix_tokens: int = 0, prefix_groups: int = 4):
+def workload(n: int, seed: int = 0, shared_prefix_tokens: int = 0, prefix_groups: int = 4, pool: int = 0):
     rng = np.random.default_rng(seed)
     wl = make_workload(poisson_arrivals(rng, 40.0, n),
                        lengths(rng, n, "lognormal", 512, 1.0, maximum=4096, minimum=shared_prefix_tokens + 1),
                        lengths(rng, n, "lognormal", 200, 0.8, maximum=2000))
+    if pool:  # entries: the first `pool` requests' lengths; each request sends one whole, on its system prompt
+        entries = (wl.prompt_tokens[:pool].copy(), wl.output_tokens[:pool].copy())
+        return with_prompt_pool(rng, wl, pool, 0, entries, shared_prefix_tokens, prefix_groups)[0]
     return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
 
 
@@ -37,7 +42,8 @@ def prefix_rows(n: int, dep, pol, repeats: int = 3):
     the cache on and off, interleaved `repeats` times in this process (best of each: the machine is shared)."""
     runs = {"no prefixes": (workload(n), {}),
             "system prompt, cache on": (workload(n, shared_prefix_tokens=256), {}),
-            "system prompt, cache off": (workload(n, shared_prefix_tokens=256), {"prefix_cache": False})}
+            "system prompt, cache off": (workload(n, shared_prefix_tokens=256), {"prefix_cache": False}),
+            "tree (pool 5,000), on": (workload(n, shared_prefix_tokens=256, pool=5000), {})}
     best: dict = {}
     for _ in range(repeats):
         for name, (wl, kw) in runs.items():
@@ -92,7 +98,7 @@ def main(n: int = 100_000, n_naive: int = 5_000) -> None:
         print(f"{name:<28}{secs:>10.3f}{rate:>14,.0f}{len(tr.seg_iters):>10,}"
               f"{'-' if hit is None else f'{hit:.1%}':>10}{summarize(tr).ttft_p50_s * 1e3:>9.1f} ms")
     print(f"cache on / no prefixes: {rows[1][3] / rows[0][3]:.2f}x the requests/s; cache on / off: "
-          f"{rows[1][3] / rows[2][3]:.2f}x")
+          f"{rows[1][3] / rows[2][3]:.2f}x; tree / one level: {rows[3][3] / rows[1][3]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -192,11 +192,11 @@ class SimulateRequest(LayoutOptions):
         if self.trace is not None and {"shared_prefix_tokens", "prefix_groups"} & fs:
             raise rules.UsageError(f"{f('trace')} gives each request's prefix (columns prefix_id, "
                                    f"shared_prefix_tokens); drop {f('shared_prefix_tokens')}/{f('prefix_groups')}")
-        if self.prompt_pool:  # each prompt recurs whole: it is its own prefix (simulate/workload.with_prompt_pool)
-            for k in ("trace", "shared_prefix_tokens"):
-                if k in fs:
-                    raise rules.UsageError(f"{f('prompt_pool')} makes each prompt recur whole, its own prefix; "
-                                           f"{f(k)} gives prefixes too: drop one of them")
+        if self.prompt_pool:  # each prompt recurs whole: it is its own prefix (simulate/workload.with_prompt_pool),
+            # on one of the system prompts of shared_prefix_tokens where given (a tree of prefixes)
+            if "trace" in fs:
+                raise rules.UsageError(f"{f('prompt_pool')} makes each prompt recur whole, its own prefix; "
+                                       f"{f('trace')} gives prefixes too: drop one of them")
             if self.policy == "disaggregated" and self.pool_warmup:
                 raise rules.UsageError(f"{f('pool_warmup')} warms one pool's prefix cache; {f('policy')} "
                                        f"disaggregated has two: drop {f('pool_warmup')}")
@@ -300,6 +300,8 @@ def workload_and_warmup(req: SimulateRequest, rng):
     from ..simulate.workload import generate, ramped, read_trace, requests_for_duration, staged, staged_requests
 
     maxc = req._model.max_context or rules.MAX_TOKENS
+    # a prompt pool's system prompts go on its entries (with_prompt_pool), not on the generated requests
+    sp = 0 if req.prompt_pool else req.shared_prefix_tokens
     if req.trace:
         wl = read_trace(req.trace)
         total = wl.prompt_tokens + wl.output_tokens
@@ -315,12 +317,12 @@ def workload_and_warmup(req: SimulateRequest, rng):
                                    f"more than 10,000,000; shorten the stages or lower their rates")
         wl = staged(rng, req._stages, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                     prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
-                    max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
+                    max_context=maxc, shared_prefix_tokens=sp,
                     prefix_groups=req.prefix_groups)
     elif req.ramp_up is not None:
         wl = ramped(rng, req.requests, *req._ramp, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                     prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
-                    max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
+                    max_context=maxc, shared_prefix_tokens=sp,
                     prefix_groups=req.prefix_groups)
     else:
         n = req.requests
@@ -331,15 +333,17 @@ def workload_and_warmup(req: SimulateRequest, rng):
                                        f"more than 10,000,000; shorten the duration or lower the rate")
         wl = generate(rng, rate_per_s=req.rate, n=n, arrivals=req.arrivals, cv=req.cv, lengths_kind=req.lengths,
                       prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
-                      max_context=maxc, duration_s=req.duration, shared_prefix_tokens=req.shared_prefix_tokens,
+                      max_context=maxc, duration_s=req.duration, shared_prefix_tokens=sp,
                       prefix_groups=req.prefix_groups)
     warm: Any = False
     if req.prompt_pool:
         from ..simulate.workload import draw_lengths, with_prompt_pool
 
+        n_sys = req.shared_prefix_tokens
         entries = draw_lengths(rng, req.prompt_pool, lengths_kind=req.lengths, prompt_tokens=req.prompt_tokens,
-                               output_tokens=req.output_tokens, sigma=req.sigma, max_context=maxc)
-        wl, warm = with_prompt_pool(rng, wl, req.prompt_pool, req.pool_warmup, entries)
+                               output_tokens=req.output_tokens, sigma=req.sigma, max_context=maxc,
+                               min_prompt=n_sys + 1 if n_sys else 1)
+        wl, warm = with_prompt_pool(rng, wl, req.prompt_pool, req.pool_warmup, entries, n_sys, req.prefix_groups)
     if req.fast_fraction:
         from dataclasses import replace
 

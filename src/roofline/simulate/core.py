@@ -38,6 +38,18 @@ import numpy as np
 from ..errors import DoesNotFitError, InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
+from .prefixes import (
+    ancestor_hit,
+    cache_ancestors,
+    evict,
+    pin,
+    pin_ancestors,
+    prefix_tree,
+    release,
+    release_ancestors,
+    unpin_path,
+    warm_cache,
+)
 from .segments import Segments, iteration_times, view
 from .steptable import Deployment, StepTable, mixed_pass
 from .workload import Workload
@@ -67,24 +79,6 @@ def fifo_departures(ready_s, service_s) -> np.ndarray:
     return np.maximum.accumulate(a - (c - s)) + c
 
 
-def prefix_blocks(workload: Workload, block_tokens: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(dense prefix index per request, -1 = none; reusable full blocks per request; number of prefixes).
-
-    A request's reusable prefix is floor(min(shared, prompt − 1) / block) whole blocks: vLLM hashes full
-    blocks only (a partial last block is never shared), and when a whole prompt hits the cache the last
-    token is recomputed anyway to get its logits (vLLM V1 KVCacheManager caps a hit at prompt − 1
-    tokens). Requests whose prefix holds no whole block get index -1 (nothing to share)."""
-    assert workload.prefix_id is not None and workload.shared_prefix_tokens is not None
-    pid = np.asarray(workload.prefix_id, dtype=np.int64)
-    usable = np.minimum(workload.shared_prefix_tokens, workload.prompt_tokens - 1)
-    blocks = np.where(pid >= 0, np.floor(usable / block_tokens), 0).astype(np.int64)
-    has = blocks > 0
-    uniq, dense = np.unique(pid[has], return_inverse=True)
-    index = np.full(workload.n, -1, dtype=np.int64)
-    index[has] = dense
-    return index, np.where(has, blocks, 0), int(uniq.size)
-
-
 def _passes_to(dt: float, t0: float, s: float, k: int) -> int:
     """Decode passes (first t0 long, each s longer than the one before) until `dt` seconds have passed: the
     first pass that starts at or after dt, at least 1; k when the k passes of the segment end before it."""
@@ -98,49 +92,6 @@ def _passes_to(dt: float, t0: float, s: float, k: int) -> int:
     while ka > 1 and (ka - 1) * t0 + s * (ka - 1) * (ka - 2) / 2.0 >= dt:
         ka -= 1
     return ka
-
-
-def _evict(lru: OrderedDict, cached: list, pinned: list, blocks: int) -> int:
-    """Free up to `blocks` unpinned cached blocks, least recently released prefix first, from the tail of its
-    chain (vLLM's evictor: least recently used first, the deepest block of a prefix before its parents);
-    returns the number freed. `lru` holds the prefixes with unpinned blocks (cached > pinned), oldest first."""
-    left = blocks
-    while left > 0 and lru:
-        q = next(iter(lru))
-        free = cached[q] - pinned[q]
-        take = free if free <= left else left
-        cached[q] -= take
-        left -= take
-        if cached[q] == pinned[q]:
-            del lru[q]
-    return blocks - left
-
-
-def _pin(users: list, pinned: list, q: int, depth: int) -> int:
-    """A running sequence uses the first `depth` cached blocks of prefix q: the blocks newly pinned (the prefix's
-    pinned depth is its deepest running user's)."""
-    d = users[q]
-    d[depth] = d.get(depth, 0) + 1
-    if depth > pinned[q]:
-        k, pinned[q] = depth - pinned[q], depth
-        return k
-    return 0
-
-
-def _release(users: list, pinned: list, q: int, depth: int) -> int:
-    """A running sequence at `depth` blocks of prefix q stops using it: the blocks unpinned (the pinned depth
-    falls to the deepest remaining user's, 0 without users)."""
-    d = users[q]
-    k = d[depth] - 1
-    if k:
-        d[depth] = k
-        return 0
-    del d[depth]
-    if depth < pinned[q]:
-        return 0
-    old = pinned[q]
-    pinned[q] = max(d) if d else 0
-    return old - pinned[q]
 
 
 @dataclass(frozen=True)
@@ -301,7 +252,7 @@ class Simulation:
             mixed_pass(deployment.step, policy.max_batched_tokens + policy.max_seqs * self.ratio
                        + float(workload.prompt_tokens.max()), max_ctx) if mixed else None)
         if self.prefix_cache:
-            self.prefix_index, self.prefix_blocks, self.prefixes = prefix_blocks(workload, self.block_tokens)
+            self.prefix_tree = prefix_tree(workload, self.block_tokens)
 
     def run(self, progress=None) -> Trace:  # noqa: C901 - one loop, kept in one place on purpose
         # Speed notes (the loop runs ~1.5 times per request): everything it touches is a local name
@@ -410,24 +361,24 @@ class Simulation:
         free_tok = saved = 0.0
         evicted = 0
         blk = float(self.block_tokens)
-        lru: OrderedDict = OrderedDict()  # unpinned prefixes with cached blocks, least recently released first
+        lru: OrderedDict = OrderedDict()  # nodes with unpinned cached blocks, least recently released first
         if pc:
-            pfx_a, fb_a = self.prefix_index, self.prefix_blocks  # dense prefix index (-1 none), full blocks
+            tree = self.prefix_tree  # prefixes.PrefixTree: a request's last node and its blocks there; per node
+            pfx_a, fb_a = tree.leaf, tree.own  # its start and its ancestors (empty for a root: one node, one chain)
+            starts, ancs = tree.start, tree.ancestors
             sh_a, hit_a = np.zeros(n, np.int64), np.full(n, -1.0)  # blocks served by the cache; first hit tokens
-            dep_a = np.zeros(n, np.int64)  # depth (blocks) of its prefix chain a running sequence uses
+            dep_a = np.zeros(n, np.int64)  # global depth (blocks) of its prefix path a running sequence uses
             pfx, fb, sh, hit, depth = view(pfx_a), view(fb_a), view(sh_a), view(hit_a), view(dep_a)
-            # per prefix: cached blocks, pinned blocks (its deepest running user's depth), running users by depth
-            cached, pinned = [0] * self.prefixes, [0] * self.prefixes
-            users: list = [{} for _ in range(self.prefixes)]
+            # per node: cached blocks, pinned blocks (its deepest running user's depth), running users by depth
+            cached, pinned = [0] * tree.nodes, [0] * tree.nodes
+            users: list = [{} for _ in range(tree.nodes)]
             if self.warm_prefixes:  # left by earlier runs: each prefix to its longest use's full blocks, evictable
                 has = pfx_a >= 0
                 if self.warm_ids is not None:  # only the prefixes a warm-up sent
                     has &= np.isin(np.asarray(self.workload.prefix_id, dtype=np.int64), self.warm_ids)
-                deepest = np.zeros(self.prefixes, np.int64)
-                np.maximum.at(deepest, pfx_a[has], fb_a[has])
-                cached = deepest.tolist()
-                lru.update((q, None) for q in range(self.prefixes) if cached[q] > 0)
-                free_tok = float(deepest.sum()) * blk
+                cached, order = warm_cache(tree, pfx_a[has], fb_a[has])
+                lru.update((q, None) for q in order)
+                free_tok = float(sum(cached)) * blk
 
         while done < n:
             lagged = ahead and (nd > 0 or bool(pf))  # a batch was running, so this pass was scheduled at its start
@@ -471,12 +422,10 @@ class Simulation:
                         q = pfx[v]
                         room -= sh[v] * blk
                         sh[v] = 0
-                        k_un = _release(users, pinned, q, depth[v])
+                        k_un = unpin_path(users, pinned, lru, ancs[q], q, starts[q], depth[v])
                         if k_un:
                             room += k_un * blk
                             free_tok += k_un * blk
-                            lru[q] = None
-                            lru.move_to_end(q)
             # ---- chunks of prompts already being prefilled --------------------------------------------------
             budget = max_tok if separate else max_tok - nd * r  # a prefill-only pass carries no decode tokens
             inp = pf_cap - (max_tok - budget) if pf_cap else inf  # SGLang's rem_input_tokens: P less the decodes
@@ -517,9 +466,17 @@ class Simulation:
                     if pc:
                         q = pfx[rid]
                         if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
-                            h = cached[q] if cached[q] < fb[rid] else fb[rid]
+                            anc = ancs[q]
+                            if anc:  # along its path: the ancestors' blocks, then its last node's if they all are
+                                h, ext, reach = ancestor_hit(anc, cached, pinned)
+                                hl = (cached[q] if cached[q] < fb[rid] else fb[rid]) if reach else 0
+                                h += hl
+                                ext += hl - pinned[q] if hl > pinned[q] else 0
+                            else:
+                                h = hl = cached[q] if cached[q] < fb[rid] else fb[rid]
+                                ext = h - pinned[q] if h > pinned[q] else 0
                             new = need - h * blk
-                            mem = new + (h - pinned[q] if h > pinned[q] else 0) * blk  # it pins unpinned ones
+                            mem = new + ext * blk  # it pins unpinned ones
                     if not prefilled:
                         if chunked and budget <= 0:
                             blocked = True
@@ -578,12 +535,14 @@ class Simulation:
                     pending += new
                     if pc:
                         if q >= 0:
-                            k_pin = _pin(users, pinned, q, h)
+                            k_pin = pin(users, pinned, q, hl)
+                            if k_pin and cached[q] == pinned[q]:
+                                del lru[q]
+                            if anc:
+                                k_pin += pin_ancestors(anc, users, pinned, cached, lru, h)
                             if k_pin:
                                 free_tok -= k_pin * blk
                                 room -= k_pin * blk
-                                if cached[q] == pinned[q]:
-                                    del lru[q]
                             depth[rid] = h
                             sh[rid] = h
                             room += need - new
@@ -595,7 +554,7 @@ class Simulation:
                             hit[rid] = 0.0
                         use = ctx_sum + pending + nseq * ovh if on_demand else reserved  # memory but held
                         if free_tok and use + free_tok > room + 1e-9:
-                            k_ev = _evict(lru, cached, pinned, ceil((use + free_tok - room - 1e-9) / blk))
+                            k_ev = evict(lru, cached, pinned, ceil((use + free_tok - room - 1e-9) / blk))
                             free_tok -= k_ev * blk
                             evicted += k_ev
                 if nseq >= max_seqs:
@@ -675,7 +634,7 @@ class Simulation:
                 last_decode = True
                 if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
                     # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
-                    k_ev = _evict(lru, cached, pinned, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
+                    k_ev = evict(lru, cached, pinned, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
                     free_tok -= k_ev * blk
                     evicted += k_ev
             else:
@@ -724,14 +683,22 @@ class Simulation:
                         # each chunk completes them (vLLM V1 caches full blocks as they are computed); stored
                         # once from now on (held grows only by unpinned blocks below them that it now pins)
                         q, rid = pfx[e[0]], e[0]
-                        dpt = int((pre_len[rid] - e[1]) // blk)
-                        if dpt > fb[rid]:
-                            dpt = fb[rid]
-                        if dpt > cached[q]:  # it now uses the chain to dpt, pinning any unpinned blocks below
-                            k_dc = dpt - cached[q]
+                        s_q, anc = starts[q], ancs[q]
+                        dpt = int((pre_len[rid] - e[1]) // blk)  # global blocks of its path computed so far
+                        if dpt > s_q + fb[rid]:
+                            dpt = s_q + fb[rid]
+                        k_dc = cache_ancestors(anc, cached, dpt) if anc else 0
+                        if dpt - s_q > cached[q]:
+                            k_dc += dpt - s_q - cached[q]
+                            cached[q] = dpt - s_q
+                        if k_dc:  # it now uses its path to dpt, pinning any unpinned blocks below
                             sh[rid] += k_dc
-                            cached[q] = dpt
-                            k_dp = _pin(users, pinned, q, dpt) - _release(users, pinned, q, depth[rid])
+                            old = depth[rid]
+                            k_dp = (pin(users, pinned, q, dpt - s_q if dpt > s_q else 0)
+                                    - release(users, pinned, q, old - s_q if old > s_q else 0))
+                            if anc:  # deeper pins first, so releasing the shallower ones unpins nothing
+                                k_dp += pin_ancestors(anc, users, pinned, cached, lru, dpt)
+                                k_dp -= release_ancestors(anc, users, pinned, lru, old)
                             depth[rid] = dpt
                             room -= (k_dp - k_dc) * blk
                             free_tok += (k_dc - k_dp) * blk
@@ -763,7 +730,7 @@ class Simulation:
                 if free_tok and on_demand:
                     pending = sum(e[1] for e in pf) if pf else 0
                     if ctx_sum + free_tok + pending + nseq * ovh > room + 1e-9:
-                        k_ev = _evict(lru, cached, pinned, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
+                        k_ev = evict(lru, cached, pinned, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
                                                         / blk))
                         free_tok -= k_ev * blk
                         evicted += k_ev
@@ -792,12 +759,10 @@ class Simulation:
                     if pc and pfx[rid] >= 0:  # unpin its prefix (as on preemption)
                         q = pfx[rid]
                         room -= sh[rid] * blk
-                        k_un = _release(users, pinned, q, depth[rid])
+                        k_un = unpin_path(users, pinned, lru, ancs[q], q, starts[q], depth[rid])
                         if k_un:
                             room += k_un * blk
                             free_tok += k_un * blk
-                            lru[q] = None
-                            lru.move_to_end(q)
                     if static:
                         pad += 1
                     else:

@@ -35,7 +35,12 @@ class Workload:
     (0 = fast/interactive class, admitted first; 1 = slow/batch class); `stage`: the load stage each
     request arrived in (`staged`), None for a workload without stages. Prefixes (None: no request has one):
     `prefix_id` (integer >= -1; -1 = no shared prefix) and `shared_prefix_tokens` (the leading tokens of the
-    prompt that are that shared prefix, 0 <= shared <= prompt; 0 where prefix_id is -1), given together."""
+    prompt that are that shared prefix, 0 <= shared <= prompt; 0 where prefix_id is -1), given together.
+    A prefix may extend another (a tree of prefixes: a group's system prompt, then one conversation's history or
+    one whole prompt on it): `parent_prefix_id` (-1 = a root) and `parent_prefix_tokens` (the leading tokens of the
+    prefix that are its parent's, 1 <= parent <= shared), given together and only with the prefix columns; every
+    request of one prefix names the same parent at the same length, a parent's own parent (if any) comes from the
+    requests of that parent, and the lengths grow strictly along a chain (`_check_prefix_tree`)."""
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
@@ -44,6 +49,8 @@ class Workload:
     stage: np.ndarray | None = None
     prefix_id: np.ndarray | None = None
     shared_prefix_tokens: np.ndarray | None = None
+    parent_prefix_id: np.ndarray | None = None
+    parent_prefix_tokens: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -65,6 +72,14 @@ class Workload:
             raise InputError("workload prefix_id and shared_prefix_tokens go together; give both or neither")
         if self.prefix_id is not None:
             _check_prefixes(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens), self.prompt_tokens)
+        if (self.parent_prefix_id is None) != (self.parent_prefix_tokens is None):
+            raise InputError("workload parent_prefix_id and parent_prefix_tokens go together; give both or neither")
+        if self.parent_prefix_id is not None:
+            if self.prefix_id is None:
+                raise InputError("workload parent_prefix_id needs prefix_id and shared_prefix_tokens (a parent is "
+                                 "the leading part of a request's prefix); give the prefix columns too")
+            _check_prefix_tree(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens),
+                               np.asarray(self.parent_prefix_id), np.asarray(self.parent_prefix_tokens))
 
     @property
     def n(self) -> int:
@@ -94,6 +109,66 @@ def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray) -> 
         i = int(bad[0])
         raise InputError(f"request {i} has shared_prefix_tokens {shared[i]:g} but prefix_id -1 (none); give the "
                          f"prefix an id >= 0 or set shared_prefix_tokens to 0")
+
+
+def _check_prefix_tree(pid: np.ndarray, shared: np.ndarray, par: np.ndarray, ptok: np.ndarray,
+                       name_of=lambda i: f"request {i}") -> None:
+    """The parent columns describe a tree: one value per request; parent -1 with 0 tokens, or a parent id >= 0 other
+    than the request's own prefix with 1 <= parent tokens <= shared tokens on a request with a prefix; one (parent,
+    tokens) per prefix id across its requests; no cycle; and a child's parent tokens above its parent's own (each
+    prefix of a chain strictly longer than the one it extends). Each problem one InputError naming a request."""
+    n = len(pid)
+    for name, x in (("parent_prefix_id", par), ("parent_prefix_tokens", ptok)):
+        if len(x) != n:
+            raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
+    _check_lengths(par.astype(float), "parent_prefix_id", minimum=-1)
+    _check_lengths(ptok.astype(float), "parent_prefix_tokens", minimum=0)
+    has = par >= 0
+    for bad, why in ((has & (pid < 0), "a parent_prefix_id but prefix_id -1 (no prefix); give the prefix an id or "
+                                       "set parent_prefix_id to -1"),
+                     (has & (par == pid), "parent_prefix_id equal to its own prefix_id; a prefix cannot extend "
+                                          "itself: give the parent its own id"),
+                     (has & (ptok < 1), "parent_prefix_id >= 0 but parent_prefix_tokens 0; give the parent's "
+                                        "length in tokens (>= 1)"),
+                     (has & (ptok > shared), "parent_prefix_tokens above its shared_prefix_tokens; the parent is "
+                                             "the leading part of the request's prefix, so it is no longer"),
+                     (~has & (ptok > 0), "parent_prefix_tokens > 0 but parent_prefix_id -1 (none); give the "
+                                         "parent an id or set parent_prefix_tokens to 0")):
+        if np.any(bad):
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{name_of(i)} (prefix_id {pid[i]:g}, shared {shared[i]:g}, parent {par[i]:g} at "
+                             f"{ptok[i]:g} tokens) has {why}")
+    sel = np.flatnonzero(pid >= 0)
+    if sel.size == 0:
+        return
+    order = sel[np.argsort(pid[sel], kind="stable")]
+    same = pid[order][1:] == pid[order][:-1]
+    differ = same & ((par[order][1:] != par[order][:-1]) | (ptok[order][1:] != ptok[order][:-1]))
+    if np.any(differ):
+        k = int(np.flatnonzero(differ)[0])
+        i, j = sorted((int(order[k]), int(order[k + 1])))
+        raise InputError(f"{name_of(i)} and {name_of(j)} share prefix_id {pid[i]:g} but name different parents (parent "
+                         f"{par[i]:g} at {ptok[i]:g} tokens, parent {par[j]:g} at {ptok[j]:g} tokens); one prefix "
+                         f"extends one parent at one length: give every request of a prefix the same parent columns")
+    first = order[np.concatenate([[True], ~same])]  # one request per prefix id (the first of each)
+    parent = dict(zip(pid[first].tolist(), par[first].tolist()))
+    length = dict(zip(pid[first].tolist(), ptok[first].tolist()))
+    ok: set = set()  # prefixes whose chain is known to end at a root (each chain walked once: linear in prefixes)
+    for q in parent:
+        path, on_path, x = [], set(), q
+        while x not in ok and parent.get(x, -1) >= 0:
+            path.append(x)
+            on_path.add(x)
+            x = parent[x]
+            if x in on_path:
+                raise InputError(f"prefix {q:g}'s chain of parents comes back to prefix {x:g} (a cycle); a chain of "
+                                 f"parents must end at a prefix without one (parent_prefix_id -1)")
+        ok.update(path)
+    for x, p in parent.items():  # each link: a prefix is longer than the one it extends
+        if p in parent and parent[p] >= 0 and length[p] >= length[x]:
+            raise InputError(f"prefix {x:g} extends prefix {p:g} at {length[x]:g} tokens, but prefix {p:g} itself "
+                             f"extends prefix {parent[p]:g} at {length[p]:g} tokens; a prefix is longer than the one "
+                             f"it extends: give the parent lengths in increasing order along a chain")
 
 
 def _check_times(t: np.ndarray, name: str) -> None:
@@ -212,9 +287,10 @@ TRACE_COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 
 def read_trace(path: str | Path) -> Workload:
     """Read a CSV trace: a header naming arrival_s, prompt_tokens, output_tokens (optional priority,
-    prefix_id, shared_prefix_tokens), one request per row, sorted by arrival. Every problem raises
-    InputError naming the line. prefix_id (integer >= -1, -1 = none) and shared_prefix_tokens (0 ..
-    prompt_tokens, 0 where prefix_id is -1) come together: either column alone is an error."""
+    prefix_id, shared_prefix_tokens, parent_prefix_id, parent_prefix_tokens), one request per row, sorted by arrival.
+    Every problem raises InputError naming the line. prefix_id (integer >= -1, -1 = none) and shared_prefix_tokens
+    (0 .. prompt_tokens, 0 where prefix_id is -1) come together: either column alone is an error; so do the parent
+    columns (a tree of prefixes, `Workload`), which need the prefix columns."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"trace file {str(path)!r} does not exist; give a CSV with columns {', '.join(TRACE_COLUMNS)}")
@@ -242,6 +318,17 @@ def read_trace(path: str | Path) -> Workload:
                          f"{'shared_prefix_tokens' if has_x else 'prefix_id'}; give both columns or neither")
     xidx, sidx = (header.index("prefix_id"), header.index("shared_prefix_tokens")) if has_x else (None, None)
     pref = np.zeros((len(rows) - 1, 2)) if has_x else None
+    has_px, has_pt = "parent_prefix_id" in header, "parent_prefix_tokens" in header
+    if has_px != has_pt:
+        raise InputError(f"{path.name} line 1: header has {'parent_prefix_id' if has_px else 'parent_prefix_tokens'} "
+                         f"without {'parent_prefix_tokens' if has_px else 'parent_prefix_id'}; give both columns or "
+                         f"neither")
+    if has_px and not has_x:
+        raise InputError(f"{path.name} line 1: header has parent_prefix_id and parent_prefix_tokens without prefix_id "
+                         f"and shared_prefix_tokens; a parent is the leading part of a request's prefix: add those "
+                         f"columns")
+    pxidx, ptidx = (header.index("parent_prefix_id"), header.index("parent_prefix_tokens")) if has_px else (None, None)
+    parent = np.zeros((len(rows) - 1, 2)) if has_px else None
     out = np.empty((len(rows) - 1, 4))
     prev = -np.inf
     for k, row in enumerate(rows[1:]):
@@ -265,13 +352,20 @@ def read_trace(path: str | Path) -> Workload:
             raise InputError(f"{path.name} line {line}: priority = {pr:g} must be 0 (fast) or 1 (slow)")
         if pref is not None:
             pref[k] = _trace_prefix(path.name, line, row, xidx, sidx, p)
+        if parent is not None and pref is not None:  # (parent columns need the prefix columns: checked above)
+            parent[k] = _trace_parent(path.name, line, row, pxidx, ptidx, *pref[k])
         out[k] = vals
         prev = t
     if out.shape[0] == 0:
         raise InputError(f"{path.name}: no requests after the header; add one row per request")
     if pref is not None:
+        if parent is not None:  # the tree's rules across rows (one parent per prefix, no cycle), naming lines
+            _check_prefix_tree(pref[:, 0].astype(np.int64), pref[:, 1], parent[:, 0].astype(np.int64), parent[:, 1],
+                               name_of=lambda i: f"{path.name} line {i + 2}")
         return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64),
-                        prefix_id=pref[:, 0].astype(np.int64), shared_prefix_tokens=pref[:, 1].copy())
+                        prefix_id=pref[:, 0].astype(np.int64), shared_prefix_tokens=pref[:, 1].copy(),
+                        parent_prefix_id=None if parent is None else parent[:, 0].astype(np.int64),
+                        parent_prefix_tokens=None if parent is None else parent[:, 1].copy())
     return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64))
 
 
@@ -292,6 +386,29 @@ def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float) -> tuple
     return x, sh
 
 
+def _trace_parent(name: str, line: int, row, pxidx, ptidx, pid: float, shared: float) -> tuple[float, float]:
+    """(parent_prefix_id, parent_prefix_tokens) of one trace row, each problem an InputError naming the line."""
+    try:
+        x, t = float(row[pxidx]), float(row[ptidx])
+    except ValueError:
+        raise InputError(f"{name} line {line}: a field is not a number: {','.join(row)}") from None
+    if not np.isfinite(x) or x < -1 or x != round(x) or abs(x) > 2**53:
+        raise InputError(f"{name} line {line}: parent_prefix_id = {x:g} must be a whole number >= -1 (-1 = the prefix "
+                         f"extends none)")
+    if x < 0:
+        if t != 0:
+            raise InputError(f"{name} line {line}: parent_prefix_tokens = {t:g} needs a parent_prefix_id >= 0 (got "
+                             f"-1); give the parent an id or set parent_prefix_tokens to 0")
+        return x, t
+    if pid < 0:
+        raise InputError(f"{name} line {line}: parent_prefix_id = {x:g} needs a prefix_id >= 0 (got -1); a parent "
+                         f"is the leading part of the request's prefix")
+    if not np.isfinite(t) or t < 1 or t != round(t) or t > shared:
+        raise InputError(f"{name} line {line}: parent_prefix_tokens = {t:g} must be a whole number between 1 and the "
+                         f"row's shared_prefix_tokens ({shared:g})")
+    return x, t
+
+
 def write_trace(workload: Workload, path: str | Path) -> Path:
     """Write a workload as a CSV trace readable by `read_trace`."""
     path = Path(path)
@@ -304,10 +421,15 @@ def write_trace(workload: Workload, path: str | Path) -> Path:
                 w.writerow([f"{t:.6f}", int(p), int(o), int(pr)])
         else:
             assert workload.shared_prefix_tokens is not None  # given together (Workload checks)
-            w.writerow(list(TRACE_COLUMNS) + ["priority", "prefix_id", "shared_prefix_tokens"])
-            for t, p, o, pr, x, sh in zip(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
-                                          workload.priority, workload.prefix_id, workload.shared_prefix_tokens):
-                w.writerow([f"{t:.6f}", int(p), int(o), int(pr), int(x), int(sh)])
+            tree = workload.parent_prefix_id is not None
+            w.writerow(list(TRACE_COLUMNS) + ["priority", "prefix_id", "shared_prefix_tokens"]
+                       + (["parent_prefix_id", "parent_prefix_tokens"] if tree else []))
+            cols: list = [workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.priority,
+                          workload.prefix_id, workload.shared_prefix_tokens]
+            if tree:
+                cols += [workload.parent_prefix_id, workload.parent_prefix_tokens]
+            for t, *rest in zip(*cols):
+                w.writerow([f"{t:.6f}"] + [int(v) for v in rest])
     return path
 
 
@@ -379,18 +501,30 @@ def with_system_prompts(rng: np.random.Generator, wl: Workload, shared_prefix_to
     """The workload with every prompt starting with one of K = `prefix_groups` system prompts of N =
     `shared_prefix_tokens` tokens, each request's drawn uniformly at random (`rng.integers(0, K)`, one draw
     per request after the lengths). Every prompt must hold N + 1 tokens (the generator redraws shorter ones)."""
-    n_tok, k = int(shared_prefix_tokens), int(prefix_groups)
+    n_tok = _system_prompt_tokens(shared_prefix_tokens, wl.prompt_tokens)
+    ids = _system_prompt_draws(rng, wl.n, prefix_groups)
+    return replace(wl, prefix_id=ids, shared_prefix_tokens=np.full(wl.n, float(n_tok)))
+
+
+def _system_prompt_tokens(shared_prefix_tokens, prompts: np.ndarray, what=lambda i: f"prompt {i}") -> int:
+    """N, checked: a whole number >= 1 below every prompt."""
+    n_tok = int(shared_prefix_tokens)
     if n_tok != shared_prefix_tokens or n_tok < 1:
         raise InputError(f"shared prefix must be a whole number of tokens >= 1, got {shared_prefix_tokens}")
-    if k != prefix_groups or k < 1:
-        raise InputError(f"prefix groups must be a whole number >= 1, got {prefix_groups}")
-    short = np.flatnonzero(wl.prompt_tokens < n_tok + 1)
+    short = np.flatnonzero(prompts < n_tok + 1)
     if short.size:
         i = int(short[0])
-        raise InputError(f"prompt {i} has {wl.prompt_tokens[i]:g} tokens, fewer than the {n_tok}-token system "
+        raise InputError(f"{what(i)} has {prompts[i]:g} tokens, fewer than the {n_tok}-token system "
                          f"prompt plus one; lengthen the prompts or shorten the system prompt")
-    ids = rng.integers(0, k, size=wl.n).astype(np.int64)
-    return replace(wl, prefix_id=ids, shared_prefix_tokens=np.full(wl.n, float(n_tok)))
+    return n_tok
+
+
+def _system_prompt_draws(rng: np.random.Generator, n: int, prefix_groups) -> np.ndarray:
+    """Which of K system prompts each of n prompts starts with, uniformly (one `rng.integers(0, K)` draw each)."""
+    k = int(prefix_groups)
+    if k != prefix_groups or k < 1:
+        raise InputError(f"prefix groups must be a whole number >= 1, got {prefix_groups}")
+    return rng.integers(0, k, size=n).astype(np.int64)
 
 
 def prompt_pool(rng: np.random.Generator, n: int, entries: int, warmup: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -408,18 +542,30 @@ def prompt_pool(rng: np.random.Generator, n: int, entries: int, warmup: int = 0)
 
 
 def with_prompt_pool(rng: np.random.Generator, wl: Workload, entries: int, warmup: int = 0,
-                     entry_lengths: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[Workload, np.ndarray]:
+                     entry_lengths: tuple[np.ndarray, np.ndarray] | None = None, shared_prefix_tokens: int = 0,
+                     prefix_groups: int = 1) -> tuple[Workload, np.ndarray]:
     """(the workload whose requests send entries of a prompt pool (`prompt_pool`), each prompt whole and so each its
     entry's prefix, the entries its warm-up sent). With `entry_lengths` (prompt and output tokens per entry, a dataset
     with reference outputs, as `vllm bench serve`'s ShareGPT) a request takes its entry's lengths; without, it keeps
-    its own (fixed lengths: every entry is one length). Ignores: the warm-up's own load (it completes before the run)."""
+    its own (fixed lengths: every entry is one length). With `shared_prefix_tokens` N > 0 each entry's prompt starts
+    with one of `prefix_groups` K system prompts of N tokens, drawn per entry (`rng.integers(0, K)`, after the pool's
+    draws), so the prefixes form a tree: entry e (prefix id e) extends system prompt k (prefix id entries + k) at N
+    tokens, as inference-perf's `shared_prefix` data (num_groups system prompts, each with its questions) and aiperf's
+    prefix prompts make them; every prompt must hold N + 1 tokens. Ignores: the warm-up's own load (it completes
+    before the run)."""
     pid, warm = prompt_pool(rng, wl.n, entries, warmup)
     if entry_lengths is not None:
         p, o = (np.asarray(x, dtype=float) for x in entry_lengths)
         if p.shape != (int(entries),) or o.shape != (int(entries),):
             raise InputError(f"entry lengths need {int(entries)} prompts and outputs, got {p.shape} and {o.shape}")
         wl = replace(wl, prompt_tokens=p[pid], output_tokens=o[pid])
-    return replace(wl, prefix_id=pid, shared_prefix_tokens=wl.prompt_tokens.copy()), warm
+    wl = replace(wl, prefix_id=pid, shared_prefix_tokens=wl.prompt_tokens.copy())
+    if not shared_prefix_tokens:
+        return wl, warm
+    n_tok = _system_prompt_tokens(shared_prefix_tokens, wl.prompt_tokens,
+                                  lambda i: f"prompt {i} (pool entry {pid[i]})")
+    groups = _system_prompt_draws(rng, int(entries), prefix_groups)
+    return replace(wl, parent_prefix_id=int(entries) + groups[pid], parent_prefix_tokens=np.full(wl.n, float(n_tok))), warm
 
 
 def draw_lengths(rng: np.random.Generator, n: int, *, lengths_kind: str = "lognormal", prompt_tokens: float = 1024,

@@ -940,7 +940,7 @@ def shared_prefix_workload(t: np.ndarray, ds: dict, prompt_tokens: float | None 
     j mod (groups x prompts_per_group), with max_tokens = `output_len` and ignore_eos (every output that long).
     So each prompt recurs, whole, every groups x prompts_per_group requests: here each prompt is its own prefix
     (prefix id = j mod prompts, shared = the whole prompt), which vLLM's prefix cache serves from its second
-    sending on (all but the last partial block; simulate/core.prefix_blocks). Prompt length: `prompt_tokens`
+    sending on (all but the last partial block; simulate/prefixes.prefix_tree). Prompt length: `prompt_tokens`
     (the run's own: the client's count of the server's tokens, BOS included, since random token ids decoded and
     re-encoded change in number), else system_prompt_len + question_len + 1 (BOS). Ignores: the system prompt
     shared by a group's different questions (it helps only each prompt's first sending), and the prompts'

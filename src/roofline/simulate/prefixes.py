@@ -1,0 +1,235 @@
+"""The prefix cache's bookkeeping (docs/simulator.md "Prefix caching" and "A tree of prefixes"): which cached blocks
+each request can reuse, and the pin counts and LRU order the simulator's loop (core.Simulation.run) keeps per prefix.
+
+A prefix is a node of a tree. A root covers the blocks [0, L) of the prompts that start with it; a prefix that extends
+a parent at T tokens (`Workload.parent_prefix_id`, `parent_prefix_tokens`) covers blocks from s = ⌊T / b⌋ on: its
+first block holds the parent's last partial block and its own first tokens, so it is its own (vLLM hashes each full
+block with its parent block's hash; SGLang's radix tree splits a node where two prompts part). Each node keeps its
+own count of cached leading blocks, `cached[node]`, in its own segment; a request reuses the cached blocks along its
+path from the root, and stops at the first node of the path not cached to where the path leaves it.
+
+Pins: a running sequence that uses its path to global block depth D pins, in every node x of its path, the blocks it
+uses there, min(D − s_x, e_x − s_x) (e_x = where the path leaves x: its child's start, or the request's own reusable
+end in its last node), so a node's pinned depth is the deepest of its users' and its descendants' users'. A node is
+in the LRU order while it holds unpinned cached blocks; a release moves the path's nodes to the end, deepest first,
+so a parent is never older than an unpinned child: the evictor empties a child before the parent blocks the child
+hangs on (vLLM frees a request's blocks tail first into its free queue; SGLang evicts leaves).
+
+With no parent columns every prefix is a root and each request's path is its one prefix: the bookkeeping is then
+exactly the single-chain cache it replaced (the same arithmetic in the same order, bit-identical traces).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from .workload import Workload
+
+
+@dataclass(frozen=True)
+class PrefixTree:
+    """Per request: `leaf` (dense index of the last node of its path, -1 = nothing to reuse) and `own` (its reusable
+    blocks in that node's segment, >= 1 where leaf >= 0). Per node: `start` (its first global block) and `ancestors`
+    (the nodes before it on every path through it, root first, as (node, start, end) with end where the path leaves
+    that node; nodes whose segment on the path is empty are left out), `level` (its number of ancestors)."""
+
+    leaf: np.ndarray
+    own: np.ndarray
+    start: list
+    ancestors: list
+    level: list
+
+    @property
+    def nodes(self) -> int:
+        return len(self.start)
+
+
+def prefix_tree(workload: Workload, block_tokens: int) -> PrefixTree:
+    """The tree of `workload`'s prefixes in blocks of `block_tokens`.
+
+    A request's reusable prefix is ⌊min(shared, prompt − 1) / b⌋ whole blocks from the start of the prompt: vLLM hashes
+    full blocks only (a partial last block is never shared), and when a whole prompt hits the cache the last token is
+    recomputed anyway to get its logits (vLLM V1 KVCacheManager caps a hit at prompt − 1 tokens). Its path ends in the
+    deepest node of its prefix's chain that starts before that end (a prompt too short to reach its own prefix's
+    first block reuses only its parents'); a request with no whole block to reuse gets leaf -1."""
+    assert workload.prefix_id is not None and workload.shared_prefix_tokens is not None
+    pid = np.asarray(workload.prefix_id, dtype=np.int64)
+    usable = np.minimum(workload.shared_prefix_tokens, workload.prompt_tokens - 1)
+    blocks = np.where(pid >= 0, np.floor(usable / block_tokens), 0).astype(np.int64)
+    if workload.parent_prefix_id is None:  # every prefix a root: one node per prefix with a reusable block
+        has = blocks > 0
+        uniq, dense = np.unique(pid[has], return_inverse=True)
+        leaf = np.full(workload.n, -1, dtype=np.int64)
+        leaf[has] = dense
+        m = int(uniq.size)
+        return PrefixTree(leaf, np.where(has, blocks, 0), [0] * m, [()] * m, [0] * m)
+    assert workload.parent_prefix_tokens is not None  # given together (Workload checks)
+    par = np.asarray(workload.parent_prefix_id, dtype=np.int64)
+    ptok = np.asarray(workload.parent_prefix_tokens, dtype=float)
+    ids = np.unique(np.concatenate([pid[pid >= 0], par[par >= 0]]))
+    m = int(ids.size)
+    dense_of = {q: k for k, q in enumerate(ids.tolist())}
+    parent, start = [-1] * m, [0] * m
+    sel = np.flatnonzero((pid >= 0) & (par >= 0))
+    for q, p, t in zip(pid[sel].tolist(), par[sel].tolist(), ptok[sel].tolist()):  # one (parent, T) per prefix
+        k = dense_of[q]
+        parent[k], start[k] = dense_of[p], int(t // block_tokens)
+    level = [0] * m
+    ancestors: list = [()] * m
+    order = sorted(range(m), key=lambda k: _depth(parent, k))  # parents before children
+    for k in order:
+        p = parent[k]
+        if p >= 0:
+            level[k] = level[p] + 1
+            seg = ((p, start[p], start[k]),) if start[k] > start[p] else ()
+            ancestors[k] = ancestors[p] + seg
+    node = np.full(workload.n, -1, dtype=np.int64)
+    node[pid >= 0] = [dense_of[q] for q in pid[pid >= 0].tolist()]
+    parent_a, start_a = np.asarray(parent + [-1], dtype=np.int64), np.asarray(start + [0], dtype=np.int64)
+    for _ in range(m):  # a prompt that ends before its node's first block reuses its parents' blocks only
+        short = (node >= 0) & (blocks <= start_a[node])
+        if not short.any():
+            break
+        node[short] = parent_a[node[short]]
+    own = np.where(node >= 0, blocks - start_a[node], 0)
+    return PrefixTree(node, own, start, ancestors, level)
+
+
+def _depth(parent: list, k: int) -> int:
+    d = 0
+    while parent[k] >= 0:
+        k, d = parent[k], d + 1
+    return d
+
+
+def evict(lru: OrderedDict, cached: list, pinned: list, blocks: int) -> int:
+    """Free up to `blocks` unpinned cached blocks, least recently released node first, from the tail of its
+    segment (vLLM's evictor: least recently used first, the deepest block of a chain before its parents);
+    returns the number freed. `lru` holds the nodes with unpinned blocks (cached > pinned), oldest first."""
+    left = blocks
+    while left > 0 and lru:
+        q = next(iter(lru))
+        free = cached[q] - pinned[q]
+        take = free if free <= left else left
+        cached[q] -= take
+        left -= take
+        if cached[q] == pinned[q]:
+            del lru[q]
+    return blocks - left
+
+
+def pin(users: list, pinned: list, q: int, depth: int) -> int:
+    """A running sequence uses the first `depth` cached blocks of node q: the blocks newly pinned (the node's
+    pinned depth is its deepest running user's)."""
+    d = users[q]
+    d[depth] = d.get(depth, 0) + 1
+    if depth > pinned[q]:
+        k, pinned[q] = depth - pinned[q], depth
+        return k
+    return 0
+
+
+def release(users: list, pinned: list, q: int, depth: int) -> int:
+    """A running sequence at `depth` blocks of node q stops using it: the blocks unpinned (the pinned depth
+    falls to the deepest remaining user's, 0 without users)."""
+    d = users[q]
+    k = d[depth] - 1
+    if k:
+        d[depth] = k
+        return 0
+    del d[depth]
+    if depth < pinned[q]:
+        return 0
+    old = pinned[q]
+    pinned[q] = max(d) if d else 0
+    return old - pinned[q]
+
+
+def ancestor_hit(anc: tuple, cached: list, pinned: list) -> tuple[int, int, bool]:
+    """(global blocks reused along the ancestors `anc`, the unpinned ones among them, whether the path reaches its
+    last node): a node not cached to where the path leaves it ends the hit there."""
+    h = extra = 0
+    for x, s, e in anc:
+        c = cached[x]
+        if c < e - s:
+            return s + c, extra + (c - pinned[x] if c > pinned[x] else 0), False
+        extra += e - s - pinned[x] if e - s > pinned[x] else 0
+        h = e
+    return h, extra, True
+
+
+def pin_ancestors(anc: tuple, users: list, pinned: list, cached: list, lru: OrderedDict, depth: int) -> int:
+    """A running sequence at global `depth` pins its share of each ancestor; returns the blocks newly pinned (nodes
+    left with no unpinned block leave the LRU order)."""
+    k = 0
+    for x, s, e in anc:
+        c = depth - s
+        if c <= 0:
+            break
+        kx = pin(users, pinned, x, c if c < e - s else e - s)
+        if kx:
+            k += kx
+            if cached[x] == pinned[x] and x in lru:
+                del lru[x]
+    return k
+
+
+def release_ancestors(anc: tuple, users: list, pinned: list, lru: OrderedDict, depth: int) -> int:
+    """A running sequence at global `depth` stops using its ancestors, deepest first (each node with blocks newly
+    unpinned moves to the LRU order's end after its children); returns the blocks unpinned."""
+    k = 0
+    for x, s, e in reversed(anc):
+        c = depth - s
+        if c <= 0:
+            continue
+        kx = release(users, pinned, x, c if c < e - s else e - s)
+        if kx:
+            k += kx
+            lru[x] = None
+            lru.move_to_end(x)
+    return k
+
+
+def cache_ancestors(anc: tuple, cached: list, depth: int) -> int:
+    """A prefill has computed its path to global block `depth`: each ancestor's segment is cached to there; returns
+    the blocks newly cached."""
+    k = 0
+    for x, s, e in anc:
+        c = depth - s
+        if c <= 0:
+            break
+        if c > e - s:
+            c = e - s
+        if c > cached[x]:
+            k += c - cached[x]
+            cached[x] = c
+    return k
+
+
+def warm_cache(tree: PrefixTree, leaf: np.ndarray, own: np.ndarray) -> tuple[list, list]:
+    """(cached blocks per node, the LRU order) of a cache that holds, unpinned, the full reusable blocks of the
+    requests given by `leaf`/`own` and every ancestor block their paths need; the LRU order puts deeper nodes first
+    (children before their parents), then node order."""
+    deepest = np.zeros(tree.nodes, np.int64)
+    np.maximum.at(deepest, leaf, own)
+    cached = deepest.tolist()
+    for q in np.flatnonzero(deepest > 0).tolist():
+        for x, s, e in tree.ancestors[q]:
+            if e - s > cached[x]:
+                cached[x] = e - s
+    order = sorted((q for q in range(tree.nodes) if cached[q] > 0), key=lambda q: -tree.level[q])
+    return cached, order
+
+
+def unpin_path(users: list, pinned: list, lru: OrderedDict, anc: tuple, q: int, start: int, depth: int) -> int:
+    """A running sequence at global `depth` of a path ending in node q (first block `start`, ancestors `anc`) stops
+    using it: its last node, then the ancestors deepest first, each with blocks newly unpinned moved to the LRU
+    order's end (so parents come after their children); returns the blocks unpinned."""
+    k = release(users, pinned, q, depth - start if depth > start else 0)
+    if k:
+        lru[q] = None
+        lru.move_to_end(q)
+    return k + release_ancestors(anc, users, pinned, lru, depth) if anc else k
