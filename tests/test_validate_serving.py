@@ -1389,6 +1389,36 @@ def test_warm_prefix_tokens_by_hand():
     assert warm["ttft_mean"] < cold["ttft_mean"]
 
 
+def test_warm_prefixes_key_warms_the_datasets_own_prompts():
+    """Run key warm_prefixes: true caches every prefix of the run's own workload at the start (inference-perf's
+    preprocessing burst sent every shared-prefix prompt before the stages): 10 prompts recurring every 10 requests of
+    200 tokens, block 16: warm, every request hits floor(199/16) = 12 blocks (192 tokens), cold the first 10 miss.
+    warm_prefix_tokens instead gives each request a prefix of its own (the key set cj needed instead). Not true/false,
+    or beside the other warm rules, a prefix cache turned off or a dispatch rule: one line each."""
+    ds = {"kind": "inference_perf_shared_prefix", "groups": 2, "prompts_per_group": 5, "system_prompt_len": 120,
+          "question_len": 79, "output_len": 4}
+    run = {"id": "t", "engine": "vllm-v1-sync", "engine_version": "0.11", "model": "llama-3.1-8b", "system": "dgx-h100",
+           "gpus": 1, "replicas": 1, "stages": [[4.0, 10]], "stage": 0, "stage_drain": True, "arrivals": "poisson",
+           "dataset": "d", "policy": "chunked", "max_seqs": 128, "max_batched_tokens": 8192, "weights_dtype": "bf16",
+           "kv_dtype": "bf16", "metrics": ["ttft_mean"]}
+    assert S.warm_prefixes_key(run) is False and S.warm_prefixes_key(dict(run, warm_prefixes=True)) is True
+    from roofline.simulate import ConstantStep, Deployment, Policy, Simulation
+
+    wl = S.shared_prefix_workload(np.arange(30) * 1.0, ds)
+    dep = Deployment(ConstantStep(0.01), kv_capacity_tokens=float("inf"))
+    hot, chill = (Simulation(wl, dep, Policy("continuous"), warm_prefixes=w).run().prefix_hit_tokens for w in (True, False))
+    assert hot.tolist() == [192.0] * 30 and chill.tolist() == [0.0] * 10 + [192.0] * 20
+    cold, warm = (S.simulate_run(dict(run, **extra), ds, seed=0) for extra in ({}, {"warm_prefixes": True}))
+    assert warm["ttft_mean"] < cold["ttft_mean"]
+    for bad, msg in (({"warm_prefixes": "yes"}, "true or false"),
+                     ({"warm_prefixes": True, "prefix_caching": False}, "prefix cache"),
+                     ({"warm_prefixes": True, "warm_prefix_tokens": 5}, "neither"),
+                     ({"warm_prefixes": True, "prompt_pool": {"entries": 5}}, "neither"),
+                     ({"warm_prefixes": True, "dispatch": "round_robin"}, "one replica")):
+        with pytest.raises(S.InputError, match=msg):
+            S.warm_prefixes_key({"id": "t", **bad})
+
+
 def test_prompt_pool_by_hand():
     """Run key prompt_pool {entries: N, warmup: W}: the client's stream is shuffled passes over the N entries (each
     pass a permutation), the W warm-up requests take its first W draws and request j sends entry W + j whole; the

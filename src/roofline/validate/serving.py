@@ -66,6 +66,10 @@ that the server's prefix cache already holds when the run starts, left there by 
 the same server (bench clients of one seed send the same prompt content run after run, truncated to each run's
 lengths: vLLM's random dataset (offset_i + i + j) mod V, SGLang's random dataset the i-th ShareGPT prompt); each such
 request gets a prefix of its own, cached at the start (simulate/core.Simulation warm_prefixes). Absent: a cold cache.
+`warm_prefixes: true`: every prefix of the run's own workload (its dataset's recurring prompts) is cached when the
+run starts, as a warm-up or preprocessing step that sent every one of them before the measured run leaves the cache
+(inference-perf's preprocessing burst; warm_prefixes_key). Needs the prefix cache, one replica and neither
+warm_prefix_tokens nor prompt_pool (which carry their own warm rules).
 `prompt_pool: {entries: N, warmup: W}`: a client that draws each prompt from N unique entries (aiperf's
 `--num-dataset-entries`, default 100, shuffled and reshuffled at each pass over them), after W warm-up requests that
 drew from the same stream and completed before the run (aiperf's `--warmup-request-count`): so prompts recur whole,
@@ -1018,6 +1022,19 @@ def warm_prefixes_for(run: dict, wl):
     return replace(wl, prefix_id=pid, shared_prefix_tokens=np.where(pid >= 0, shared, 0.0))
 
 
+def warm_prefixes_key(run: dict) -> bool:
+    """The run's `warm_prefixes` (module docstring): True caches every prefix of its workload at the start; one line
+    naming the run for a value that is not true/false, or beside a key that sets the warm cache another way."""
+    v = run.get("warm_prefixes", False)
+    if not isinstance(v, bool):
+        raise InputError(f"serving run {run.get('id')!r}: warm_prefixes is true or false, got {v!r}")
+    if v and (run.get("prefix_caching") is False or "warm_prefix_tokens" in run or "prompt_pool" in run
+              or run.get("dispatch", "random") != "random"):
+        raise InputError(f"serving run {run.get('id')!r}: warm_prefixes needs the server's prefix cache, one replica's "
+                         "requests and neither warm_prefix_tokens nor prompt_pool; drop one of them")
+    return v
+
+
 # ---- one simulation -----------------------------------------------------------------------------------
 #: the Layout fields a run's `layout` may set (module docstring): the rest keep Layout's defaults
 LAYOUT_KEYS = ("tp", "dp", "ep", "expert_tp")
@@ -1267,8 +1284,9 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
                                  str(run.get("fp8_scales", "auto")),  # FP8 experts' scaling (kernel_pass.FP8_SCALES)
                                  str(run.get("moe_kernel", "auto")))  # the launch's fused MoE kernel (kernels.MOE_KERNELS)
     dep = with_engine(dep, ovh)
+    every = warm_prefixes_key(run)  # every prefix of the workload warm (checked first: it excludes the other rules)
     wl, warm = prompt_pool_workload(run, warm_prefixes_for(run, workload_for(run, ds, seed, sigma)), seed)
-    warm = warm if "prompt_pool" in run else "warm_prefix_tokens" in run  # the prefixes cached at the start
+    warm = warm if "prompt_pool" in run else ("warm_prefix_tokens" in run or every)  # the prefixes cached at the start
 
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
     # the engine's output path as its own stage (run keys stream_s_per_pass, stream_s_per_chunk; simulate.OutputStage)
