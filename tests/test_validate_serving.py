@@ -2120,6 +2120,22 @@ def test_set_ci_reproduced_lengths_warm_predictions_and_cold_alternative_reprodu
     _registered_before_measured("ci", pred["at_commit"])
 
 
+def test_set_cj_warm_burst_predictions_and_factor_alternative_reproduce():
+    """Set cj (inference-perf's KubeCon NA 2025 demo: shared-prefix stages on one H100) registers the kernel tables and
+    declares the factor model as the alternative; the prefix-caching variant's stages start with every prompt cached
+    (run key warm_prefixes, the preprocessing burst's cache). Stage 0 of that variant recomputes on both, and the
+    V0 variant's stage 0 on the registered; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("cj", "8e6e287")
+    runs = doc["runs"]
+    assert len(runs) == 28 and sum(r.get("warm_prefixes") is True for r in runs) == 7
+    by_id = {r["id"].removeprefix("cj1-ipkubecon-llama31-8b-h100-"): r for r in runs}
+    pc, v0 = by_id["pc-s0"], by_id["v090-s0"]
+    assert pc["kernels"] == "tables" and v0["engine"] == "vllm-v0" and v0["prefix_caching"] is False
+    _reproduce_both(doc, pred, alt, pc, dict(pc, kernels="factor"), v0)
+    _registered_before_measured("cj", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
