@@ -226,8 +226,9 @@ def test_trace_columns_round_trip(tmp_path):
     back = read_trace(write_trace(wl, tmp_path / "t.csv"))
     assert back.prefix_id.tolist() == [3, -1, 3] and back.shared_prefix_tokens.tolist() == [40, 0, 40]
     (tmp_path / "bad.csv").write_text("arrival_s,prompt_tokens,output_tokens,prefix_id,shared_prefix_tokens\n"
-                                      "0,50,4,1,40\n1,50,4,1,51\n")
-    with pytest.raises(InputError, match="line 3: shared_prefix_tokens = 51"):
+                                      "0,50,4,1,40\n1,50,4,1,55\n")
+    with pytest.raises(InputError, match="line 3: shared_prefix_tokens = 55 must be a whole number between 0 and the "
+                                         "row's prompt_tokens [+] output_tokens [(]54"):
         read_trace(tmp_path / "bad.csv")
 
 

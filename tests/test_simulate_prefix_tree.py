@@ -93,16 +93,47 @@ def test_a_running_child_pins_its_parent():
     assert st_.start[st_.leaf[0]] == 4 and st_.ancestors[st_.leaf[0]] == ((2, 0, 4),)
 
 
+def test_a_chats_next_turn_hits_the_answer_by_hand():
+    """A chat's turns as one prefix that grows (flat): turn 1 (prompt 100, answer 60) declares 160 shared tokens, its
+    prompt and its answer, since turn 2's prompt (200 tokens) repeats both. Turn 1's prefill caches floor(99/16) = 6
+    blocks; at its finish its answer's KV (159 tokens: the last generated token has none) leaves floor(159/16) = 9.
+    Turn 2 hits 9 blocks (144 tokens) and prefills 56; declared without the answer (shared = prompt), 6 blocks (96),
+    prefilling 104. As a tree on a 64-token system prompt (turn 1 extends it at 64, turn 2 extends turn 1 at 160), the
+    same 144 tokens: the system prompt's 4 blocks and turn 1's 5."""
+    flat = _wl([0, 10], [100, 200], [60, 30], [1, 1], [160, 200])
+    tr = Simulation(flat, _dep(), Policy("continuous")).run()
+    assert tr.prefix_hit_tokens.tolist() == [0, 144] and _prefill_tokens(tr) == [100, 56]
+    bare = _wl([0, 10], [100, 200], [60, 30], [1, 1], [100, 200])
+    tb = Simulation(bare, _dep(), Policy("continuous")).run()
+    assert tb.prefix_hit_tokens.tolist() == [0, 96] and _prefill_tokens(tb) == [100, 104]
+    tree = _wl([0, 10], [100, 200], [60, 30], [1, 2], [160, 200], [100, 1], [64, 160])
+    tt = Simulation(tree, _dep(), Policy("continuous")).run()
+    assert tt.prefix_hit_tokens.tolist() == [0, 144] and _prefill_tokens(tt) == [100, 56]
+    # at the end: turn 2's prefill cached floor(199/16) = 12 blocks of the path (flat: one node; tree: the system
+    # prompt's 4, turn 1's 6, its last block completed by turn 2's prompt, and turn 2's own 2)
+    assert tr.prefix_cached_blocks == 12 and tt.prefix_cached_blocks == 4 + 6 + 2
+
+
+def test_an_answer_kept_in_a_small_pool_is_evicted_first():
+    """Turn 1's answer blocks are unpinned cache once it finishes: a 250-token pool holding them (9 blocks, 144 tokens)
+    and a 200-token request without a prefix evicts ceil((200 + 144 - 250)/16) = 6 of them, so turn 2 hits 3 blocks."""
+    wl = _wl([0, 10, 20], [100, 200, 200], [60, 2, 30], [1, -1, 1], [160, 0, 200])
+    tr = Simulation(wl, _dep(250.0), Policy("continuous")).run()
+    assert tr.prefix_evictions == 6 and tr.prefix_hit_tokens.tolist() == [0, 0, 48]
+
+
 def _oracle_hits(wl: Workload, blk: int) -> list:
     """Hits of requests served one at a time into a cache that never evicts, from block identities alone: block j of
-    a request's prompt belongs to the deepest prefix on its chain that starts at or before j (start = its parent
-    tokens // blk); a request reuses the leading blocks of its first ⌊min(shared, prompt − 1)/blk⌋ that are in the
-    set, then adds them all."""
+    a request's prompt (and answer) belongs to the deepest prefix on its chain that starts at or before j (start = its
+    parent tokens // blk); a request reuses the leading blocks of its first ⌊min(shared, prompt − 1)/blk⌋ that are in
+    the set, then adds them all, and, where its shared tokens run past its prompt, the blocks of
+    ⌊min(shared, prompt + output − 1)/blk⌋ (its answer's KV)."""
     parent = {int(q): (int(p), int(t)) for q, p, t in zip(wl.prefix_id, wl.parent_prefix_id, wl.parent_prefix_tokens)
               if q >= 0}
     seen: set = set()
     hits = []
-    for q, sh, p in zip(wl.prefix_id.tolist(), wl.shared_prefix_tokens.tolist(), wl.prompt_tokens.tolist()):
+    for q, sh, p, o in zip(wl.prefix_id.tolist(), wl.shared_prefix_tokens.tolist(), wl.prompt_tokens.tolist(),
+                           wl.output_tokens.tolist()):
         if q < 0:
             hits.append(0)
             continue
@@ -110,10 +141,11 @@ def _oracle_hits(wl: Workload, blk: int) -> list:
         while parent.get(chain[-1][0], (-1, 0))[0] >= 0:
             x = parent[chain[-1][0]][0]
             chain.append((x, parent[x][1] // blk if x in parent and parent[x][0] >= 0 else 0))
-        blocks = [next(x for x, s in chain if s <= j) for j in range(int(min(sh, p - 1) // blk))]
-        ids = [(x, j) for j, x in enumerate(blocks)]
+        reuse = int(min(sh, p - 1) // blk)
+        keep = int(min(sh, p + o - 1) // blk) if sh > p else reuse
+        ids = [(next(x for x, s in chain if s <= j), j) for j in range(max(reuse, keep))]
         h = 0
-        while h < len(ids) and ids[h] in seen:
+        while h < reuse and ids[h] in seen:
             h += 1
         hits.append(h * blk)
         seen.update(ids)
@@ -122,7 +154,8 @@ def _oracle_hits(wl: Workload, blk: int) -> list:
 
 @st.composite
 def _tree_workloads(draw):
-    """Up to 12 sequential requests on a random forest of up to 6 prefixes (each extends an earlier one, or none)."""
+    """Up to 12 sequential requests on a random forest of up to 6 prefixes (each extends an earlier one, or none);
+    shared tokens sometimes run past the prompt into the answer (a chat's next turn repeats it)."""
     m = draw(st.integers(1, 6))
     par, tok = [-1] * m, [0] * m
     for k in range(1, m):
@@ -131,14 +164,15 @@ def _tree_workloads(draw):
             par[k], tok[k] = p, tok[p] + draw(st.integers(1, 60))
     n = draw(st.integers(1, 12))
     pid = [draw(st.integers(-1, m - 1)) for _ in range(n)]
-    shared, prompt = [], []
+    shared, prompt, output = [], [], []
     for q in pid:
         lo = tok[q] if q >= 0 else 0
-        s = draw(st.integers(lo, lo + 80)) if q >= 0 else 0
-        shared.append(s)
-        prompt.append(s + draw(st.integers(1 if q < 0 else 0, 40)) or 1)
-    prompt = [max(p, s, 1) for p, s in zip(prompt, shared)]
-    return _wl(np.arange(n, dtype=float) * 100, prompt, 2, pid, shared, [par[q] if q >= 0 else -1 for q in pid],
+        pr = draw(st.integers(max(lo, 1), lo + 80))
+        out = draw(st.integers(1, 40))
+        prompt.append(pr)
+        output.append(out)
+        shared.append(draw(st.integers(lo, pr + out)) if q >= 0 else 0)
+    return _wl(np.arange(n, dtype=float) * 100, prompt, output, pid, shared, [par[q] if q >= 0 else -1 for q in pid],
                [tok[q] if q >= 0 and par[q] >= 0 else 0 for q in pid])
 
 

@@ -42,6 +42,7 @@ from .prefixes import (
     ancestor_hit,
     cache_ancestors,
     evict,
+    keep_answer,
     pin,
     pin_ancestors,
     prefix_tree,
@@ -366,6 +367,8 @@ class Simulation:
             tree = self.prefix_tree  # prefixes.PrefixTree: a request's last node and its blocks there; per node
             pfx_a, fb_a = tree.leaf, tree.own  # its start and its ancestors (empty for a root: one node, one chain)
             starts, ancs = tree.start, tree.ancestors
+            tails = tree.ends is not None  # answers that are part of a prefix, cached at their request's finish
+            ends, mine = (view(x if x is not None else np.zeros(1, np.int64)) for x in (tree.ends, tree.mine))
             sh_a, hit_a = np.zeros(n, np.int64), np.full(n, -1.0)  # blocks served by the cache; first hit tokens
             dep_a = np.zeros(n, np.int64)  # global depth (blocks) of its prefix path a running sequence uses
             pfx, fb, sh, hit, depth = view(pfx_a), view(fb_a), view(sh_a), view(hit_a), view(dep_a)
@@ -763,6 +766,9 @@ class Simulation:
                         if k_un:
                             room += k_un * blk
                             free_tok += k_un * blk
+                    if pc and tails and ends[rid]:  # its answer is part of its prefix: its blocks stay cached,
+                        o = mine[rid]  # unpinned (they leave its context below)
+                        free_tok += keep_answer(ancs[o], cached, pinned, lru, o, starts[o], ends[rid]) * blk
                     if static:
                         pad += 1
                     else:

@@ -31,16 +31,21 @@ from .workload import Workload
 
 @dataclass(frozen=True)
 class PrefixTree:
-    """Per request: `leaf` (dense index of the last node of its path, -1 = nothing to reuse) and `own` (its reusable
-    blocks in that node's segment, >= 1 where leaf >= 0). Per node: `start` (its first global block) and `ancestors`
-    (the nodes before it on every path through it, root first, as (node, start, end) with end where the path leaves
-    that node; nodes whose segment on the path is empty are left out), `level` (its number of ancestors)."""
+    """Per request: `leaf` (dense index of the last node of its path, -1 = nothing to reuse), `own` (its reusable
+    blocks in that node's segment), and where its answer is part of its prefix `ends` (the global blocks of its own
+    prefix's path it leaves cached when it finishes; 0 elsewhere; None when no request has one) with `mine` (its own
+    prefix's node, which its path through the prompt may stop short of).
+    Per node: `start` (its first global block) and `ancestors` (the nodes before it on every path through it, root
+    first, as (node, start, end) with end where the path leaves that node; nodes whose segment on the path is empty
+    are left out), `level` (its number of ancestors)."""
 
     leaf: np.ndarray
     own: np.ndarray
     start: list
     ancestors: list
     level: list
+    ends: np.ndarray | None = None
+    mine: np.ndarray | None = None
 
     @property
     def nodes(self) -> int:
@@ -54,18 +59,26 @@ def prefix_tree(workload: Workload, block_tokens: int) -> PrefixTree:
     full blocks only (a partial last block is never shared), and when a whole prompt hits the cache the last token is
     recomputed anyway to get its logits (vLLM V1 KVCacheManager caps a hit at prompt − 1 tokens). Its path ends in the
     deepest node of its prefix's chain that starts before that end (a prompt too short to reach its own prefix's
-    first block reuses only its parents'); a request with no whole block to reuse gets leaf -1."""
+    first block reuses only its parents'); a request with no whole block to reuse gets leaf -1.
+
+    A request whose shared tokens run past its prompt (its answer is part of the prefix: a later prompt repeats it)
+    leaves ⌊min(shared, prompt + output − 1) / b⌋ blocks of its own prefix's path cached when it finishes (the last
+    generated token has no KV; vLLM V1 caches every full block, decoded ones too): its `ends`."""
     assert workload.prefix_id is not None and workload.shared_prefix_tokens is not None
     pid = np.asarray(workload.prefix_id, dtype=np.int64)
-    usable = np.minimum(workload.shared_prefix_tokens, workload.prompt_tokens - 1)
-    blocks = np.where(pid >= 0, np.floor(usable / block_tokens), 0).astype(np.int64)
-    if workload.parent_prefix_id is None:  # every prefix a root: one node per prefix with a reusable block
-        has = blocks > 0
+    shared, prompt = workload.shared_prefix_tokens, workload.prompt_tokens
+    blocks = np.where(pid >= 0, np.floor(np.minimum(shared, prompt - 1) / block_tokens), 0).astype(np.int64)
+    # blocks its path holds when it finishes, where its answer is part of the prefix (0 elsewhere)
+    ends = np.where((pid >= 0) & (shared > prompt),
+                    np.floor(np.minimum(shared, prompt + workload.output_tokens - 1) / block_tokens), 0).astype(np.int64)
+    if workload.parent_prefix_id is None:  # every prefix a root: one node per prefix with a block to reuse or keep
+        has = (blocks > 0) | (ends > 0)
         uniq, dense = np.unique(pid[has], return_inverse=True)
         leaf = np.full(workload.n, -1, dtype=np.int64)
         leaf[has] = dense
         m = int(uniq.size)
-        return PrefixTree(leaf, np.where(has, blocks, 0), [0] * m, [()] * m, [0] * m)
+        own = np.where(has, blocks, 0)
+        return PrefixTree(leaf, own, [0] * m, [()] * m, [0] * m, *((ends, leaf) if ends.any() else (None, None)))
     assert workload.parent_prefix_tokens is not None  # given together (Workload checks)
     par = np.asarray(workload.parent_prefix_id, dtype=np.int64)
     ptok = np.asarray(workload.parent_prefix_tokens, dtype=float)
@@ -88,14 +101,15 @@ def prefix_tree(workload: Workload, block_tokens: int) -> PrefixTree:
             ancestors[k] = ancestors[p] + seg
     node = np.full(workload.n, -1, dtype=np.int64)
     node[pid >= 0] = [dense_of[q] for q in pid[pid >= 0].tolist()]
+    mine = node.copy()  # each request's own prefix's node
     parent_a, start_a = np.asarray(parent + [-1], dtype=np.int64), np.asarray(start + [0], dtype=np.int64)
-    for _ in range(m):  # a prompt that ends before its node's first block reuses its parents' blocks only
+    for _ in range(m + 1):  # a prompt that ends before its node's first block reuses its parents' blocks only
         short = (node >= 0) & (blocks <= start_a[node])
         if not short.any():
             break
         node[short] = parent_a[node[short]]
     own = np.where(node >= 0, blocks - start_a[node], 0)
-    return PrefixTree(node, own, start, ancestors, level)
+    return PrefixTree(node, own, start, ancestors, level, *((ends, mine) if ends.any() else (None, None)))
 
 
 def _depth(parent: list, k: int) -> int:
@@ -233,3 +247,18 @@ def unpin_path(users: list, pinned: list, lru: OrderedDict, anc: tuple, q: int, 
         lru[q] = None
         lru.move_to_end(q)
     return k + release_ancestors(anc, users, pinned, lru, depth) if anc else k
+
+
+def keep_answer(anc: tuple, cached: list, pinned: list, lru: OrderedDict, q: int, start: int, end: int) -> int:
+    """A finished request whose answer is part of its prefix (node q, first block `start`, ancestors `anc`) leaves its
+    path cached to global block `end`: the blocks newly cached (they leave its context as unpinned cache). Every node
+    of the path with unpinned blocks moves to the LRU order's end, q first and its parents after it."""
+    k = cache_ancestors(anc, cached, end) if anc else 0
+    if end - start > cached[q]:
+        k += end - start - cached[q]
+        cached[q] = end - start
+    for x in (q,) + tuple(a[0] for a in reversed(anc)):
+        if cached[x] > pinned[x]:
+            lru[x] = None
+            lru.move_to_end(x)
+    return k

@@ -35,10 +35,12 @@ class Workload:
     (0 = fast/interactive class, admitted first; 1 = slow/batch class); `stage`: the load stage each
     request arrived in (`staged`), None for a workload without stages. Prefixes (None: no request has one):
     `prefix_id` (integer >= -1; -1 = no shared prefix) and `shared_prefix_tokens` (the leading tokens of the
-    prompt that are that shared prefix, 0 <= shared <= prompt; 0 where prefix_id is -1), given together.
+    prompt that are that shared prefix, 0 where prefix_id is -1), given together. Shared tokens past the prompt, up to
+    prompt + output, say that the prefix runs on into the request's own answer: a later prompt repeats the prompt and
+    the answer (a chat's next turn), so the answer's KV blocks are cached when the request finishes.
     A prefix may extend another (a tree of prefixes: a group's system prompt, then one conversation's history or
     one whole prompt on it): `parent_prefix_id` (-1 = a root) and `parent_prefix_tokens` (the leading tokens of the
-    prefix that are its parent's, 1 <= parent <= shared), given together and only with the prefix columns; every
+    prefix that are its parent's, 1 <= parent <= min(shared, prompt)), given together and only with the prefix columns; every
     request of one prefix names the same parent at the same length, a parent's own parent (if any) comes from the
     requests of that parent, and the lengths grow strictly along a chain (`_check_prefix_tree`)."""
 
@@ -71,7 +73,8 @@ class Workload:
         if (self.prefix_id is None) != (self.shared_prefix_tokens is None):
             raise InputError("workload prefix_id and shared_prefix_tokens go together; give both or neither")
         if self.prefix_id is not None:
-            _check_prefixes(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens), self.prompt_tokens)
+            _check_prefixes(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens), self.prompt_tokens,
+                            self.output_tokens)
         if (self.parent_prefix_id is None) != (self.parent_prefix_tokens is None):
             raise InputError("workload parent_prefix_id and parent_prefix_tokens go together; give both or neither")
         if self.parent_prefix_id is not None:
@@ -79,7 +82,8 @@ class Workload:
                 raise InputError("workload parent_prefix_id needs prefix_id and shared_prefix_tokens (a parent is "
                                  "the leading part of a request's prefix); give the prefix columns too")
             _check_prefix_tree(np.asarray(self.prefix_id), np.asarray(self.shared_prefix_tokens),
-                               np.asarray(self.parent_prefix_id), np.asarray(self.parent_prefix_tokens))
+                               np.asarray(self.parent_prefix_id), np.asarray(self.parent_prefix_tokens),
+                               self.prompt_tokens)
 
     @property
     def n(self) -> int:
@@ -92,18 +96,19 @@ class Workload:
         return pid is not None and shared is not None and bool(np.any((pid >= 0) & (shared > 0)))
 
 
-def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray) -> None:
+def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
     n = len(prompt)
     for name, x in (("prefix_id", pid), ("shared_prefix_tokens", shared)):
         if len(x) != n:
             raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
     _check_lengths(pid.astype(float), "prefix_id", minimum=-1)
     _check_lengths(shared.astype(float), "shared_prefix_tokens", minimum=0)
-    bad = np.flatnonzero(shared > prompt)
+    bad = np.flatnonzero(shared > prompt + output)
     if bad.size:
         i = int(bad[0])
-        raise InputError(f"shared_prefix_tokens[{i}] = {shared[i]:g} exceeds its prompt_tokens {prompt[i]:g}; the "
-                         f"shared prefix is part of the prompt")
+        raise InputError(f"shared_prefix_tokens[{i}] = {shared[i]:g} exceeds its prompt_tokens + output_tokens "
+                         f"{prompt[i] + output[i]:g}; the shared prefix is the prompt's leading tokens, running on into "
+                         f"the request's own answer only where a later prompt repeats both (a chat's next turn)")
     bad = np.flatnonzero((pid < 0) & (shared > 0))
     if bad.size:
         i = int(bad[0])
@@ -111,11 +116,11 @@ def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray) -> 
                          f"prefix an id >= 0 or set shared_prefix_tokens to 0")
 
 
-def _check_prefix_tree(pid: np.ndarray, shared: np.ndarray, par: np.ndarray, ptok: np.ndarray,
+def _check_prefix_tree(pid: np.ndarray, shared: np.ndarray, par: np.ndarray, ptok: np.ndarray, prompt: np.ndarray,
                        name_of=lambda i: f"request {i}") -> None:
     """The parent columns describe a tree: one value per request; parent -1 with 0 tokens, or a parent id >= 0 other
-    than the request's own prefix with 1 <= parent tokens <= shared tokens on a request with a prefix; one (parent,
-    tokens) per prefix id across its requests; no cycle; and a child's parent tokens above its parent's own (each
+    than the request's own prefix with 1 <= parent tokens <= its shared and prompt tokens on a request with a prefix;
+    one (parent, tokens) per prefix id across its requests; no cycle; and a child's parent tokens above its parent's own (each
     prefix of a chain strictly longer than the one it extends). Each problem one InputError naming a request."""
     n = len(pid)
     for name, x in (("parent_prefix_id", par), ("parent_prefix_tokens", ptok)):
@@ -132,6 +137,8 @@ def _check_prefix_tree(pid: np.ndarray, shared: np.ndarray, par: np.ndarray, pto
                                         "length in tokens (>= 1)"),
                      (has & (ptok > shared), "parent_prefix_tokens above its shared_prefix_tokens; the parent is "
                                              "the leading part of the request's prefix, so it is no longer"),
+                     (has & (ptok > prompt), "parent_prefix_tokens above its prompt_tokens; the parent is the leading "
+                                             "part of the request's prompt"),
                      (~has & (ptok > 0), "parent_prefix_tokens > 0 but parent_prefix_id -1 (none); give the "
                                          "parent an id or set parent_prefix_tokens to 0")):
         if np.any(bad):
@@ -351,9 +358,9 @@ def read_trace(path: str | Path) -> Workload:
         if pr not in (0.0, 1.0):
             raise InputError(f"{path.name} line {line}: priority = {pr:g} must be 0 (fast) or 1 (slow)")
         if pref is not None:
-            pref[k] = _trace_prefix(path.name, line, row, xidx, sidx, p)
+            pref[k] = _trace_prefix(path.name, line, row, xidx, sidx, p, o)
         if parent is not None and pref is not None:  # (parent columns need the prefix columns: checked above)
-            parent[k] = _trace_parent(path.name, line, row, pxidx, ptidx, *pref[k])
+            parent[k] = _trace_parent(path.name, line, row, pxidx, ptidx, pref[k][0], pref[k][1], p)
         out[k] = vals
         prev = t
     if out.shape[0] == 0:
@@ -361,7 +368,7 @@ def read_trace(path: str | Path) -> Workload:
     if pref is not None:
         if parent is not None:  # the tree's rules across rows (one parent per prefix, no cycle), naming lines
             _check_prefix_tree(pref[:, 0].astype(np.int64), pref[:, 1], parent[:, 0].astype(np.int64), parent[:, 1],
-                               name_of=lambda i: f"{path.name} line {i + 2}")
+                               out[:, 1], name_of=lambda i: f"{path.name} line {i + 2}")
         return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64),
                         prefix_id=pref[:, 0].astype(np.int64), shared_prefix_tokens=pref[:, 1].copy(),
                         parent_prefix_id=None if parent is None else parent[:, 0].astype(np.int64),
@@ -369,7 +376,7 @@ def read_trace(path: str | Path) -> Workload:
     return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64))
 
 
-def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float) -> tuple[float, float]:
+def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float, output: float) -> tuple[float, float]:
     """(prefix_id, shared_prefix_tokens) of one trace row, each problem an InputError naming the line."""
     try:
         x, sh = float(row[xidx]), float(row[sidx])
@@ -377,16 +384,18 @@ def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float) -> tuple
         raise InputError(f"{name} line {line}: a field is not a number: {','.join(row)}") from None
     if not np.isfinite(x) or x < -1 or x != round(x) or abs(x) > 2**53:
         raise InputError(f"{name} line {line}: prefix_id = {x:g} must be a whole number >= -1 (-1 = no shared prefix)")
-    if not np.isfinite(sh) or sh < 0 or sh != round(sh) or sh > prompt:
+    if not np.isfinite(sh) or sh < 0 or sh != round(sh) or sh > prompt + output:
         raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} must be a whole number between 0 and "
-                         f"the row's prompt_tokens ({prompt:g})")
+                         f"the row's prompt_tokens + output_tokens ({prompt + output:g}; past the prompt only where a "
+                         f"later prompt repeats the answer)")
     if x < 0 and sh > 0:
         raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} needs a prefix_id >= 0 (got -1); give "
                          f"the prefix an id or set shared_prefix_tokens to 0")
     return x, sh
 
 
-def _trace_parent(name: str, line: int, row, pxidx, ptidx, pid: float, shared: float) -> tuple[float, float]:
+def _trace_parent(name: str, line: int, row, pxidx, ptidx, pid: float, shared: float,
+                  prompt: float) -> tuple[float, float]:
     """(parent_prefix_id, parent_prefix_tokens) of one trace row, each problem an InputError naming the line."""
     try:
         x, t = float(row[pxidx]), float(row[ptidx])
@@ -403,9 +412,9 @@ def _trace_parent(name: str, line: int, row, pxidx, ptidx, pid: float, shared: f
     if pid < 0:
         raise InputError(f"{name} line {line}: parent_prefix_id = {x:g} needs a prefix_id >= 0 (got -1); a parent "
                          f"is the leading part of the request's prefix")
-    if not np.isfinite(t) or t < 1 or t != round(t) or t > shared:
+    if not np.isfinite(t) or t < 1 or t != round(t) or t > min(shared, prompt):
         raise InputError(f"{name} line {line}: parent_prefix_tokens = {t:g} must be a whole number between 1 and the "
-                         f"row's shared_prefix_tokens ({shared:g})")
+                         f"row's shared_prefix_tokens and prompt_tokens ({min(shared, prompt):g})")
     return x, t
 
 
