@@ -1419,6 +1419,21 @@ def test_warm_prefixes_key_warms_the_datasets_own_prompts():
             S.warm_prefixes_key({"id": "t", **bad})
 
 
+def test_kernels_hybrid_takes_decodes_from_the_factors_and_prompts_from_the_tables():
+    """Run key kernels: hybrid (a hypothesis from sets v and cj, post hoc): one request, its prompt prefilled in one
+    pass and then decoded alone: its TTFT is the tables' (the prompt pass from the measured kernels) and its TPOT the
+    factor model's (decode-only passes from the efficiency factors). An unknown value is one line."""
+    run = {"id": "t", "engine": "vllm", "engine_version": "0.14", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1,
+           "replicas": 1, "rate": float("inf"), "requests": 1, "dataset": "d", "policy": "chunked", "max_seqs": 256,
+           "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["ttft_mean", "tpot_mean"]}
+    ds = {"kind": "uniform", "prompt_range": [1024, 1024], "output_range": [64, 64]}
+    t, f, h = (S.simulate_run(dict(run, kernels=k), ds, seed=0) for k in ("tables", "factor", "hybrid"))
+    assert h["ttft_mean"] == pytest.approx(t["ttft_mean"], rel=1e-9) and h["tpot_mean"] == pytest.approx(f["tpot_mean"], rel=1e-9)
+    assert t["tpot_mean"] != pytest.approx(f["tpot_mean"], rel=1e-3)  # the two pass models differ at this batch
+    with pytest.raises(S.InputError, match="kernels 'both'"):
+        S.simulate_run(dict(run, kernels="both"), ds, seed=0)
+
+
 def test_prompt_pool_by_hand():
     """Run key prompt_pool {entries: N, warmup: W}: the client's stream is shuffled passes over the N entries (each
     pass a permutation), the W warm-up requests take its first W draws and request j sends entry W + j whole; the

@@ -211,7 +211,7 @@ class Simulation:
                  table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
                  closed_loop: ClosedLoop | None = None, warm_prefixes: bool | np.ndarray = False,
-                 stream: OutputStage | None = None):
+                 stream: OutputStage | None = None, decode_step=None):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         self.stream = stream if stream is not None and stream.on else None
         # True: every prefix; an array: those prefix ids only (None: no prefix is warm)
@@ -246,7 +246,10 @@ class Simulation:
                              f"{deployment.kv_capacity_tokens:,.0f}; shorten it or add memory")
         max_ctx = float(np.max(workload.prompt_tokens + self.decode_passes * self.growth)) + 1
         max_ratio = max(float(policy.max_batched_tokens), float(workload.prompt_tokens.max()), self.ratio)
-        self.table = table or StepTable(deployment.step, policy.max_seqs, max_ratio, max_ctx)
+        # decode-only passes from the step table; `decode_step` (a step model of its own: validate's kernels: hybrid)
+        # builds it where passes that carry prompt tokens keep the deployment's (the mixed-pass model below)
+        self.table = table or StepTable(decode_step if decode_step is not None else deployment.step, policy.max_seqs,
+                                        max_ratio, max_ctx)
         # mixed and prefill passes from the engine's terms, each part's attention at its own context (None:
         # a step model that is not the engine's keeps the table's pass of mean length at the mean context)
         self.mixed = mixed if callable(mixed) else (  # a caller's own (reused across runs of one deployment)

@@ -51,6 +51,10 @@ benchmark_latency's one batched call: a burst, not a saturated queue). `max_conc
 (the fixed point of validate/bench.closed_loop_run, within bench.closed_loop_iterations simulations); TTFT and end-to-end run from
 that send. A closed loop offers what it is served, so only a growing queue marks it saturated.
 
+`kernels` (KERNELS): `factor` (default) times passes from the cited efficiency factors, `tables` from the engine
+family's measured kernel tables (`simulate --kernels tables`), `hybrid` the decode-only passes from the factors and the
+passes that carry prompt tokens from the tables (a hypothesis found post hoc on sets v and cj, not yet tested blind).
+
 Staged runs (a load generator's stepped profile, inference-perf `load.stages`): `stages: [[rate, duration_s], ...]`
 is the whole profile and `stage: k` the stage a run scores (one run per stage, one replica). Stage k sends
 round(r_k·d_k) requests (`arrivals`: `poisson` — sorted uniform times in the stage, a Poisson process given its count,
@@ -1022,6 +1026,12 @@ def warm_prefixes_for(run: dict, wl):
     return replace(wl, prefix_id=pid, shared_prefix_tokens=np.where(pid >= 0, shared, 0.0))
 
 
+#: run key `kernels`: the cited efficiency factors, the engine family's measured kernel tables, or both (hybrid:
+#: decode-only passes from the factors, passes that carry prompt tokens from the tables; a hypothesis from sets v and
+#: cj, post hoc: docs/simulator.md "Set cj")
+KERNELS = ("factor", "tables", "hybrid")
+
+
 def warm_prefixes_key(run: dict) -> bool:
     """The run's `warm_prefixes` (module docstring): True caches every prefix of its workload at the start; one line
     naming the run for a value that is not true/false, or beside a key that sets the warm cache another way."""
@@ -1277,7 +1287,11 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     ovh = sampling_overheads(run, ovh)
     pol = engine_policy(pol, ovh)  # the row's scheduling one batch ahead (vLLM V1 async scheduling)
     dep = deployment_for(run, efficiency)
-    if run.get("kernels", "factor") == "tables":  # decode passes from the engine family's measured kernel tables
+    kernels = run.get("kernels", "factor")
+    if kernels not in KERNELS:
+        raise InputError(f"serving run {run.get('id')!r}: kernels {kernels!r}; expected one of {', '.join(KERNELS)}")
+    decode = with_engine(dep, ovh).step if kernels == "hybrid" else None  # hybrid: decode-only passes: the factors
+    if kernels in ("tables", "hybrid"):  # passes from the engine family's measured kernel tables
         from ..simulate.steptable import with_kernel_tables
 
         dep = with_kernel_tables(dep, run["engine"], str(run.get("moe_activations", "auto")),
@@ -1295,7 +1309,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     def one(x, closed_loop=None):
         sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
                          prefix_cache=run.get("prefix_caching"),  # None: on where requests share prefixes
-                         closed_loop=closed_loop, warm_prefixes=warm, stream=stream)
+                         closed_loop=closed_loop, warm_prefixes=warm, stream=stream, decode_step=decode)
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
