@@ -74,6 +74,9 @@ def register(app: typer.Typer) -> None:
         moe_activations: Annotated[str, typer.Option("--moe-activations", help="With measured kernel tables and --expert-weights-dtype fp4 beside 16-bit layers: the activation format the launch runs the MXFP4 experts with, bf16 (Marlin/Triton/FlashInfer BF16 paths) or fp8 (MXFP8: TensorRT-LLM's TRTLLM backend, vLLM's VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1); only that format's MoE rows are read. auto (default): FP8 first on Blackwell, else BF16.")] = "auto",
         fp8_scales: Fp8ScalesOpt = "auto",
         moe_kernel: MoeKernelOpt = "auto",
+        sessions: Annotated[Optional[int], typer.Option("--sessions", help="Users chatting at once (a multi-turn benchmark such as vLLM's benchmarks/multi_turn): each sends its next turn --think-s after reading the answer; a turn's prompt is the conversation so far plus a new message of --prompt-tokens, its answer --output-tokens; -n requests in all; the answers are cached for the next turn.")] = None,
+        turns: Annotated[int, typer.Option("--turns", help="With --sessions: turns per conversation before the user starts a new one.")] = 4,
+        think_s: Annotated[float, typer.Option("--think-s", help="With --sessions: mean seconds (exponential) between an answer and the user's next turn; 0 = at once.")] = 1.0,
         max_concurrency: Annotated[Optional[int], typer.Option("--max-concurrency", help="A benchmark client's semaphore (vllm bench serve / sglang.bench_serving --max-concurrency): at most C requests in flight, the next sent when one completes (the arrivals become release times; with --rate inf-like bursts use a large --rate).")] = None,
         rate: Annotated[float, typer.Option(help="Mean arrival rate, requests/s.")] = 10.0,
         arrivals: Annotated[str, typer.Option(help="poisson or gamma (bursty, see --cv).")] = "poisson",
@@ -159,6 +162,7 @@ def register(app: typer.Typer) -> None:
                                              max_prefill_tokens=max_prefill_tokens != 0,
                                              stream=stream_s_per_chunk != 0 or stream_s_per_pass != 0,
                                              max_concurrency=max_concurrency is not None,
+                                             sessions=sessions is not None or turns != 4 or think_s != 1.0,
                                              kernels=kernels != "auto", moe_activations=moe_activations != "auto",
                                              fp8_scales=fp8_scales != "auto", moe_kernel=moe_kernel != "auto",
                                              cuda_graph_max_batch=cuda_graph_max_batch is not None,
@@ -178,7 +182,7 @@ def register(app: typer.Typer) -> None:
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
             no_preemption=no_preemption, recv_interval=recv_interval, admit_interval=admit_interval,
-            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, stream_s_per_chunk=stream_s_per_chunk, stream_s_per_pass=stream_s_per_pass, max_concurrency=max_concurrency, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, moe_kernel=moe_kernel, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, stream_s_per_chunk=stream_s_per_chunk, stream_s_per_pass=stream_s_per_pass, max_concurrency=max_concurrency, sessions=sessions, turns=turns, think_s=think_s, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, moe_kernel=moe_kernel, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -225,7 +229,10 @@ def register(app: typer.Typer) -> None:
             if d.get("latency_sensitivity") is not None:
                 rows.append(["latency sensitivity ρ/(1−ρ)", f"{d['latency_sensitivity']:.2g}: a 10% error in the "
                              f"per-token cost moves TPOT by ~{10 * d['latency_sensitivity']:.0f}%"])
-        if d.get("closed_loop"):
+        if d.get("closed_loop") and "sessions" in d:
+            rows.append(["client", f"{d['sessions']:,} users chatting, {d['turns']} turns a conversation, each sent "
+                         f"{d['think_s']:g} s (mean) after the answer (--sessions)"])
+        elif d.get("closed_loop"):
             rows.append(["client", f"closed loop: at most {d['max_concurrency']:,} in flight, the next sent as one "
                          "completes (--max-concurrency)"])
         if d["saturated"]:
@@ -349,7 +356,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -57,6 +57,9 @@ class SimulateRequest(LayoutOptions):
     stream_s_per_chunk: Real(ge=0, le=1, fix="seconds of the output process per streamed chunk, e.g. 4e-05; 0 = off") = 0.0
     stream_s_per_pass: Real(ge=0, le=1, fix="seconds of the output process per pass's message, e.g. 0.0002; 0 = off") = 0.0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
+    sessions: OptWhole(1, 10**6, fix="users chatting at once, each sending its next turn after the answer, e.g. 32") = None
+    turns: Whole(1, 10**4, fix="turns per conversation, e.g. 4") = 4
+    think_s: Real(ge=0, le=1e5, fix="mean seconds a user takes between an answer and the next turn, e.g. 1") = 1.0
     kernels: Choice("auto", "factor", "tables") = "auto"  # with --realistic: passes from measured kernel tables (auto: where the engine family's exist)
     moe_activations: Choice("auto", "bf16", "fp8") = "auto"  # FP4 experts' activation format in the MoE tables
     fp8_scales: Choice("auto", "tensor", "block") = "auto"  # FP8 experts' scaling in the MoE tables (kernel_pass.FP8_SCALES)
@@ -173,6 +176,19 @@ class SimulateRequest(LayoutOptions):
                 raise rules.UsageError(f"{f('trace')} gives the arrivals and lengths; drop {', '.join(given)}")
             self._trace_text = rules.text_file(self.trace, f"{f('trace')} file", "a CSV trace with columns "
                                                "arrival_s,prompt_tokens,output_tokens[,priority]")
+        self._sessions: tuple | None = None  # (after, think_s) of the chat's requests, set with its workload
+        if self.sessions is not None:  # chat users: their answers pace the sends (simulate/workload.chat_sessions)
+            given = [f(k) for k in ("rate", "duration", "stages", "ramp_up", "trace", "arrivals", "cv", "prompt_pool",
+                                    "pool_warmup", "max_concurrency", "fast_fraction") if k in fs]
+            if given:
+                raise rules.UsageError(f"{f('sessions')} users send each turn after the answer before it, so they set "
+                                       f"the arrivals and the load; drop {', '.join(given)}")
+            if self.policy == "disaggregated":
+                raise rules.UsageError(f"{f('sessions')} is a closed loop inside one pool's run; {f('policy')} "
+                                       f"disaggregated has two: pick another policy")
+        elif {"turns", "think_s"} & fs:
+            raise rules.UsageError(f"{f('turns')} and {f('think_s')} shape the conversations of {f('sessions')}; add "
+                                   f"{f('sessions')} N or drop them")
         if self.stages is not None:  # the stages give the rates and the durations (simulate/workload.staged)
             for k in ("rate", "duration", "requests"):
                 if k in fs:
@@ -310,6 +326,14 @@ def workload_and_warmup(req: SimulateRequest, rng):
             raise rules.InputError(f"{req.trace} line {k + 2}: prompt_tokens + output_tokens = {total[k]:,.0f} exceeds "
                                    f"{req._model.id}'s max_context {maxc:,}; shorten that request or use a model "
                                    f"with a longer context")
+    elif req.sessions is not None:  # users chatting: their sessions pace the sends (`req._sessions`: after, think)
+        from ..simulate.workload import chat_sessions
+
+        wl, after, think = chat_sessions(rng, req.requests, req.sessions, req.turns, req.think_s,
+                                         lengths_kind=req.lengths, prompt_tokens=req.prompt_tokens,
+                                         output_tokens=req.output_tokens, sigma=req.sigma, max_context=maxc,
+                                         shared_prefix_tokens=req.shared_prefix_tokens, prefix_groups=req.prefix_groups)
+        req._sessions = (after, think)
     elif req.stages is not None:
         n = staged_requests(req._stages)
         if n > 10**7:
@@ -442,7 +466,12 @@ def simulate(req: SimulateRequest, progress=None):
             sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, warm_prefixes=warm, stream=stream,
                                    **cache))
             return sims[-1].run(advance)
-    if req.max_concurrency is None:
+    if req.sessions is not None:  # the users' sessions inside the run: each turn sent after the answer before it
+        from ..simulate.overheads import run_closed_loop
+
+        assert req._sessions is not None  # set by `workload_and_warmup` with the chat's requests
+        tr = run_closed_loop(wl, ovh, 1, run, *req._sessions)  # tr.arrival_s: the sends (not in request order)
+    elif req.max_concurrency is None:
         tr = run_with_engine(wl, ovh, run)
     elif not disagg:  # the client's semaphore inside the run: the next request sent on each completion
         from dataclasses import replace
@@ -500,11 +529,14 @@ def simulate(req: SimulateRequest, progress=None):
     from ..simulate.capacity import run_saturation
 
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
-    if req.max_concurrency is not None:  # a closed loop offers what it is served: only a growing queue saturates
-        from ..simulate.capacity import GROWTH_LIMIT
+    if req.max_concurrency is not None or req.sessions is not None:  # a closed loop offers what it is served: only
+        from ..simulate.capacity import GROWTH_LIMIT  # a growing queue saturates
 
-        d.update(max_concurrency=int(req.max_concurrency), closed_loop=True,
-                 saturated=bool(d["queue_growth_s_per_s"] > GROWTH_LIMIT))
+        d.update(closed_loop=True, saturated=bool(d["queue_growth_s_per_s"] > GROWTH_LIMIT))
+        if req.max_concurrency is not None:
+            d["max_concurrency"] = int(req.max_concurrency)
+        else:
+            d.update(sessions=int(req.sessions), turns=int(req.turns), think_s=float(req.think_s))
     if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
         from ..simulate.metrics import prefix_cache_metrics
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 
@@ -138,12 +139,39 @@ class ClosedLoop:
     delay_in_s: np.ndarray
     delay_out_s: float = 0.0
     service_s: np.ndarray | None = None  # None: no serial part (every delay a pure one)
+    #: sessions (a chat's turns, each sent when the one before it is answered): `after[j]` the request whose
+    #: completion releases request j (-1: j is released at its own arrival_s), `think_s[j]` the user's time between
+    #: seeing that answer and sending j. With them `concurrency` caps nothing: the sessions are the loop.
+    after: np.ndarray | None = None
+    think_s: np.ndarray | None = None
     #: filled by the run: each request's send (the user's frame), for the caller's trace
     sends_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self):
         if int(self.concurrency) != self.concurrency or self.concurrency < 1:
             raise InputError(f"closed-loop concurrency must be a whole number >= 1, got {self.concurrency!r}")
+        if (self.after is None) != (self.think_s is None):
+            raise InputError("sessions need both after (the request each one waits for) and think_s; give both or "
+                             "neither")
+        if self.after is not None:
+            check_sessions(np.asarray(self.after), np.asarray(self.think_s, dtype=float))
+
+
+def check_sessions(after: np.ndarray, think: np.ndarray) -> None:
+    """Session columns: one per request; after[j] a whole number with -1 <= after[j] < j (a turn waits for an
+    earlier request: the order has no cycle); think_s finite and >= 0. One InputError naming the request."""
+    n = len(after)
+    if len(think) != n:
+        raise InputError(f"sessions have {n} after entries and {len(think)} think times; give one of each per request")
+    bad = np.flatnonzero((after != np.round(after)) | (after < -1) | (after >= np.arange(n)))
+    if bad.size:
+        j = int(bad[0])
+        raise InputError(f"request {j} waits for request {after[j]:g}; a request waits for an earlier one (0 .. "
+                         f"{j - 1}) or none (-1): put each turn after the turn it answers")
+    bad = np.flatnonzero(~np.isfinite(think) | (think < 0))
+    if bad.size:
+        j = int(bad[0])
+        raise InputError(f"request {j} has think time {think[j]:g} s; think times are finite and >= 0 s")
 
 
 @dataclass(frozen=True)
@@ -228,9 +256,11 @@ class Simulation:
         self.rng = np.random.default_rng(seed)
         self.prefilled = first_token_s is not None
         if closed_loop is not None and (self.prefilled or np.any(workload.priority != 0)
-                                        or len(closed_loop.delay_in_s) != workload.n):
+                                        or len(closed_loop.delay_in_s) != workload.n
+                                        or (closed_loop.after is not None and len(closed_loop.after) != workload.n)):
             raise InputError("a closed-loop client sends one class of requests to a pool that prefills them; give "
-                             "priority 0 to every request, one delay_in_s per request, and no first-token times")
+                             "priority 0 to every request, one delay_in_s (and one after) per request, and no "
+                             "first-token times")
         self.closed_loop = closed_loop
         self.given_first_s = None if first_token_s is None else np.asarray(first_token_s, dtype=float)
         spec = policy.speculation
@@ -305,7 +335,28 @@ class Simulation:
         a0_a, a1_a = (np.append(w.arrival_s[q].astype(float), inf) for q in (q0_a, q1_a))
         loop = self.closed_loop  # a closed-loop client (ClosedLoop): only C sent at first, one more per completion
         arr_a = w.arrival_s  # scheduler arrival of each request (a closed loop's, a copy, are set as they are sent)
-        if loop is not None:
+        sessions = loop is not None and loop.after is not None
+        if sessions:  # a turn is sent when the one it follows is answered: queue slots filled as turns are sent
+            assert loop is not None and loop.after is not None and loop.think_s is not None
+            arr_a, c_loop = w.arrival_s.astype(float), n
+            din_a = np.asarray(loop.delay_in_s, dtype=float) * np.ones(n)
+            after_a = np.asarray(loop.after, dtype=np.int64)
+            first = np.flatnonzero(after_a < 0)  # released at their own arrival_s
+            arr_a[first] = w.arrival_s[first] + din_a[first]
+            sent0 = first[np.argsort(arr_a[first], kind="stable")]
+            q0_a[:] = -1
+            q0_a[:sent0.size] = sent0
+            a0_a[:n] = inf
+            a0_a[:sent0.size] = arr_a[sent0]
+            filled = int(sent0.size)  # queue slots holding a sent request
+            later = np.flatnonzero(after_a >= 0)
+            later = later[np.argsort(after_a[later], kind="stable")]
+            cut = np.searchsorted(after_a[later], np.arange(n + 1))  # the requests each completion releases
+            nxt = [later[cut[i]:cut[i + 1]].tolist() for i in range(n)]
+            think = view(np.asarray(loop.think_s, dtype=float) * np.ones(n))
+            snd_a = w.arrival_s.astype(float)
+            arr, snd, din, dout = view(arr_a), view(snd_a), view(din_a), float(loop.delay_out_s)
+        elif loop is not None:
             arr_a = w.arrival_s.astype(float)
             c_loop = min(int(loop.concurrency), n)
             rel_a, din_a = w.arrival_s.astype(float), np.asarray(loop.delay_in_s, dtype=float)
@@ -749,7 +800,17 @@ class Simulation:
                     state[rid] = 3
                     fin_it[rid] = key + lag  # the pass it finished in (keys count decode passes)
                     done += 1
-                    if next_send < n:  # the closed-loop client sends its next request on this completion
+                    if sessions and nxt[rid]:  # its answer releases the turns that wait for it
+                        for j in nxt[rid]:
+                            v = (out_free if streaming else now) + dout + think[j]  # the user has read the answer
+                            snd[j] = v
+                            v += din[j]
+                            k = bisect_right(a0, v, p0, filled)  # into the queue of sent requests, in arrival order
+                            a0_a[k + 1:filled + 1] = a0_a[k:filled]
+                            q0_a[k + 1:filled + 1] = q0_a[k:filled]
+                            a0[k], q0[k], arr[j] = v, j, v
+                            filled += 1
+                    elif next_send < n:  # the closed-loop client sends its next request on this completion
                         v = (out_free if streaming else now) + dout  # the client has the last token then
                         if rel[next_send] > v:
                             v = rel[next_send]

@@ -474,16 +474,20 @@ def restore_trace(trace, workload: Workload, order: np.ndarray, overheads: Engin
     return replace(trace, **back)
 
 
-def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency: int, run):
+def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency: int, run, after=None, think_s=None):
     """A closed-loop client (core.ClosedLoop: at most `concurrency` requests in flight, the next sent on each
-    completion) over `run(workload, closed_loop) -> Trace` in the scheduler's frame: the workload's arrival_s are the
-    client's releases; returns the Trace in the user's frame — each request's arrival is its send (its scheduler
-    arrival less request-in and tokenising), its first token and finish first_token_out_s later, as restore_trace."""
+    completion; with `after` and `think_s`, sessions: each turn sent `think_s` after the answer it waits for) over
+    `run(workload, closed_loop) -> Trace` in the scheduler's frame: the workload's arrival_s are the client's
+    releases; returns the Trace in the user's frame — each request's arrival is its send (its scheduler arrival less
+    request-in and tokenising), its first token and finish first_token_out_s later, as restore_trace. Sessions take
+    the tokeniser's time as a pure delay (their sends are not in one order a FIFO server could be solved in ahead)."""
     from .core import ClosedLoop
 
     delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
-    service = serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n) if SERIAL_TOKENIZER else None
-    loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s), service_s=service)
+    service = (serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n)
+               if SERIAL_TOKENIZER and after is None else None)
+    loop = ClosedLoop(int(concurrency), delay_in, float(overheads.first_token_out_s), service_s=service, after=after,
+                      think_s=think_s)
     tr = run(workload, loop)
     out = overheads.first_token_out_s
     return replace(tr, arrival_s=np.asarray(loop.sends_s, dtype=float), first_token_s=np.asarray(tr.first_token_s) + out,

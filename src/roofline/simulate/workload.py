@@ -756,3 +756,62 @@ def ramped(rng: np.random.Generator, n: int, strategy: str, start_rps: float, en
                                     min_prompt=int(shared_prefix_tokens) + 1 if shared_prefix_tokens else 1)
     wl = make_workload(t, prompts, outputs)
     return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
+
+
+# ---- chat sessions -----------------------------------------------------------------------------
+def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 4, think_s: float = 1.0, *,
+                  lengths_kind: str = "lognormal", prompt_tokens: float = 256, output_tokens: float = 256,
+                  sigma: float = 1.0, max_context: float | None = None, shared_prefix_tokens: int = 0,
+                  prefix_groups: int = 1) -> tuple[Workload, np.ndarray, np.ndarray]:
+    """(workload, after, think_s) of n requests from `sessions` users chatting at once (a multi-turn benchmark such as
+    vLLM's benchmarks/multi_turn: each client sends its next turn once it has read the answer). Each user holds one
+    conversation of up to `turns` turns at a time, then starts the next. Turn k's prompt is the conversation so far
+    (its system prompt of `shared_prefix_tokens` N tokens, one of `prefix_groups` drawn per conversation, then every
+    earlier user message and answer) plus a new user message of `prompt_tokens` (median, `lengths_kind`), with an answer
+    of `output_tokens`; a conversation that would outgrow `max_context` ends and the user starts a new one. Prefixes:
+    one per conversation, its shared tokens the prompt and the answer (the next turn repeats both: "A chat's answers"),
+    extending its system prompt at N tokens (a tree) where N > 0. Sends: user u's first turn at an exponential draw of
+    mean `think_s` from t = 0, every later request `after` the user's previous one, `think_s` (exponential, mean
+    `think_s`; 0 = at once) after its answer reached the user (core.ClosedLoop sessions). Draws, in order: the users'
+    start times, then (user message, answer) pairs as `draw_lengths` (context less N), the think times, and a system
+    prompt per conversation. Requests are listed round-robin over the users (user u's k-th request after every
+    user's (k-1)-th), so each waits for an earlier one; a later request's arrival_s is not used (its send comes from
+    the loop) and is set to the last first send (the arrivals stay sorted)."""
+    for name, v, least in (("requests", n, 1), ("sessions", sessions, 1), ("turns", turns, 1)):
+        if int(v) != v or v < least:
+            raise InputError(f"chat {name} must be a whole number >= {least}, got {v}")
+    if not (np.isfinite(think_s) and think_s >= 0):
+        raise InputError(f"chat think time must be a number of seconds >= 0, got {think_s}")
+    n, users, turns = int(n), int(sessions), int(turns)
+    n_sys = int(shared_prefix_tokens)
+    if n_sys and max_context and n_sys + 2 > max_context:
+        raise InputError(f"a {n_sys}-token system prompt leaves no room in the model's context ({max_context:,.0f}); "
+                         f"shorten --shared-prefix-tokens")
+    start = rng.exponential(think_s, users) if think_s > 0 else np.zeros(users)
+    lane_order = np.argsort(start, kind="stable")
+    room = (max_context - n_sys) if max_context else None
+    user, answer = draw_lengths(rng, n, lengths_kind=lengths_kind, prompt_tokens=prompt_tokens,
+                                output_tokens=output_tokens, sigma=sigma, max_context=room)
+    think = rng.exponential(think_s, n) if think_s > 0 else np.zeros(n)
+    prompt, output, conv, parent_g = np.empty(n), answer.astype(float), np.empty(n, np.int64), np.zeros(n, np.int64)
+    after, arrival = np.full(n, -1, np.int64), np.empty(n)
+    history, turn, convs, group, last = [0.0] * users, [turns] * users, [-1] * users, [0] * users, [-1] * users
+    n_conv = 0
+    for i in range(n):
+        lane = int(lane_order[i % users])
+        p = history[lane] + user[i]
+        if turn[lane] >= turns or (max_context and p + answer[i] > max_context):  # a new conversation
+            convs[lane], n_conv = n_conv, n_conv + 1
+            group[lane] = int(_system_prompt_draws(rng, 1, prefix_groups)[0]) if n_sys else 0
+            history[lane], turn[lane] = float(n_sys), 0
+            p = n_sys + user[i]
+        prompt[i], conv[i], parent_g[i] = p, convs[lane], group[lane]
+        after[i] = last[lane]
+        arrival[i] = start[lane] if last[lane] < 0 else start[lane_order[min(users, n) - 1]]
+        history[lane], turn[lane], last[lane] = p + answer[i], turn[lane] + 1, i
+    think = np.where(after < 0, 0.0, think)
+    wl = make_workload(arrival, prompt, output)
+    wl = replace(wl, prefix_id=conv, shared_prefix_tokens=prompt + output)
+    if n_sys:
+        wl = replace(wl, parent_prefix_id=n_conv + parent_g, parent_prefix_tokens=np.full(n, float(n_sys)))
+    return wl, after, think
