@@ -9,7 +9,9 @@ Prefix caching: the same arrivals and lengths distribution with every prompt sta
 prompts of 256 tokens (prompts redrawn below 257), run with the cache on and off, timed in the same process as
 the workload without prefixes (the issue's bar: >= 50,000 requests/s with the cache on). A tree of prefixes: the
 same requests sending entries of a pool of 5,000 prompts, each entry on one of the 4 system prompts (system prompt,
-then the whole entry: two levels of the cache's tree).
+then the whole entry: two levels of the cache's tree). Chat sessions: 512 users of 4-turn conversations (2 s of thought,
+user messages of median 200 tokens, answers of median 200, one of 4 system prompts of 256 tokens), each turn sent when
+its user has read the answer before it (core.ClosedLoop sessions), the answers cached for the next turn.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from roofline.catalog import get_catalog
 from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
 from roofline.simulate.metrics import prefix_cache_metrics, summarize
 from roofline.simulate.reference import naive_continuous
-from roofline.simulate.workload import lengths, poisson_arrivals, with_prompt_pool, with_system_prompts
+from roofline.simulate.core import ClosedLoop
+from roofline.simulate.workload import (
+    chat_sessions,
+    lengths,
+    poisson_arrivals,
+    with_prompt_pool,
+    with_system_prompts,
+)
 
 
 def workload(n: int, seed: int = 0, shared_prefix_tokens: int = 0, prefix_groups: int = 4, pool: int = 0):
@@ -37,13 +46,21 @@ def workload(n: int, seed: int = 0, shared_prefix_tokens: int = 0, prefix_groups
     return with_system_prompts(rng, wl, shared_prefix_tokens, prefix_groups) if shared_prefix_tokens else wl
 
 
+def chat(n: int, seed: int = 0):
+    """The chat-sessions workload and its closed loop (module docstring)."""
+    wl, after, think = chat_sessions(np.random.default_rng(seed), n, 512, 4, 2.0, prompt_tokens=200, output_tokens=200,
+                                     sigma=0.8, max_context=8192, shared_prefix_tokens=256, prefix_groups=4)
+    return wl, {"closed_loop": ClosedLoop(1, np.zeros(n), 0.0, after=after, think_s=think)}
+
+
 def prefix_rows(n: int, dep, pol, repeats: int = 3):
     """(name, requests, best wall s, requests/s, trace) of the no-prefix workload and the system-prompt one with
     the cache on and off, interleaved `repeats` times in this process (best of each: the machine is shared)."""
     runs = {"no prefixes": (workload(n), {}),
             "system prompt, cache on": (workload(n, shared_prefix_tokens=256), {}),
             "system prompt, cache off": (workload(n, shared_prefix_tokens=256), {"prefix_cache": False}),
-            "tree (pool 5,000), on": (workload(n, shared_prefix_tokens=256, pool=5000), {})}
+            "tree (pool 5,000), on": (workload(n, shared_prefix_tokens=256, pool=5000), {}),
+            "chat sessions (512 users)": chat(n)}
     best: dict = {}
     for _ in range(repeats):
         for name, (wl, kw) in runs.items():
@@ -98,7 +115,8 @@ def main(n: int = 100_000, n_naive: int = 5_000) -> None:
         print(f"{name:<28}{secs:>10.3f}{rate:>14,.0f}{len(tr.seg_iters):>10,}"
               f"{'-' if hit is None else f'{hit:.1%}':>10}{summarize(tr).ttft_p50_s * 1e3:>9.1f} ms")
     print(f"cache on / no prefixes: {rows[1][3] / rows[0][3]:.2f}x the requests/s; cache on / off: "
-          f"{rows[1][3] / rows[2][3]:.2f}x; tree / one level: {rows[3][3] / rows[1][3]:.2f}x")
+          f"{rows[1][3] / rows[2][3]:.2f}x; tree / one level: {rows[3][3] / rows[1][3]:.2f}x; chat sessions / one "
+          f"level: {rows[4][3] / rows[1][3]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -203,6 +203,7 @@ def test_tree_runs_under_pressure_finish_and_account(wl, spread, cap):
     """Requests close together in a small pool (eviction and pins at work): every request finishes once, in time
     order, no hit reaches its last prompt token, and the blocks cached at the end fit the pool."""
     wl = dataclasses.replace(wl, arrival_s=wl.arrival_s * spread / 100)
+    cap = max(cap, int((wl.prompt_tokens + wl.output_tokens).max()))  # every request fits the pool alone
     tr = Simulation(wl, _dep(float(cap)), Policy("chunked", max_batched_tokens=64)).run()
     assert np.all(tr.finish_s >= tr.first_token_s) and np.all(tr.first_token_s >= tr.arrival_s)
     assert np.all(_hits(tr, wl) <= wl.prompt_tokens - 1)
