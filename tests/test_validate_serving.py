@@ -2152,6 +2152,21 @@ def test_set_cj_warm_burst_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("cj", pred["at_commit"])
 
 
+def test_set_ck_table_predictions_and_factor_alternative_reproduce():
+    """Set ck (Neural Magic's nightly vLLM benchmarks on H100: one workload, 300 ShareGPT-shaped requests at Poisson 1
+    request/s) registers the kernel tables and declares the factor model; an 8B TP 1 run recomputes on both and a 70B
+    TP 4 run on the registered; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("ck", "91aec30")
+    runs = doc["runs"]
+    assert len(runs) == 120 and all(r["kernels"] == "tables" for r in runs)
+    small = next(r for r in runs if "-8b-" in r["id"])
+    big = next(r for r in runs if "-70b-" in r["id"])
+    assert small["gpus"] == 1 and big["gpus"] == 4
+    _reproduce_both(doc, pred, alt, small, dict(small, kernels="factor"), big)
+    _registered_before_measured("ck", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
