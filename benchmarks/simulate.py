@@ -23,9 +23,9 @@ import numpy as np
 
 from roofline.catalog import get_catalog
 from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
+from roofline.simulate.core import ClosedLoop
 from roofline.simulate.metrics import prefix_cache_metrics, summarize
 from roofline.simulate.reference import naive_continuous
-from roofline.simulate.core import ClosedLoop
 from roofline.simulate.workload import (
     chat_sessions,
     lengths,
