@@ -96,13 +96,17 @@ class Workload:
         return pid is not None and shared is not None and bool(np.any((pid >= 0) & (shared > 0)))
 
 
-def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
-    n = len(prompt)
-    for name, x in (("prefix_id", pid), ("shared_prefix_tokens", shared)):
+def _check_columns(n: int, *columns) -> None:
+    """Per-request columns (name, values, least whole number allowed): one value per request, each a whole number."""
+    for name, x, _ in columns:
         if len(x) != n:
             raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
-    _check_lengths(pid.astype(float), "prefix_id", minimum=-1)
-    _check_lengths(shared.astype(float), "shared_prefix_tokens", minimum=0)
+    for name, x, least in columns:
+        _check_lengths(np.asarray(x).astype(float), name, minimum=least)
+
+
+def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
+    _check_columns(len(prompt), ("prefix_id", pid, -1), ("shared_prefix_tokens", shared, 0))
     bad = np.flatnonzero(shared > prompt + output)
     if bad.size:
         i = int(bad[0])
@@ -122,12 +126,7 @@ def _check_prefix_tree(pid: np.ndarray, shared: np.ndarray, par: np.ndarray, pto
     than the request's own prefix with 1 <= parent tokens <= its shared and prompt tokens on a request with a prefix;
     one (parent, tokens) per prefix id across its requests; no cycle; and a child's parent tokens above its parent's own (each
     prefix of a chain strictly longer than the one it extends). Each problem one InputError naming a request."""
-    n = len(pid)
-    for name, x in (("parent_prefix_id", par), ("parent_prefix_tokens", ptok)):
-        if len(x) != n:
-            raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
-    _check_lengths(par.astype(float), "parent_prefix_id", minimum=-1)
-    _check_lengths(ptok.astype(float), "parent_prefix_tokens", minimum=0)
+    _check_columns(len(pid), ("parent_prefix_id", par, -1), ("parent_prefix_tokens", ptok, 0))
     has = par >= 0
     for bad, why in ((has & (pid < 0), "a parent_prefix_id but prefix_id -1 (no prefix); give the prefix an id or "
                                        "set parent_prefix_id to -1"),
