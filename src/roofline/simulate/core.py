@@ -17,13 +17,16 @@ Prefix caching (docs/simulator.md "Prefix caching"; vLLM automatic prefix cachin
 requests with a shared prefix hit min(cached blocks, their whole prefix blocks) of it at admission and
 prefill only the rest (attention still reads the hit tokens); the blocks are stored once in the KV pool,
 pinned by the running sequences that use them (to the deepest user's depth), evicted LRU from the tail when
-unpinned and memory runs out.
+unpinned and memory runs out. Prefixes form a tree (prefixes.py): a hit walks the request's path from the root,
+and a request whose answer is part of its prefix leaves the answer's blocks cached when it finishes.
+A closed-loop client (ClosedLoop) sends the next request on each completion, or, with sessions, each turn when
+the answer it follows has reached the user (the sent requests enter the waiting queue in time order).
 Mixed and prefill passes are timed by steptable.MixedPass (each part's attention at its own context) when
 the step model is the engine's. Engine overheads (scheduler, sampling, API server, tokeniser) enter as a
 wrapped step model and shifted arrivals (overheads.py), not here.
 Ignores: network time inside a pool beyond the layout's collectives (engine.py), KV block
 fragmentation, variation of acceptance between sequences within one pass, and the prefix cache's
-approximations listed in the docs (only declared prefixes are cached; one LRU position per prefix).
+approximations listed in the docs (only declared prefixes are cached; one LRU position per node of the tree).
 """
 
 from __future__ import annotations
