@@ -23,7 +23,6 @@ import numpy as np
 
 from roofline.catalog import get_catalog
 from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
-from roofline.simulate.core import ClosedLoop
 from roofline.simulate.metrics import prefix_cache_metrics, summarize
 from roofline.simulate.reference import naive_continuous
 from roofline.simulate.workload import (
@@ -48,9 +47,9 @@ def workload(n: int, seed: int = 0, shared_prefix_tokens: int = 0, prefix_groups
 
 def chat(n: int, seed: int = 0):
     """The chat-sessions workload and its closed loop (module docstring)."""
-    wl, after, think = chat_sessions(np.random.default_rng(seed), n, 512, 4, 2.0, prompt_tokens=200, output_tokens=200,
-                                     sigma=0.8, max_context=8192, shared_prefix_tokens=256, prefix_groups=4)
-    return wl, {"closed_loop": ClosedLoop(1, np.zeros(n), 0.0, after=after, think_s=think)}
+    wl = chat_sessions(np.random.default_rng(seed), n, 512, 4, 2.0, prompt_tokens=200, output_tokens=200, sigma=0.8,
+                       max_context=8192, shared_prefix_tokens=256, prefix_groups=4)
+    return wl, {}  # the workload's sessions make the simulation's closed loop
 
 
 def prefix_rows(n: int, dep, pol, repeats: int = 3):

@@ -71,29 +71,29 @@ def test_chat_sessions_build_each_conversation_by_hand():
     requests round-robin over the users; a first turn's prompt 150 = 100 + 50, a second turn's 220 = 150 + 20 + 50; the
     third request of a user starts a new conversation (150 again). Each request waits for its user's previous one;
     prefixes: one per conversation, shared = prompt + answer, extending its system prompt at 100 tokens."""
-    wl, after, think = chat_sessions(np.random.default_rng(0), 12, 3, turns=2, think_s=1.0, lengths_kind="fixed",
-                                     prompt_tokens=50, output_tokens=20, shared_prefix_tokens=100, prefix_groups=2,
-                                     max_context=4096)
+    wl = chat_sessions(np.random.default_rng(0), 12, 3, turns=2, think_s=1.0, lengths_kind="fixed", prompt_tokens=50,
+                       output_tokens=20, shared_prefix_tokens=100, prefix_groups=2, max_context=4096)
+    after, think = wl.after, wl.think_s
     assert wl.prompt_tokens.tolist() == [150, 150, 150, 220, 220, 220] * 2
     assert after.tolist() == [-1, -1, -1, 0, 1, 2, 3, 4, 5, 6, 7, 8] and np.all(think[:3] == 0)
     assert wl.prefix_id.tolist() == [0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5]
     assert np.all(wl.shared_prefix_tokens == wl.prompt_tokens + 20)
     assert set(wl.parent_prefix_id.tolist()) <= {6, 7} and np.all(wl.parent_prefix_tokens == 100)
     # a context of 300: the second turn (220 + 20 = 240) fits, a third would not (240 + 50 + 20 = 310): new conversation
-    wl3, after3, _ = chat_sessions(np.random.default_rng(0), 3, 1, turns=9, think_s=0.0, lengths_kind="fixed",
-                                   prompt_tokens=50, output_tokens=20, shared_prefix_tokens=100, max_context=300)
+    wl3 = chat_sessions(np.random.default_rng(0), 3, 1, turns=9, think_s=0.0, lengths_kind="fixed", prompt_tokens=50,
+                        output_tokens=20, shared_prefix_tokens=100, max_context=300)
     assert wl3.prompt_tokens.tolist() == [150, 220, 150] and wl3.prefix_id.tolist() == [0, 0, 1]
 
 
 def test_a_chats_second_turn_hits_its_first_turn_and_answer():
     """One user, no think time, no system prompt: turn 2 (prompt 50 + 20 + 50 = 120) hits floor(min(70, 69)/16) = 4
     blocks of turn 1's prompt and answer (64 tokens)."""
-    wl, after, think = chat_sessions(np.random.default_rng(0), 2, 1, turns=2, think_s=0.0, lengths_kind="fixed",
-                                     prompt_tokens=50, output_tokens=20)
-    loop = ClosedLoop(1, np.zeros(2), 0.0, after=after, think_s=think)
-    tr = Simulation(wl, _dep(), Policy("continuous"), closed_loop=loop).run()
+    wl = chat_sessions(np.random.default_rng(0), 2, 1, turns=2, think_s=0.0, lengths_kind="fixed", prompt_tokens=50,
+                       output_tokens=20)
+    sim = Simulation(wl, _dep(), Policy("continuous"))  # the workload's own sessions make the loop
+    tr = sim.run()
     assert tr.prefix_hit_tokens.tolist() == [0, 64]
-    assert loop.sends_s[1] == pytest.approx(tr.finish_s[0])
+    assert sim.closed_loop.sends_s[1] == pytest.approx(tr.finish_s[0])
 
 
 def test_cli_sessions(run_cli):
@@ -110,3 +110,32 @@ def test_cli_sessions(run_cli):
         assert code == 2 and msg in err
     code, out, err = run_cli("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--turns", "3")
     assert code == 2 and "add --sessions N" in err
+
+
+def test_a_traces_sessions_round_trip_and_run(tmp_path, run_cli):
+    """Trace columns after_request and think_s carry sessions: written and read back unchanged, run by `simulate
+    --trace` as the closed loop (its table names the trace's sessions); bad rows name their line."""
+    from roofline.simulate.workload import read_trace, write_trace
+
+    wl = chat_sessions(np.random.default_rng(1), 40, 4, turns=3, think_s=0.5, prompt_tokens=100, output_tokens=50,
+                       max_context=8192, shared_prefix_tokens=64)
+    back = read_trace(write_trace(wl, tmp_path / "chat.csv"))
+    assert back.after.tolist() == wl.after.tolist() and back.think_s == pytest.approx(wl.think_s, abs=1e-6)
+    assert back.parent_prefix_id.tolist() == wl.parent_prefix_id.tolist()
+    code, out, err = run_cli("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "--trace",
+                             str(tmp_path / "chat.csv"), "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["closed_loop"] is True and d["trace_sessions"] is True and d["sessions"] == 4 and d["prefix_hit_rate"] > 0
+    code, out, err = run_cli("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "--trace",
+                             str(tmp_path / "chat.csv"), "--max-concurrency", "2")
+    assert code == 1 and "drop --max-concurrency" in err
+    head = "arrival_s,prompt_tokens,output_tokens,after_request,think_s\n"
+    for rows, match in (("0,10,2,-1,0\n0,10,2,1,0\n", "line 3: after_request = 1 must be -1"),
+                        ("0,10,2,-1,0\n0,10,2,0,-2\n", "line 3: think_s = -2"),):
+        (tmp_path / "bad.csv").write_text(head + rows)
+        with pytest.raises(InputError, match=match):
+            read_trace(tmp_path / "bad.csv")
+    (tmp_path / "bad.csv").write_text("arrival_s,prompt_tokens,output_tokens,after_request\n0,10,2,-1\n")
+    with pytest.raises(InputError, match="without think_s"):
+        read_trace(tmp_path / "bad.csv")

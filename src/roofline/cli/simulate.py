@@ -229,7 +229,10 @@ def register(app: typer.Typer) -> None:
             if d.get("latency_sensitivity") is not None:
                 rows.append(["latency sensitivity ρ/(1−ρ)", f"{d['latency_sensitivity']:.2g}: a 10% error in the "
                              f"per-token cost moves TPOT by ~{10 * d['latency_sensitivity']:.0f}%"])
-        if d.get("closed_loop") and "sessions" in d:
+        if d.get("closed_loop") and d.get("trace_sessions"):
+            rows.append(["client", f"the trace's sessions: {d['sessions']:,} first requests, every other sent its "
+                         "think_s after the answer it waits for (columns after_request, think_s)"])
+        elif d.get("closed_loop") and "sessions" in d:
             rows.append(["client", f"{d['sessions']:,} users chatting, {d['turns']} turns a conversation, each sent "
                          f"{d['think_s']:g} s (mean) after the answer (--sessions)"])
         elif d.get("closed_loop"):

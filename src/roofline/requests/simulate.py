@@ -176,7 +176,6 @@ class SimulateRequest(LayoutOptions):
                 raise rules.UsageError(f"{f('trace')} gives the arrivals and lengths; drop {', '.join(given)}")
             self._trace_text = rules.text_file(self.trace, f"{f('trace')} file", "a CSV trace with columns "
                                                "arrival_s,prompt_tokens,output_tokens[,priority]")
-        self._sessions: tuple | None = None  # (after, think_s) of the chat's requests, set with its workload
         if self.sessions is not None:  # chat users: their answers pace the sends (simulate/workload.chat_sessions)
             given = [f(k) for k in ("rate", "duration", "stages", "ramp_up", "trace", "arrivals", "cv", "prompt_pool",
                                     "pool_warmup", "max_concurrency", "fast_fraction") if k in fs]
@@ -326,14 +325,13 @@ def workload_and_warmup(req: SimulateRequest, rng):
             raise rules.InputError(f"{req.trace} line {k + 2}: prompt_tokens + output_tokens = {total[k]:,.0f} exceeds "
                                    f"{req._model.id}'s max_context {maxc:,}; shorten that request or use a model "
                                    f"with a longer context")
-    elif req.sessions is not None:  # users chatting: their sessions pace the sends (`req._sessions`: after, think)
+    elif req.sessions is not None:  # users chatting: their sessions (Workload.after, think_s) pace the sends
         from ..simulate.workload import chat_sessions
 
-        wl, after, think = chat_sessions(rng, req.requests, req.sessions, req.turns, req.think_s,
-                                         lengths_kind=req.lengths, prompt_tokens=req.prompt_tokens,
-                                         output_tokens=req.output_tokens, sigma=req.sigma, max_context=maxc,
-                                         shared_prefix_tokens=req.shared_prefix_tokens, prefix_groups=req.prefix_groups)
-        req._sessions = (after, think)
+        wl = chat_sessions(rng, req.requests, req.sessions, req.turns, req.think_s, lengths_kind=req.lengths,
+                           prompt_tokens=req.prompt_tokens, output_tokens=req.output_tokens, sigma=req.sigma,
+                           max_context=maxc, shared_prefix_tokens=req.shared_prefix_tokens,
+                           prefix_groups=req.prefix_groups)
     elif req.stages is not None:
         n = staged_requests(req._stages)
         if n > 10**7:
@@ -466,11 +464,14 @@ def simulate(req: SimulateRequest, progress=None):
             sims.append(Simulation(w, dep, pol, seed=req.seed, closed_loop=closed_loop, warm_prefixes=warm, stream=stream,
                                    **cache))
             return sims[-1].run(advance)
-    if req.sessions is not None:  # the users' sessions inside the run: each turn sent after the answer before it
-        from ..simulate.overheads import run_closed_loop
+    if wl.after is not None:  # sessions (--sessions, or a trace's after_request/think_s): each turn sent after the
+        from ..simulate.overheads import run_closed_loop  # answer before it, inside the run
 
-        assert req._sessions is not None  # set by `workload_and_warmup` with the chat's requests
-        tr = run_closed_loop(wl, ovh, 1, run, *req._sessions)  # tr.arrival_s: the sends (not in request order)
+        f = req.flag
+        if req.max_concurrency is not None or disagg:
+            raise rules.InputError(f"the trace's sessions (columns after_request, think_s) are the client's closed loop; "
+                                   f"drop {f('max_concurrency') if req.max_concurrency is not None else f('policy') + ' disaggregated'}")
+        tr = run_closed_loop(wl, ovh, 1, run)  # tr.arrival_s: the sends (not in request order)
     elif req.max_concurrency is None:
         tr = run_with_engine(wl, ovh, run)
     elif not disagg:  # the client's semaphore inside the run: the next request sent on each completion
@@ -529,14 +530,16 @@ def simulate(req: SimulateRequest, progress=None):
     from ..simulate.capacity import run_saturation
 
     d.update(run_saturation(wl, tr, dep, pdep if disagg else None, pol))
-    if req.max_concurrency is not None or req.sessions is not None:  # a closed loop offers what it is served: only
+    if req.max_concurrency is not None or wl.after is not None:  # a closed loop offers what it is served: only
         from ..simulate.capacity import GROWTH_LIMIT  # a growing queue saturates
 
         d.update(closed_loop=True, saturated=bool(d["queue_growth_s_per_s"] > GROWTH_LIMIT))
         if req.max_concurrency is not None:
             d["max_concurrency"] = int(req.max_concurrency)
-        else:
+        elif req.sessions is not None:
             d.update(sessions=int(req.sessions), turns=int(req.turns), think_s=float(req.think_s))
+        else:  # a trace's sessions: its users are the requests that wait for none
+            d.update(sessions=int(np.sum(wl.after < 0)), trace_sessions=True)
     if wl.has_prefixes:  # prefix cache figures (simulate/metrics.prefix_cache_metrics; docs/simulator.md)
         from ..simulate.metrics import prefix_cache_metrics
 

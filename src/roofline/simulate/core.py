@@ -57,7 +57,7 @@ from .prefixes import (
 )
 from .segments import Segments, iteration_times, view
 from .steptable import Deployment, StepTable, mixed_pass
-from .workload import Workload
+from .workload import Workload, check_sessions
 
 # The admission stack (most recent last, for LIFO preemption) is pruned of finished requests when it grows
 # past this many entries (then past twice what is left): memory, not results (tests/test_simulate_memory.py).
@@ -160,23 +160,6 @@ class ClosedLoop:
             check_sessions(np.asarray(self.after), np.asarray(self.think_s, dtype=float))
 
 
-def check_sessions(after: np.ndarray, think: np.ndarray) -> None:
-    """Session columns: one per request; after[j] a whole number with -1 <= after[j] < j (a turn waits for an
-    earlier request: the order has no cycle); think_s finite and >= 0. One InputError naming the request."""
-    n = len(after)
-    if len(think) != n:
-        raise InputError(f"sessions have {n} after entries and {len(think)} think times; give one of each per request")
-    bad = np.flatnonzero((after != np.round(after)) | (after < -1) | (after >= np.arange(n)))
-    if bad.size:
-        j = int(bad[0])
-        raise InputError(f"request {j} waits for request {after[j]:g}; a request waits for an earlier one (0 .. "
-                         f"{j - 1}) or none (-1): put each turn after the turn it answers")
-    bad = np.flatnonzero(~np.isfinite(think) | (think < 0))
-    if bad.size:
-        j = int(bad[0])
-        raise InputError(f"request {j} has think time {think[j]:g} s; think times are finite and >= 0 s")
-
-
 @dataclass(frozen=True)
 class Trace:
     """What a run returns. Per request (arrays of length n, seconds): arrival_s, admit_s (first
@@ -264,6 +247,8 @@ class Simulation:
             raise InputError("a closed-loop client sends one class of requests to a pool that prefills them; give "
                              "priority 0 to every request, one delay_in_s (and one after) per request, and no "
                              "first-token times")
+        if closed_loop is None and workload.after is not None:  # the workload's sessions, without engine delays
+            closed_loop = ClosedLoop(1, np.zeros(workload.n), 0.0, after=workload.after, think_s=workload.think_s)
         self.closed_loop = closed_loop
         self.given_first_s = None if first_token_s is None else np.asarray(first_token_s, dtype=float)
         spec = policy.speculation

@@ -446,6 +446,10 @@ def shift_arrivals(workload: Workload, overheads: EngineOverheads) -> tuple[Work
     tokeniser, first come first served), re-sorted (stably) by that time.
     `order[i]` is the index in `workload` of the i-th request of the shifted workload. Every per-request
     column (prompt, output, priority, stage, ...) moves with its request."""
+    if workload.after is not None:
+        raise InputError("a workload of sessions (each turn sent after an answer) runs through its closed loop "
+                         "(run_closed_loop), which sends each turn as its answer arrives; its arrivals cannot be shifted "
+                         "ahead of the run")
     n = workload.n
     shifted = fifo_arrivals(workload.arrival_s, workload.prompt_tokens, overheads)
     order = np.argsort(shifted, kind="stable")
@@ -483,6 +487,8 @@ def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency:
     the tokeniser's time as a pure delay (their sends are not in one order a FIFO server could be solved in ahead)."""
     from .core import ClosedLoop
 
+    if after is None and workload.after is not None:  # the workload's own sessions
+        after, think_s = workload.after, workload.think_s
     delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
     service = (serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n)
                if SERIAL_TOKENIZER and after is None else None)

@@ -42,7 +42,10 @@ class Workload:
     one whole prompt on it): `parent_prefix_id` (-1 = a root) and `parent_prefix_tokens` (the leading tokens of the
     prefix that are its parent's, 1 <= parent <= min(shared, prompt)), given together and only with the prefix columns; every
     request of one prefix names the same parent at the same length, a parent's own parent (if any) comes from the
-    requests of that parent, and the lengths grow strictly along a chain (`_check_prefix_tree`)."""
+    requests of that parent, and the lengths grow strictly along a chain (`_check_prefix_tree`). Sessions (None: none):
+    `after[j]` the earlier request whose answer request j waits for (-1: sent at its own arrival_s) and `think_s[j]` the
+    user's time between that answer and sending j (core.ClosedLoop; `chat_sessions`, trace columns after_request,
+    think_s); a waiting request's arrival_s is not used."""
 
     arrival_s: np.ndarray
     prompt_tokens: np.ndarray
@@ -53,6 +56,8 @@ class Workload:
     shared_prefix_tokens: np.ndarray | None = None
     parent_prefix_id: np.ndarray | None = None
     parent_prefix_tokens: np.ndarray | None = None
+    after: np.ndarray | None = None
+    think_s: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(self.arrival_s)
@@ -77,6 +82,13 @@ class Workload:
                             self.output_tokens)
         if (self.parent_prefix_id is None) != (self.parent_prefix_tokens is None):
             raise InputError("workload parent_prefix_id and parent_prefix_tokens go together; give both or neither")
+        if (self.after is None) != (self.think_s is None):
+            raise InputError("workload after and think_s go together (sessions: the request each one waits for, and "
+                             "the user's time after its answer); give both or neither")
+        if self.after is not None:
+            check_sessions(np.asarray(self.after), np.asarray(self.think_s, dtype=float), n)
+            if np.any(self.priority != 0):
+                raise InputError("sessions send one class of requests; give every request priority 0")
         if self.parent_prefix_id is not None:
             if self.prefix_id is None:
                 raise InputError("workload parent_prefix_id needs prefix_id and shared_prefix_tokens (a parent is "
@@ -103,6 +115,24 @@ def _check_columns(n: int, *columns) -> None:
             raise InputError(f"workload {name} has {len(x)} entries, arrival_s has {n}; give one value per request")
     for name, x, least in columns:
         _check_lengths(np.asarray(x).astype(float), name, minimum=least)
+
+
+def check_sessions(after: np.ndarray, think: np.ndarray, n: int | None = None) -> None:
+    """Session columns: one per request; after[j] a whole number with -1 <= after[j] < j (a turn waits for an
+    earlier request: the order has no cycle); think_s finite and >= 0. One InputError naming the request."""
+    n = len(after) if n is None else n
+    if len(after) != n or len(think) != n:
+        raise InputError(f"sessions have {len(after)} after entries and {len(think)} think times for {n} requests; "
+                         f"give one of each per request")
+    bad = np.flatnonzero((after != np.round(after)) | (after < -1) | (after >= np.arange(n)))
+    if bad.size:
+        j = int(bad[0])
+        raise InputError(f"request {j} waits for request {after[j]:g}; a request waits for an earlier one (0 .. "
+                         f"{j - 1}) or none (-1): put each turn after the turn it answers")
+    bad = np.flatnonzero(~np.isfinite(think) | (think < 0))
+    if bad.size:
+        j = int(bad[0])
+        raise InputError(f"request {j} has think time {think[j]:g} s; think times are finite and >= 0 s")
 
 
 def _check_prefixes(pid: np.ndarray, shared: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> None:
@@ -335,6 +365,12 @@ def read_trace(path: str | Path) -> Workload:
                          f"columns")
     pxidx, ptidx = (header.index("parent_prefix_id"), header.index("parent_prefix_tokens")) if has_px else (None, None)
     parent = np.zeros((len(rows) - 1, 2)) if has_px else None
+    has_a, has_t = "after_request" in header, "think_s" in header
+    if has_a != has_t:
+        raise InputError(f"{path.name} line 1: header has {'after_request' if has_a else 'think_s'} without "
+                         f"{'think_s' if has_a else 'after_request'}; give both columns (sessions) or neither")
+    sess = np.zeros((len(rows) - 1, 2)) if has_a else None
+    aidx, tidx = (header.index("after_request"), header.index("think_s")) if has_a else (None, None)
     out = np.empty((len(rows) - 1, 4))
     prev = -np.inf
     for k, row in enumerate(rows[1:]):
@@ -360,10 +396,13 @@ def read_trace(path: str | Path) -> Workload:
             pref[k] = _trace_prefix(path.name, line, row, xidx, sidx, p, o)
         if parent is not None and pref is not None:  # (parent columns need the prefix columns: checked above)
             parent[k] = _trace_parent(path.name, line, row, pxidx, ptidx, pref[k][0], pref[k][1], p)
+        if sess is not None:
+            sess[k] = _trace_session(path.name, line, row, aidx, tidx, k, pr)
         out[k] = vals
         prev = t
     if out.shape[0] == 0:
         raise InputError(f"{path.name}: no requests after the header; add one row per request")
+    extra = {} if sess is None else dict(after=sess[:, 0].astype(np.int64), think_s=sess[:, 1].copy())
     if pref is not None:
         if parent is not None:  # the tree's rules across rows (one parent per prefix, no cycle), naming lines
             _check_prefix_tree(pref[:, 0].astype(np.int64), pref[:, 1], parent[:, 0].astype(np.int64), parent[:, 1],
@@ -371,8 +410,8 @@ def read_trace(path: str | Path) -> Workload:
         return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64),
                         prefix_id=pref[:, 0].astype(np.int64), shared_prefix_tokens=pref[:, 1].copy(),
                         parent_prefix_id=None if parent is None else parent[:, 0].astype(np.int64),
-                        parent_prefix_tokens=None if parent is None else parent[:, 1].copy())
-    return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64))
+                        parent_prefix_tokens=None if parent is None else parent[:, 1].copy(), **extra)
+    return Workload(out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].astype(np.int64), **extra)
 
 
 def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float, output: float) -> tuple[float, float]:
@@ -391,6 +430,24 @@ def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float, output: 
         raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} needs a prefix_id >= 0 (got -1); give "
                          f"the prefix an id or set shared_prefix_tokens to 0")
     return x, sh
+
+
+def _trace_session(name: str, line: int, row, aidx, tidx, k: int, priority: float) -> tuple[float, float]:
+    """(after_request, think_s) of data row k (0-based: after_request counts data rows from 0), each problem an
+    InputError naming the line."""
+    try:
+        a, t = float(row[aidx]), float(row[tidx])
+    except ValueError:
+        raise InputError(f"{name} line {line}: a field is not a number: {','.join(row)}") from None
+    if not np.isfinite(a) or a != round(a) or a < -1 or a >= k:
+        raise InputError(f"{name} line {line}: after_request = {a:g} must be -1 (sent at its arrival_s) or the index "
+                         f"of an earlier request, 0 to {k - 1} (data rows count from 0)")
+    if not np.isfinite(t) or t < 0:
+        raise InputError(f"{name} line {line}: think_s = {t:g} must be a time >= 0 s")
+    if priority != 0:
+        raise InputError(f"{name} line {line}: priority = {priority:g}; sessions send one class of requests: give "
+                         f"priority 0 or drop the session columns")
+    return a, t
 
 
 def _trace_parent(name: str, line: int, row, pxidx, ptidx, pid: float, shared: float,
@@ -422,22 +479,17 @@ def write_trace(workload: Workload, path: str | Path) -> Path:
     path = Path(path)
     with path.open("w", newline="") as fh:
         w = csv.writer(fh)
-        if workload.prefix_id is None:
-            w.writerow(list(TRACE_COLUMNS) + ["priority"])
-            for t, p, o, pr in zip(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
-                                   workload.priority):
-                w.writerow([f"{t:.6f}", int(p), int(o), int(pr)])
-        else:
-            assert workload.shared_prefix_tokens is not None  # given together (Workload checks)
-            tree = workload.parent_prefix_id is not None
-            w.writerow(list(TRACE_COLUMNS) + ["priority", "prefix_id", "shared_prefix_tokens"]
-                       + (["parent_prefix_id", "parent_prefix_tokens"] if tree else []))
-            cols: list = [workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.priority,
-                          workload.prefix_id, workload.shared_prefix_tokens]
-            if tree:
-                cols += [workload.parent_prefix_id, workload.parent_prefix_tokens]
-            for t, *rest in zip(*cols):
-                w.writerow([f"{t:.6f}"] + [int(v) for v in rest])
+        names = ["priority"]
+        cols: list = [workload.arrival_s, workload.prompt_tokens, workload.output_tokens, workload.priority]
+        for group in (("prefix_id", "shared_prefix_tokens"), ("parent_prefix_id", "parent_prefix_tokens")):
+            if getattr(workload, group[0]) is not None:
+                names += list(group)
+                cols += [getattr(workload, g) for g in group]
+        after, think = workload.after, workload.think_s  # sessions (given together: Workload checks)
+        w.writerow(list(TRACE_COLUMNS) + names + (["after_request", "think_s"] if after is not None else []))
+        for i, (t, *rest) in enumerate(zip(*cols)):
+            w.writerow([f"{t:.6f}"] + [int(v) for v in rest]
+                       + ([int(after[i]), f"{float(think[i]):.6f}"] if after is not None and think is not None else []))
     return path
 
 
@@ -761,8 +813,8 @@ def ramped(rng: np.random.Generator, n: int, strategy: str, start_rps: float, en
 def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 4, think_s: float = 1.0, *,
                   lengths_kind: str = "lognormal", prompt_tokens: float = 256, output_tokens: float = 256,
                   sigma: float = 1.0, max_context: float | None = None, shared_prefix_tokens: int = 0,
-                  prefix_groups: int = 1) -> tuple[Workload, np.ndarray, np.ndarray]:
-    """(workload, after, think_s) of n requests from `sessions` users chatting at once (a multi-turn benchmark such as
+                  prefix_groups: int = 1) -> Workload:
+    """The workload of n requests from `sessions` users chatting at once, its sessions in `after` and `think_s` (a multi-turn benchmark such as
     vLLM's benchmarks/multi_turn: each client sends its next turn once it has read the answer). Each user holds one
     conversation of up to `turns` turns at a time, then starts the next. Turn k's prompt is the conversation so far
     (its system prompt of `shared_prefix_tokens` N tokens, one of `prefix_groups` drawn per conversation, then every
@@ -810,7 +862,7 @@ def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 
         history[lane], turn[lane], last[lane] = p + answer[i], turn[lane] + 1, i
     think = np.where(after < 0, 0.0, think)
     wl = make_workload(arrival, prompt, output)
-    wl = replace(wl, prefix_id=conv, shared_prefix_tokens=prompt + output)
+    wl = replace(wl, prefix_id=conv, shared_prefix_tokens=prompt + output, after=after, think_s=think)
     if n_sys:
         wl = replace(wl, parent_prefix_id=n_conv + parent_g, parent_prefix_tokens=np.full(n, float(n_sys)))
-    return wl, after, think
+    return wl
