@@ -348,29 +348,19 @@ def read_trace(path: str | Path) -> Workload:
                          f"{','.join(TRACE_COLUMNS)}[,priority]")
     idx = [header.index(c) for c in TRACE_COLUMNS]
     pidx = header.index("priority") if "priority" in header else None
-    has_x, has_s = "prefix_id" in header, "shared_prefix_tokens" in header
-    if has_x != has_s:
-        raise InputError(f"{path.name} line 1: header has {'prefix_id' if has_x else 'shared_prefix_tokens'} without "
-                         f"{'shared_prefix_tokens' if has_x else 'prefix_id'}; give both columns or neither")
-    xidx, sidx = (header.index("prefix_id"), header.index("shared_prefix_tokens")) if has_x else (None, None)
-    pref = np.zeros((len(rows) - 1, 2)) if has_x else None
-    has_px, has_pt = "parent_prefix_id" in header, "parent_prefix_tokens" in header
-    if has_px != has_pt:
-        raise InputError(f"{path.name} line 1: header has {'parent_prefix_id' if has_px else 'parent_prefix_tokens'} "
-                         f"without {'parent_prefix_tokens' if has_px else 'parent_prefix_id'}; give both columns or "
-                         f"neither")
-    if has_px and not has_x:
+    pair = _column_pair(path.name, header, "prefix_id", "shared_prefix_tokens", "")
+    xidx, sidx = pair or (None, None)
+    pref = np.zeros((len(rows) - 1, 2)) if pair else None
+    ppair = _column_pair(path.name, header, "parent_prefix_id", "parent_prefix_tokens", "")
+    if ppair and not pair:
         raise InputError(f"{path.name} line 1: header has parent_prefix_id and parent_prefix_tokens without prefix_id "
                          f"and shared_prefix_tokens; a parent is the leading part of a request's prefix: add those "
                          f"columns")
-    pxidx, ptidx = (header.index("parent_prefix_id"), header.index("parent_prefix_tokens")) if has_px else (None, None)
-    parent = np.zeros((len(rows) - 1, 2)) if has_px else None
-    has_a, has_t = "after_request" in header, "think_s" in header
-    if has_a != has_t:
-        raise InputError(f"{path.name} line 1: header has {'after_request' if has_a else 'think_s'} without "
-                         f"{'think_s' if has_a else 'after_request'}; give both columns (sessions) or neither")
-    sess = np.zeros((len(rows) - 1, 2)) if has_a else None
-    aidx, tidx = (header.index("after_request"), header.index("think_s")) if has_a else (None, None)
+    pxidx, ptidx = ppair or (None, None)
+    parent = np.zeros((len(rows) - 1, 2)) if ppair else None
+    spair = _column_pair(path.name, header, "after_request", "think_s", " (sessions)")
+    aidx, tidx = spair or (None, None)
+    sess = np.zeros((len(rows) - 1, 2)) if spair else None
     out = np.empty((len(rows) - 1, 4))
     prev = -np.inf
     for k, row in enumerate(rows[1:]):
@@ -430,6 +420,15 @@ def _trace_prefix(name: str, line: int, row, xidx, sidx, prompt: float, output: 
         raise InputError(f"{name} line {line}: shared_prefix_tokens = {sh:g} needs a prefix_id >= 0 (got -1); give "
                          f"the prefix an id or set shared_prefix_tokens to 0")
     return x, sh
+
+
+def _column_pair(name: str, header: list, a: str, b: str, what: str) -> tuple[int, int] | None:
+    """The header positions of two trace columns that come together (None when neither is there); one InputError
+    naming line 1 when only one is."""
+    if (a in header) != (b in header):
+        have, lack = (a, b) if a in header else (b, a)
+        raise InputError(f"{name} line 1: header has {have} without {lack}; give both columns{what} or neither")
+    return (header.index(a), header.index(b)) if a in header else None
 
 
 def _trace_session(name: str, line: int, row, aidx, tidx, k: int, priority: float) -> tuple[float, float]:
