@@ -82,27 +82,28 @@ def prefix_tree(workload: Workload, block_tokens: int) -> PrefixTree:
     assert workload.parent_prefix_tokens is not None  # given together (Workload checks)
     par = np.asarray(workload.parent_prefix_id, dtype=np.int64)
     ptok = np.asarray(workload.parent_prefix_tokens, dtype=float)
-    ids = np.unique(np.concatenate([pid[pid >= 0], par[par >= 0]]))
+    ids = np.unique(np.concatenate([pid[pid >= 0], par[par >= 0]]))  # dense node k = the k-th id
     m = int(ids.size)
-    dense_of = {q: k for k, q in enumerate(ids.tolist())}
-    parent, start = [-1] * m, [0] * m
-    sel = np.flatnonzero((pid >= 0) & (par >= 0))
-    for q, p, t in zip(pid[sel].tolist(), par[sel].tolist(), ptok[sel].tolist()):  # one (parent, T) per prefix
-        k = dense_of[q]
-        parent[k], start[k] = dense_of[p], int(t // block_tokens)
-    level = [0] * m
+    parent_a, start_a = np.full(m + 1, -1, dtype=np.int64), np.zeros(m + 1, dtype=np.int64)  # + a sink at m
+    sel = (pid >= 0) & (par >= 0)  # one (parent, T) per prefix (Workload checks), so repeated writes agree
+    kids = np.searchsorted(ids, pid[sel])
+    parent_a[kids], start_a[kids] = np.searchsorted(ids, par[sel]), ptok[sel] // block_tokens
+    level_a = np.zeros(m + 1, dtype=np.int64)
+    for _ in range(m):  # a node's level is its parent's plus one: settles in as many passes as the deepest chain
+        new = np.where(parent_a[:m] >= 0, level_a[parent_a[:m]] + 1, 0)
+        if np.array_equal(new, level_a[:m]):
+            break
+        level_a[:m] = new
+    parent, start, level = parent_a[:m].tolist(), start_a[:m].tolist(), level_a[:m].tolist()
     ancestors: list = [()] * m
-    order = sorted(range(m), key=lambda k: _depth(parent, k))  # parents before children
-    for k in order:
+    for k in np.argsort(level_a[:m], kind="stable").tolist():  # parents before children
         p = parent[k]
         if p >= 0:
-            level[k] = level[p] + 1
             seg = ((p, start[p], start[k]),) if start[k] > start[p] else ()
             ancestors[k] = ancestors[p] + seg
     node = np.full(workload.n, -1, dtype=np.int64)
-    node[pid >= 0] = [dense_of[q] for q in pid[pid >= 0].tolist()]
+    node[pid >= 0] = np.searchsorted(ids, pid[pid >= 0])
     mine = node.copy()  # each request's own prefix's node
-    parent_a, start_a = np.asarray(parent + [-1], dtype=np.int64), np.asarray(start + [0], dtype=np.int64)
     for _ in range(m + 1):  # a prompt that ends before its node's first block reuses its parents' blocks only
         short = (node >= 0) & (blocks <= start_a[node])
         if not short.any():
@@ -110,13 +111,6 @@ def prefix_tree(workload: Workload, block_tokens: int) -> PrefixTree:
         node[short] = parent_a[node[short]]
     own = np.where(node >= 0, blocks - start_a[node], 0)
     return PrefixTree(node, own, start, ancestors, level, *((ends, mine) if ends.any() else (None, None)))
-
-
-def _depth(parent: list, k: int) -> int:
-    d = 0
-    while parent[k] >= 0:
-        k, d = parent[k], d + 1
-    return d
 
 
 def evict(lru: OrderedDict, cached: list, pinned: list, blocks: int) -> int:
