@@ -478,17 +478,17 @@ def restore_trace(trace, workload: Workload, order: np.ndarray, overheads: Engin
     return replace(trace, **back)
 
 
-def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency: int, run, after=None, think_s=None):
+def run_closed_loop(workload: Workload, overheads: EngineOverheads, concurrency: int, run):
     """A closed-loop client (core.ClosedLoop: at most `concurrency` requests in flight, the next sent on each
-    completion; with `after` and `think_s`, sessions: each turn sent `think_s` after the answer it waits for) over
+    completion; for a workload of sessions, Workload.after and think_s, each turn sent `think_s` after the answer it
+    waits for) over
     `run(workload, closed_loop) -> Trace` in the scheduler's frame: the workload's arrival_s are the client's
     releases; returns the Trace in the user's frame — each request's arrival is its send (its scheduler arrival less
     request-in and tokenising), its first token and finish first_token_out_s later, as restore_trace. Sessions take
     the tokeniser's time as a pure delay (their sends are not in one order a FIFO server could be solved in ahead)."""
     from .core import ClosedLoop
 
-    if after is None and workload.after is not None:  # the workload's own sessions
-        after, think_s = workload.after, workload.think_s
+    after, think_s = workload.after, workload.think_s  # sessions, or None
     delay_in = np.asarray(overheads.arrival_delay_s(workload.prompt_tokens), dtype=float) * np.ones(workload.n)
     service = (serial_service_s(overheads, workload.prompt_tokens) * np.ones(workload.n)
                if SERIAL_TOKENIZER and after is None else None)
