@@ -38,6 +38,10 @@ class Accelerator:
     #: catalog row gives it; 0 = not given (hbm_bytes). Datasheets round binary capacities ("80 GB" is ~80 GiB).
     device_memory_bytes: float = 0.0
     device_memory_source: str = ""
+    #: host-memory-to-GPU copy rate per GPU, bytes/s (a KV tier in host DDR loads back over it: simulate's
+    #: --kv-offload-gib), where a catalog row gives a measured figure; 0 = not given
+    host_link_bytes_per_s: float = 0.0
+    host_link_source: str = ""
 
     @property
     def engine_memory_bytes(self) -> float:

@@ -233,9 +233,15 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
     weights = dense * dtype_bytes(weights_dtype) + routed * dtype_bytes(expert_weights_dtype or weights_dtype)
     hbm = system.accelerator.engine_memory_bytes
     free = (usable_memory * hbm - weights if of == "total" else usable_memory * (hbm - weights)) - activation_bytes_per_gpu
+    return layout.dp * layout.cp * free / kv_bytes_per_token_per_gpu(m, layout, kv_dtype)
+
+
+def kv_bytes_per_token_per_gpu(m: M.Model, layout: Layout, kv_dtype="bf16") -> float:
+    """Bytes of one token's KV on each GPU that holds it: kv_bytes_per_token · f / kv_shard (f: a pipeline stage's
+    share of the layers; kv_shard: the ways TP splits the KV heads, replicated beyond them). Context parallelism
+    splits a sequence's tokens, not a token's bytes."""
     f = stage_fraction(m, layout.pp, layout.virtual_stages)
-    per_token = M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect, layout.attention)
-    return layout.dp * layout.cp * free / per_token
+    return M.kv_bytes_per_token(m, kv_dtype) * f / kv_shard(m, layout.tp, layout.perfect, layout.attention)
 
 
 # ---- activations ----------------------------------------------------------------------------------

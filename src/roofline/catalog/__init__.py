@@ -30,6 +30,7 @@ ACCELERATOR_SPEC = {
     "usd_per_hour": ("pos", True), "price_source": ("str", True), "price_date": ("str", True),
     "source": ("str", True), "date": ("str", True), "preliminary": ("bool", False), "notes": ("str", False),
     "device_memory_gib": ("pos", False), "device_memory_source": ("str", False),
+    "host_link_gb_per_s": ("pos", False), "host_link_source": ("str", False),
 }
 
 SYSTEM_SPEC = {
@@ -67,6 +68,9 @@ def parse_accelerator(row: dict, where: str) -> Accelerator:
     if ("device_memory_gib" in r) != ("device_memory_source" in r):
         raise CatalogError(f"{where} (id {r['id']!r}): device_memory_gib and device_memory_source go together; give "
                            f"the driver-reported total with where it was read, or neither")
+    if ("host_link_gb_per_s" in r) != ("host_link_source" in r):
+        raise CatalogError(f"{where} (id {r['id']!r}): host_link_gb_per_s and host_link_source go together; give "
+                           f"the measured host-to-GPU copy rate with where it was measured, or neither")
     return Accelerator(
         id=r["id"].lower(), name=r["name"], vendor=r["vendor"],
         flops_per_s={k: v * TERA for k, v in r["dense_tflops"].items()},
@@ -77,6 +81,7 @@ def parse_accelerator(row: dict, where: str) -> Accelerator:
         source=r["source"], date=r["date"], preliminary=r.get("preliminary", False),
         aliases=r.get("aliases", ()), notes=r.get("notes", ""),
         device_memory_bytes=r.get("device_memory_gib", 0.0) * GiB, device_memory_source=r.get("device_memory_source", ""),
+        host_link_bytes_per_s=r.get("host_link_gb_per_s", 0.0) * GIGA, host_link_source=r.get("host_link_source", ""),
     )
 
 

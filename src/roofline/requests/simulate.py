@@ -83,6 +83,8 @@ class SimulateRequest(LayoutOptions):
     pool_warmup: Whole(0, 10**7, fix="warm-up requests from the pool before the run, e.g. 2 x the concurrency") = 0
     prefix_cache: Choice("auto", "on", "off") = "auto"
     block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
+    kv_offload_gib: Real(ge=0, le=1e6, fix="GiB of host memory for the KV tier behind the prefix cache, e.g. 64; 0 = none") = 0.0
+    kv_offload_gb_per_s: OptReal(gt=0, le=1e5, fix="host-to-GPU copy rate per GPU in GB/s, e.g. 53 (PCIe Gen5 x16)") = None
     kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
@@ -218,6 +220,19 @@ class SimulateRequest(LayoutOptions):
         elif "pool_warmup" in fs:
             raise rules.UsageError(f"{f('pool_warmup')} counts warm-up requests drawn from {f('prompt_pool')}; "
                                    f"add {f('prompt_pool')} N or drop it")
+        if self.kv_offload_gib:  # a host tier behind the prefix cache (simulate/prefixes.HostTier)
+            if self.prefix_cache == "off":
+                raise rules.UsageError(f"{f('kv_offload_gib')} puts a host-memory tier behind the prefix cache; "
+                                       f"{f('prefix_cache')} off has none: drop one of them")
+            if self.policy == "disaggregated":
+                raise rules.UsageError(f"{f('kv_offload_gib')} models one pool's host tier; {f('policy')} "
+                                       f"disaggregated has two: pick another policy or drop it")
+            if self.kv_offload_gb_per_s is None and not self._system.accelerator.host_link_bytes_per_s:
+                raise rules.UsageError(f"the catalog has no measured host-link rate for {self._system.accelerator.id}; "
+                                       f"give {f('kv_offload_gb_per_s')}, e.g. 53 for PCIe Gen5 x16")
+        elif "kv_offload_gb_per_s" in fs:
+            raise rules.UsageError(f"{f('kv_offload_gb_per_s')} is the load rate of {f('kv_offload_gib')}'s host "
+                                   f"tier; add {f('kv_offload_gib')} N or drop it")
         if "prefix_groups" in fs and not self.shared_prefix_tokens:
             raise rules.UsageError(f"{f('prefix_groups')} counts the system prompts of {f('shared_prefix_tokens')}; "
                                    f"add {f('shared_prefix_tokens')} N or drop it")
@@ -445,6 +460,13 @@ def simulate(req: SimulateRequest, progress=None):
     advance = progress or (lambda n=1: None)
     cache: dict[str, Any] = dict(prefix_cache={"auto": None, "on": True, "off": False}[req.prefix_cache],
                                  block_tokens=req.block_size)
+    if req.kv_offload_gib:  # the host tier behind the prefix cache, sized for this replica's layout
+        from ..simulate.prefixes import host_tier
+
+        rate = (req.kv_offload_gb_per_s * 1e9 if req.kv_offload_gb_per_s is not None
+                else sysrec.accelerator.host_link_bytes_per_s)
+        host_lay = lay if lay is not None else (Layout(tp=chips) if req.realistic else Layout.sharded(chips))
+        cache["host_tier"] = host_tier(m, host_lay, req.kv_dtype, req.kv_offload_gib, rate)
     stream = (OutputStage(req.stream_s_per_pass, req.stream_s_per_chunk)
               if req.stream_s_per_chunk or req.stream_s_per_pass else None)  # the output path's own stage
     sims: list = []  # the Simulation whose prefills the cache serves (its step model prices the saved prefill)

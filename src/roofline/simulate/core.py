@@ -43,6 +43,8 @@ from ..errors import DoesNotFitError, InputError
 from ..speculative import draw_verify_steps
 from .policies import Policy
 from .prefixes import (
+    HostCache,
+    HostTier,
     ancestor_hit,
     cache_ancestors,
     evict,
@@ -195,6 +197,14 @@ class Trace:
     prefix_cached_blocks: int = 0
     block_tokens: int = 0
     seg_decodes: np.ndarray | None = None
+    # a KV tier in host memory behind the prefix cache (Simulation's host_tier; None/0 without one): tokens of each
+    # request's prompt loaded from it at its first admission; over the run, tokens loaded (re-admissions included),
+    # the seconds their loads added to passes, blocks the tier evicted, blocks it holds at the end
+    host_hit_tokens: np.ndarray | None = None
+    host_loaded_tokens: float = 0.0
+    host_load_s: float = 0.0
+    host_evictions: int = 0
+    host_cached_blocks: int = 0
 
     @property
     def seg_busy_s(self) -> np.ndarray:
@@ -219,13 +229,18 @@ class Simulation:
     the same seed repeat or extend one another). An array of prefix ids warms only those (a client's warm-up
     requests, which sent some of the prompts the run sends again). Without it every prefix is computed by its first
     request.
+
+    `host_tier` (prefixes.HostTier; with the prefix cache on): a second tier of the cache in host memory, written
+    through as blocks become cached; a hit loads the blocks only it holds back into HBM, and the pass that carries
+    the request's first chunk waits for the load (a synchronous load, as LMCache's default retrieval; vLLM's
+    offloading connector loads asynchronously, which this overstates for the other requests of that pass).
     """
 
     def __init__(self, workload: Workload, deployment: Deployment, policy: Policy = Policy(), *, seed: int | np.random.SeedSequence = 0,
                  table: StepTable | None = None, first_token_s=None, mixed=True,
                  prefix_cache: bool | None = None, block_tokens: int = DEFAULT_BLOCK_TOKENS,
                  closed_loop: ClosedLoop | None = None, warm_prefixes: bool | np.ndarray = False,
-                 stream: OutputStage | None = None, decode_step=None):
+                 stream: OutputStage | None = None, decode_step=None, host_tier: HostTier | None = None):
         self.workload, self.deployment, self.policy = workload, deployment, policy
         self.stream = stream if stream is not None and stream.on else None
         # True: every prefix; an array: those prefix ids only (None: no prefix is warm)
@@ -239,6 +254,10 @@ class Simulation:
         # default); never on a pool of already-prefilled requests (nothing left to prefill)
         on = workload.has_prefixes if prefix_cache is None else bool(prefix_cache)
         self.prefix_cache = on and workload.has_prefixes and first_token_s is None
+        if host_tier is not None and (prefix_cache is False or first_token_s is not None):
+            raise InputError("a host KV tier sits behind the prefix cache: turn the prefix cache on (or leave it auto), "
+                             "and give it to the pool that prefills, or drop the host tier")
+        self.host_tier = host_tier
         self.rng = np.random.default_rng(seed)
         self.prefilled = first_token_s is not None
         if closed_loop is not None and (self.prefilled or np.any(workload.priority != 0)
@@ -405,6 +424,8 @@ class Simulation:
         evicted = 0
         blk = float(self.block_tokens)
         lru: OrderedDict = OrderedDict()  # nodes with unpinned cached blocks, least recently released first
+        # the host tier (prefixes.HostCache): None without one; load seconds owed by the pass being built
+        hc, load_acc, load_s_all, loaded, ld = None, 0.0, 0.0, 0.0, 0
         if pc:
             tree = self.prefix_tree  # prefixes.PrefixTree: a request's last node and its blocks there; per node
             pfx_a, fb_a = tree.leaf, tree.own  # its start and its ancestors (empty for a root: one node, one chain)
@@ -424,6 +445,13 @@ class Simulation:
                 cached, order = warm_cache(tree, pfx_a[has], fb_a[has])
                 lru.update((q, None) for q in order)
                 free_tok = float(sum(cached)) * blk
+            if self.host_tier is not None:
+                hc = HostCache(tree.nodes, int(self.host_tier.capacity_tokens // blk))
+                load_tok_s = self.host_tier.load_s_per_token
+                hh_a = np.full(n, -1.0)  # tokens loaded from the host tier at its first admission
+                hh = view(hh_a)
+                if self.warm_prefixes:
+                    hc.warm(cached, order)  # written through as they were computed, in the LRU order
 
         while done < n:
             lagged = ahead and (nd > 0 or bool(pf))  # a batch was running, so this pass was scheduled at its start
@@ -522,6 +550,11 @@ class Simulation:
                                 ext = h - pinned[q] if h > pinned[q] else 0
                             new = need - h * blk
                             mem = new + ext * blk  # it pins unpinned ones
+                            if hc is not None:  # past the HBM hit, the blocks only host memory holds are loaded
+                                ld = hc.reach(anc, q, starts[q], fb[rid], cached) - h
+                                if ld > 0:
+                                    new -= ld * blk
+                                    mem = new + (ext + ld) * blk
                     if not prefilled:
                         if chunked and budget <= 0:
                             blocked = True
@@ -580,6 +613,24 @@ class Simulation:
                     pending += new
                     if pc:
                         if q >= 0:
+                            if hc is not None:
+                                if ld > 0:  # the loaded blocks become HBM cache (unpinned until pinned below)
+                                    s_q, h = starts[q], h + ld
+                                    k_ld = cache_ancestors(anc, cached, h) if anc else 0
+                                    if h - s_q > cached[q]:
+                                        k_ld += h - s_q - cached[q]
+                                        cached[q] = h - s_q
+                                    free_tok += k_ld * blk
+                                    for x in (q, *(a[0] for a in anc)):  # unpinned for now: in the LRU order
+                                        if cached[x] > pinned[x] and x not in lru:
+                                            lru[x] = None
+                                    hl = h - s_q if h > s_q else 0
+                                    load_acc += ld * blk * load_tok_s
+                                    loaded += ld * blk
+                                if hh[rid] < 0:
+                                    hh[rid] = ld * blk if ld > 0 else 0.0
+                                ld = 0
+                                hc.store_path(anc, q, cached)  # a hit is a use of the path's host copies
                             k_pin = pin(users, pinned, q, hl)
                             if k_pin and cached[q] == pinned[q]:
                                 del lru[q]
@@ -706,6 +757,10 @@ class Simulation:
                         c_dec = dec_sum / (nd + pad) if nd + pad else 0.0
                     if draft and nd + pad:
                         t += draft * t_pass(nd + pad, nd + pad, c_dec)
+                if load_acc:  # the host tier's loads for prompts admitted into this pass, before it runs
+                    t += load_acc
+                    load_s_all += load_acc
+                    load_acc = 0.0
                 if ns == seg_cap:
                     mv_it0, mv_start, mv_k, mv_t0, mv_sl, mv_b, mv_tok, mv_d = seg.grow(ns)
                     seg_cap = seg.capacity
@@ -749,6 +804,8 @@ class Simulation:
                             free_tok += (k_dc - k_dp) * blk
                             if q in lru and cached[q] == pinned[q]:
                                 del lru[q]
+                            if hc is not None:  # written through to host memory
+                                hc.store_path(anc, q, cached)
                     if e[1] <= 0:
                         firsts += 1
                         rid = e[0]
@@ -820,7 +877,10 @@ class Simulation:
                             free_tok += k_un * blk
                     if pc and tails and ends[rid]:  # its answer is part of its prefix: its blocks stay cached,
                         o = mine[rid]  # unpinned (they leave its context below)
-                        free_tok += keep_answer(ancs[o], cached, pinned, lru, o, starts[o], ends[rid]) * blk
+                        k_ans = keep_answer(ancs[o], cached, pinned, lru, o, starts[o], ends[rid])
+                        free_tok += k_ans * blk
+                        if hc is not None and k_ans:
+                            hc.store_path(ancs[o], o, cached)
                     if static:
                         pad += 1
                     else:
@@ -848,8 +908,12 @@ class Simulation:
             loop.sends_s = snd_a
         if not pc:
             return tr
-        return replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
-                       prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
+        tr = replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
+                     prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
+        if hc is None:
+            return tr
+        return replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
+                       host_evictions=hc.evicted, host_cached_blocks=hc.used)
 
     def saved_prefill_s(self, trace: Trace) -> float:
         """Seconds of prefill the cache hits saved: per request with a hit H of prompt P at its first admission,

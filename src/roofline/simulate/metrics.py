@@ -126,14 +126,23 @@ def prefix_cache_metrics(trace: Trace) -> dict:
     """Prefix-cache figures of a run with the cache on ({} when off): hit rate = hit tokens / prompt tokens
     and requests with a hit / requests (each request's first admission); prompt tokens not prefilled over the
     run (`prefill_tokens_saved`, re-admissions after preemption included); blocks evicted; blocks cached at
-    the end; the block size."""
+    the end; the block size. With a host tier, the part of the hits it loaded (`host_hit_tokens`, its rate of the
+    prompt tokens and of the requests), tokens loaded and the seconds the loads added over the run, the tier's
+    evicted blocks and the blocks it holds at the end."""
     if trace.prefix_hit_tokens is None:
         return {}
     hit = trace.prefix_hit_tokens
-    return {"prefix_block_tokens": trace.block_tokens, "prefix_hit_tokens": float(hit.sum()),
-            "prefix_hit_rate": float(hit.sum() / trace.prompt_tokens.sum()),
-            "prefix_request_hit_rate": float(np.mean(hit > 0)), "prefill_tokens_saved": trace.prefill_tokens_saved,
-            "prefix_evictions": trace.prefix_evictions, "prefix_cached_blocks": trace.prefix_cached_blocks}
+    out = {"prefix_block_tokens": trace.block_tokens, "prefix_hit_tokens": float(hit.sum()),
+           "prefix_hit_rate": float(hit.sum() / trace.prompt_tokens.sum()),
+           "prefix_request_hit_rate": float(np.mean(hit > 0)), "prefill_tokens_saved": trace.prefill_tokens_saved,
+           "prefix_evictions": trace.prefix_evictions, "prefix_cached_blocks": trace.prefix_cached_blocks}
+    if trace.host_hit_tokens is not None:  # the host tier's share of those hits (each request's first admission)
+        host = trace.host_hit_tokens
+        out.update(host_hit_tokens=float(host.sum()), host_hit_rate=float(host.sum() / trace.prompt_tokens.sum()),
+                   host_request_hit_rate=float(np.mean(host > 0)), host_loaded_tokens=trace.host_loaded_tokens,
+                   host_load_s=trace.host_load_s, host_evictions=trace.host_evictions,
+                   host_cached_blocks=trace.host_cached_blocks)
+    return out
 
 
 def occupancy(trace: Trace):

@@ -21,11 +21,13 @@ exactly the single-chain cache it replaced (the same arithmetic in the same orde
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError
 from .workload import Workload
 
 
@@ -256,3 +258,106 @@ def keep_answer(anc: tuple, cached: list, pinned: list, lru: OrderedDict, q: int
             lru[x] = None
             lru.move_to_end(x)
     return k
+
+
+# ---- a KV tier in host memory behind the prefix cache (docs/simulator.md "A KV tier in host memory") ----------
+@dataclass(frozen=True)
+class HostTier:
+    """A second tier of the prefix cache in host memory (vLLM's KV offloading connector, --kv-offloading-size;
+    LMCache's CPU backend; SGLang's HiCache): `capacity_tokens` of KV it holds for the replica, and
+    `load_s_per_token`, the seconds one token's KV takes to come back into HBM (each GPU of the group that holds it
+    loads its own share over its own host link, in parallel). `host_tier` builds one from a model and a link."""
+
+    capacity_tokens: float
+    load_s_per_token: float
+
+    def __post_init__(self):
+        for name, v in (("capacity_tokens", self.capacity_tokens), ("load_s_per_token", self.load_s_per_token)):
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise InputError(f"host KV tier {name} must be a finite number >= 0, got {v!r}")
+
+
+def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float) -> HostTier:
+    """The host tier of `gib` GiB for one replica of `layout`, loading at `bytes_per_s` per GPU:
+
+        stored bytes per token = b_gpu · tp · pp      (b_gpu = memory.kv_bytes_per_token_per_gpu: a token's KV is on
+                                                       the tp·pp GPUs of one group, replicated beyond the KV heads)
+        capacity_tokens        = gib · 2^30 / (b_gpu · tp · pp)    (vLLM's --kv-offloading-size: the total over ranks)
+        load_s_per_token       = b_gpu / bytes_per_s             (every GPU of the group loads its share at once)
+
+    Ignores the per-block cost of small copies (engines move one block per layer at a time), contention of the
+    host links with other traffic and NUMA placement: `bytes_per_s` is the rate a block copy reaches."""
+    from ..memory import kv_bytes_per_token_per_gpu
+
+    if not (math.isfinite(gib) and gib > 0):
+        raise InputError(f"host KV tier size must be > 0 GiB, got {gib!r}; e.g. 64")
+    if not (math.isfinite(bytes_per_s) and bytes_per_s > 0):
+        raise InputError(f"host KV tier load rate must be > 0 bytes/s, got {bytes_per_s!r}; e.g. 53e9 (PCIe Gen5 x16)")
+    b_gpu = kv_bytes_per_token_per_gpu(model, layout, kv_dtype)
+    return HostTier(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp), b_gpu / bytes_per_s)
+
+
+class HostCache:
+    """The host tier's state during a run: per node the leading blocks of its segment held in host memory, the nodes
+    in least-recently-used order, the blocks held and the capacity in blocks.
+
+    Write-through: every block the HBM cache holds is copied to host memory as it becomes cached (vLLM's offloading
+    connector stores each newly computed full block; LMCache stores a prefill's KV), so HBM evictions drop blocks
+    that the host tier still has. A hit first takes the HBM blocks along its path, then loads the blocks that only
+    the host tier has, to where neither tier holds the path. Host evictions take the least recently used node's
+    tail blocks (nothing is pinned in host memory: a running sequence's blocks are in HBM)."""
+
+    __slots__ = ("held", "lru", "used", "cap", "evicted")
+
+    def __init__(self, nodes: int, capacity_blocks: int):
+        self.held = [0] * nodes
+        self.lru: OrderedDict = OrderedDict()
+        self.used, self.cap, self.evicted = 0, int(capacity_blocks), 0
+
+    def store(self, x: int, depth: int) -> None:
+        """Node x's segment is cached in HBM to `depth` blocks: copy what the host tier lacks; x becomes the most
+        recently used (a store or a hit)."""
+        h = self.held[x]
+        if depth > h:
+            self.used += depth - h
+            self.held[x] = depth
+        if depth > 0 or h > 0:
+            self.lru[x] = None
+            self.lru.move_to_end(x)
+        if self.used > self.cap:
+            self.evict()
+
+    def store_path(self, anc: tuple, q: int, cached: list) -> None:
+        """Write through the nodes of a path (its ancestors, root first, then q) to their HBM depths."""
+        for x, _, _ in anc:
+            self.store(x, cached[x])
+        self.store(q, cached[q])
+
+    def evict(self) -> None:
+        """Drop tail blocks of the least recently used nodes until the held blocks fit the capacity."""
+        lru, held = self.lru, self.held
+        while self.used > self.cap and lru:
+            x = next(iter(lru))
+            take = min(held[x], self.used - self.cap)
+            held[x] -= take
+            self.used -= take
+            self.evicted += take
+            if held[x] == 0:
+                del lru[x]
+
+    def reach(self, anc: tuple, q: int, start: int, own: int, cached: list) -> int:
+        """Global blocks of a path (ancestors `anc`, last node q from block `start`, `own` blocks reusable there)
+        that HBM or host memory hold contiguously from the root: each node to the deeper of its two depths."""
+        held = self.held
+        for x, s, e in anc:
+            a = cached[x] if cached[x] > held[x] else held[x]
+            if a < e - s:
+                return s + a
+        a = cached[q] if cached[q] > held[q] else held[q]
+        return start + (a if a < own else own)
+
+    def warm(self, cached: list, order: list) -> None:
+        """A warm start: the HBM cache's blocks were written through when earlier runs computed them (oldest
+        first in `order`, so the most recently used end up last)."""
+        for x in order:
+            self.store(x, cached[x])

@@ -812,7 +812,7 @@ def ramped(rng: np.random.Generator, n: int, strategy: str, start_rps: float, en
 def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 4, think_s: float = 1.0, *,
                   lengths_kind: str = "lognormal", prompt_tokens: float = 256, output_tokens: float = 256,
                   sigma: float = 1.0, max_context: float | None = None, shared_prefix_tokens: int = 0,
-                  prefix_groups: int = 1) -> Workload:
+                  prefix_groups: int = 1, prefix_order: str = "uniform", history: bool = True) -> Workload:
     """The workload of n requests from `sessions` users chatting at once, its sessions in `after` and `think_s` (a multi-turn benchmark such as
     vLLM's benchmarks/multi_turn: each client sends its next turn once it has read the answer). Each user holds one
     conversation of up to `turns` turns at a time, then starts the next. Turn k's prompt is the conversation so far
@@ -826,7 +826,14 @@ def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 
     start times, then (user message, answer) pairs as `draw_lengths` (context less N), the think times, and a system
     prompt per conversation. Requests are listed round-robin over the users (user u's k-th request after every
     user's (k-1)-th), so each waits for an earlier one; a later request's arrival_s is not used (its send comes from
-    the loop) and is set to the last first send (the arrivals stay sorted)."""
+    the loop) and is set to the last first send (the arrivals stay sorted).
+
+    `prefix_order` "cycle": conversation c (in the order conversations start) takes system prompt c mod K instead of a
+    uniform draw (a client that walks its list of prefixes). `history` False: every turn's prompt is its system prompt
+    and a new user message only (a client that sends turns without the conversation so far), so only the system
+    prompt is shared."""
+    if prefix_order not in ("uniform", "cycle"):
+        raise InputError(f"chat prefix order must be uniform or cycle, got {prefix_order!r}")
     for name, v, least in (("requests", n, 1), ("sessions", sessions, 1), ("turns", turns, 1)):
         if int(v) != v or v < least:
             raise InputError(f"chat {name} must be a whole number >= {least}, got {v}")
@@ -845,22 +852,28 @@ def chat_sessions(rng: np.random.Generator, n: int, sessions: int, turns: int = 
     think = rng.exponential(think_s, n) if think_s > 0 else np.zeros(n)
     prompt, output, conv, parent_g = np.empty(n), answer.astype(float), np.empty(n, np.int64), np.zeros(n, np.int64)
     after, arrival = np.full(n, -1, np.int64), np.empty(n)
-    history, turn, convs, group, last = [0.0] * users, [turns] * users, [-1] * users, [0] * users, [-1] * users
+    hist, turn, convs, group, last = [0.0] * users, [turns] * users, [-1] * users, [0] * users, [-1] * users
     n_conv = 0
     for i in range(n):
         lane = int(lane_order[i % users])
-        p = history[lane] + user[i]
+        p = hist[lane] + user[i]
         if turn[lane] >= turns or (max_context and p + answer[i] > max_context):  # a new conversation
+            if n_sys:
+                group[lane] = (n_conv % int(prefix_groups) if prefix_order == "cycle"
+                               else int(_system_prompt_draws(rng, 1, prefix_groups)[0]))
             convs[lane], n_conv = n_conv, n_conv + 1
-            group[lane] = int(_system_prompt_draws(rng, 1, prefix_groups)[0]) if n_sys else 0
-            history[lane], turn[lane] = float(n_sys), 0
+            hist[lane], turn[lane] = float(n_sys), 0
             p = n_sys + user[i]
         prompt[i], conv[i], parent_g[i] = p, convs[lane], group[lane]
         after[i] = last[lane]
         arrival[i] = start[lane] if last[lane] < 0 else start[lane_order[min(users, n) - 1]]
-        history[lane], turn[lane], last[lane] = p + answer[i], turn[lane] + 1, i
+        hist[lane], turn[lane], last[lane] = (p + answer[i] if history else float(n_sys)), turn[lane] + 1, i
     think = np.where(after < 0, 0.0, think)
     wl = make_workload(arrival, prompt, output)
+    if not history:  # only the system prompt recurs: it is every request's prefix
+        if not n_sys:
+            return replace(wl, after=after, think_s=think)
+        return replace(wl, prefix_id=parent_g, shared_prefix_tokens=np.full(n, float(n_sys)), after=after, think_s=think)
     wl = replace(wl, prefix_id=conv, shared_prefix_tokens=prompt + output, after=after, think_s=think)
     if n_sys:
         wl = replace(wl, parent_prefix_id=n_conv + parent_g, parent_prefix_tokens=np.full(n, float(n_sys)))

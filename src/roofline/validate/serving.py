@@ -82,6 +82,17 @@ and the server's prefix cache serves a recurring one (prompt_pool_workload). Abs
 to a server whose model's generation_config sets top_k or top_p, as vLLM 0.15's `vllm bench serve` does): every pass
 gains the engine row's filter cost over the model's vocabulary (simulate/overheads.EngineOverheads.with_top_k_top_p).
 Absent or `greedy`: an argmax, inside the row's per-pass figure.
+`sessions: {users: C, turns: K, think_s: T, system_prompt_tokens: N, system_prompts: G, system_prompt_order:
+uniform|cycle, history: true|false}`: a multi-turn client (GuideLLM's turns, vLLM's benchmarks/multi_turn): C users each
+hold one conversation at a time of K turns, each turn sent T seconds (exponential mean; 0 = at once) after the answer
+before it; turn k's prompt is a system prompt of N tokens (one of G per conversation, drawn uniformly or taken in
+turn), the conversation so far (`history`, default true) and the dataset's fixed user message, answered with the
+dataset's fixed output (sessions_workload, simulate/workload.chat_sessions). The run's `requests` turns in all; its
+`rate` is not used (the answers pace the sends). A closed loop: only a growing queue marks it saturated.
+`kv_offload: {gib: G, gb_per_s: R}`: a KV tier of G GiB in host memory behind the prefix cache (vLLM's
+--kv-offloading-size, LMCache's CPU backend), written through, hits loaded back at R GB/s per GPU (default: the
+accelerator's catalog `host_link_gb_per_s`) before the pass that carries the request's first chunk
+(simulate/prefixes.HostTier).
 `layout: {tp, dp, ep, expert_tp}` lays one replica's `gpus` out as layout.Layout does (`simulate --tp/--dp/--ep/--moe-tp`):
 vLLM's MoE data parallelism (`--data-parallel-size 2 --tensor-parallel-size 4` without expert parallelism) is
 {tp: 4, dp: 2, expert_tp: 8}, attention data-parallel over two TP-4 groups that step together, each routed expert
@@ -1026,6 +1037,77 @@ def warm_prefixes_for(run: dict, wl):
     return replace(wl, prefix_id=pid, shared_prefix_tokens=np.where(pid >= 0, shared, 0.0))
 
 
+#: the keys of a run's `sessions` (module docstring; simulate/workload.chat_sessions)
+SESSION_KEYS = ("users", "turns", "think_s", "system_prompt_tokens", "system_prompts", "system_prompt_order", "history")
+
+
+def sessions_workload(run: dict, ds: dict, seed: int):
+    """The run's `sessions` (module docstring) as a workload of chat sessions (simulate/workload.chat_sessions): its
+    `requests` turns from `users` users, each conversation `turns` turns of the dataset's fixed (prompt, output) per
+    turn after one of `system_prompts` system prompts of `system_prompt_tokens`; None without the key. One line naming
+    the run for a malformed spec, a dataset without fixed lengths, or a key that sets the sends another way."""
+    spec = run.get("sessions")
+    if spec is None:
+        return None
+    rid = run.get("id")
+    ok = isinstance(spec, dict) and not set(spec) - set(SESSION_KEYS) and {"users", "turns"} <= set(spec)
+    whole = all(isinstance(spec.get(k, 1), int) and not isinstance(spec.get(k, 1), bool) and spec.get(k, 1) >= 1
+                for k in ("users", "turns", "system_prompts")) if ok else False
+    if not (whole and isinstance(spec.get("system_prompt_tokens", 0), int) and spec.get("system_prompt_tokens", 0) >= 0
+            and isinstance(spec.get("think_s", 0.0), (int, float)) and spec.get("think_s", 0.0) >= 0
+            and spec.get("system_prompt_order", "uniform") in ("uniform", "cycle")
+            and isinstance(spec.get("history", True), bool)):
+        raise InputError(f"serving run {rid!r}: sessions needs {{users: C, turns: K}} (whole numbers >= 1) and "
+                         f"optionally think_s >= 0, system_prompt_tokens >= 0, system_prompts >= 1, "
+                         f"system_prompt_order uniform|cycle, history true|false; got {spec!r}")
+    clash = [k for k in ("max_concurrency", "stages", "prompt_pool", "warm_prefix_tokens", "warm_prefixes", "lengths")
+             if k in run] + (["dispatch"] if run.get("dispatch", "random") != "random" else [])
+    if clash:
+        raise InputError(f"serving run {rid!r}: sessions set the sends (each turn after the answer before it); drop "
+                         f"{', '.join(clash)}")
+    if ds["kind"] != "uniform" or ds["prompt_range"][0] != ds["prompt_range"][1] \
+            or ds["output_range"][0] != ds["output_range"][1]:
+        raise InputError(f"serving run {rid!r}: sessions take a fixed user message and answer per turn; give a "
+                         f"uniform dataset with prompt_range and output_range of one length each")
+    from ..catalog import model
+    from ..simulate.workload import chat_sessions
+
+    return chat_sessions(np.random.default_rng([int(seed), 2022]), requests_per_replica(run), spec["users"],
+                         spec["turns"], float(spec.get("think_s", 0.0)), lengths_kind="fixed",
+                         prompt_tokens=float(ds["prompt_range"][0]), output_tokens=float(ds["output_range"][0]),
+                         max_context=float(model(run["model"]).max_context),
+                         shared_prefix_tokens=int(spec.get("system_prompt_tokens", 0)),
+                         prefix_groups=int(spec.get("system_prompts", 1)),
+                         prefix_order=spec.get("system_prompt_order", "uniform"), history=spec.get("history", True))
+
+
+def host_tier_of(run: dict):
+    """The run's `kv_offload: {gib: G, gb_per_s: R}` (module docstring) as a simulate.prefixes.HostTier for one replica
+    of its layout; None without the key. R defaults to the accelerator's catalog host link."""
+    spec = run.get("kv_offload")
+    if spec is None:
+        return None
+    rid = run.get("id")
+    num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0  # noqa: E731
+    if not (isinstance(spec, dict) and not set(spec) - {"gib", "gb_per_s"} and num(spec.get("gib"))
+            and ("gb_per_s" not in spec or num(spec["gb_per_s"]))):
+        raise InputError(f"serving run {rid!r}: kv_offload needs {{gib: G > 0}} and optionally gb_per_s > 0 (the "
+                         f"host-to-GPU rate per GPU), got {spec!r}; e.g. {{gib: 64, gb_per_s: 25}}")
+    if run.get("prefix_caching") is False:
+        raise InputError(f"serving run {rid!r}: kv_offload is a tier behind the prefix cache; drop prefix_caching: "
+                         f"false or kv_offload")
+    from ..catalog import model, system
+    from ..layout import Layout
+    from ..simulate.prefixes import host_tier
+
+    rate = float(spec["gb_per_s"]) * 1e9 if "gb_per_s" in spec else system(run["system"]).accelerator.host_link_bytes_per_s
+    if not rate:
+        raise InputError(f"serving run {rid!r}: the catalog has no host-link rate for {run['system']}'s accelerator; "
+                         f"give kv_offload gb_per_s")
+    lay = layout_of(run) or Layout(tp=int(run["gpus"]))
+    return host_tier(model(run["model"]), lay, run["kv_dtype"], float(spec["gib"]), rate)
+
+
 #: run key `kernels`: the cited efficiency factors, the engine family's measured kernel tables, or both (hybrid:
 #: decode-only passes from the factors, passes that carry prompt tokens from the tables; a hypothesis from sets v and
 #: cj, post hoc: docs/simulator.md "Set cj")
@@ -1299,8 +1381,13 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
                                  str(run.get("moe_kernel", "auto")))  # the launch's fused MoE kernel (kernels.MOE_KERNELS)
     dep = with_engine(dep, ovh)
     every = warm_prefixes_key(run)  # every prefix of the workload warm (checked first: it excludes the other rules)
-    wl, warm = prompt_pool_workload(run, warm_prefixes_for(run, workload_for(run, ds, seed, sigma)), seed)
-    warm = warm if "prompt_pool" in run else ("warm_prefix_tokens" in run or every)  # the prefixes cached at the start
+    chat = sessions_workload(run, ds, seed)  # users' conversations: the turns' sends come from the answers
+    if chat is not None:
+        wl, warm = chat, False
+    else:
+        wl, warm = prompt_pool_workload(run, warm_prefixes_for(run, workload_for(run, ds, seed, sigma)), seed)
+        warm = warm if "prompt_pool" in run else ("warm_prefix_tokens" in run or every)  # prefixes cached at the start
+    host = host_tier_of(run)  # a KV tier in host memory behind the prefix cache (run key kv_offload)
 
     reuse: dict = {}  # a closed loop's runs differ only in their sends: one step table and mixed-pass model
     # the engine's output path as its own stage (run keys stream_s_per_pass, stream_s_per_chunk; simulate.OutputStage)
@@ -1309,7 +1396,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     def one(x, closed_loop=None):
         sim = Simulation(x, dep, pol, seed=seed, table=reuse.get("table"), mixed=reuse.get("mixed", True),
                          prefix_cache=run.get("prefix_caching"),  # None: on where requests share prefixes
-                         closed_loop=closed_loop, warm_prefixes=warm, stream=stream, decode_step=decode)
+                         closed_loop=closed_loop, warm_prefixes=warm, stream=stream, decode_step=decode,
+                         host_tier=host)
         reuse.setdefault("table", sim.table)
         reuse.setdefault("mixed", sim.mixed if sim.mixed is not None else False)
         return sim.run()
@@ -1319,7 +1407,12 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
 
     dispatch = dispatch_of(run)
     traces = None
-    if "max_concurrency" in run:  # the client's --max-concurrency: a closed loop over the run's own releases
+    if chat is not None:  # sessions: each turn sent after the answer before it, inside the run
+        from ..simulate.overheads import run_closed_loop
+
+        tr = run_closed_loop(wl, ovh, 1, one)
+        wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+    elif "max_concurrency" in run:  # the client's --max-concurrency: a closed loop over the run's own releases
         from . import bench
 
         tr = bench.closed_loop_client(wl, ovh, int(run["max_concurrency"]), one)
@@ -1337,7 +1430,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     else:
         tr = simulate(wl)
     sat = run_saturation(wl, tr, dep, None, pol)
-    if "max_concurrency" in run:  # a closed loop offers what it is served: only a growing queue is saturation
+    if "max_concurrency" in run or chat is not None:  # a closed loop offers what it is served: only a growing queue
         sat = {**sat, "saturated": bool(sat["queue_growth_s_per_s"] > GROWTH_LIMIT), "closed_loop": True}
     zero = None
     if run.get("client_zero_ttft_when_empty") and "lengths" in run:
