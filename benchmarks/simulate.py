@@ -11,7 +11,9 @@ the workload without prefixes (the issue's bar: >= 50,000 requests/s with the ca
 same requests sending entries of a pool of 5,000 prompts, each entry on one of the 4 system prompts (system prompt,
 then the whole entry: two levels of the cache's tree). Chat sessions: 512 users of 4-turn conversations (2 s of thought,
 user messages of median 200 tokens, answers of median 200, one of 4 system prompts of 256 tokens), each turn sent when
-its user has read the answer before it (core.ClosedLoop sessions), the answers cached for the next turn.
+its user has read the answer before it (core.ClosedLoop sessions), the answers cached for the next turn. A host tier:
+the tree's workload with a 1 TiB KV tier in host memory behind the cache (prefixes.HostTier, 53 GB/s per GPU: 3.4 M
+tokens of llama-3-70b): the pool's ~4.6 M tokens outgrow the 1.44 M the HBM holds, so repeats load from host memory.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ import time
 import numpy as np
 
 from roofline.catalog import get_catalog
+from roofline.layout import Layout
 from roofline.simulate import Policy, Simulation, make_workload, roofline_deployment
 from roofline.simulate.metrics import prefix_cache_metrics, summarize
+from roofline.simulate.prefixes import host_tier
 from roofline.simulate.reference import naive_continuous
 from roofline.simulate.workload import (
     chat_sessions,
@@ -59,7 +63,9 @@ def prefix_rows(n: int, dep, pol, repeats: int = 3):
             "system prompt, cache on": (workload(n, shared_prefix_tokens=256), {}),
             "system prompt, cache off": (workload(n, shared_prefix_tokens=256), {"prefix_cache": False}),
             "tree (pool 5,000), on": (workload(n, shared_prefix_tokens=256, pool=5000), {}),
-            "chat sessions (512 users)": chat(n)}
+            "chat sessions (512 users)": chat(n),
+            "tree, 1 TiB host tier": (workload(n, shared_prefix_tokens=256, pool=5000), {"host_tier": host_tier(
+                get_catalog().model("llama-3-70b"), Layout.sharded(8), "bf16", 1024.0, 53e9)})}
     best: dict = {}
     for _ in range(repeats):
         for name, (wl, kw) in runs.items():
@@ -115,7 +121,10 @@ def main(n: int = 100_000, n_naive: int = 5_000) -> None:
               f"{'-' if hit is None else f'{hit:.1%}':>10}{summarize(tr).ttft_p50_s * 1e3:>9.1f} ms")
     print(f"cache on / no prefixes: {rows[1][3] / rows[0][3]:.2f}x the requests/s; cache on / off: "
           f"{rows[1][3] / rows[2][3]:.2f}x; tree / one level: {rows[3][3] / rows[1][3]:.2f}x; chat sessions / one "
-          f"level: {rows[4][3] / rows[1][3]:.2f}x")
+          f"level: {rows[4][3] / rows[1][3]:.2f}x; host tier / tree: {rows[5][3] / rows[3][3]:.2f}x")
+    host = prefix_cache_metrics(rows[5][4])
+    print(f"host tier: {host['host_hit_rate']:.1%} of prompt tokens loaded from host memory, "
+          f"{host['host_load_s']:.1f} s of loads; tree without it: {prefix_cache_metrics(rows[3][4])['prefix_hit_rate']:.1%} hit")
 
 
 if __name__ == "__main__":

@@ -294,7 +294,7 @@ def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float) -> H
     if not (math.isfinite(bytes_per_s) and bytes_per_s > 0):
         raise InputError(f"host KV tier load rate must be > 0 bytes/s, got {bytes_per_s!r}; e.g. 53e9 (PCIe Gen5 x16)")
     b_gpu = kv_bytes_per_token_per_gpu(model, layout, kv_dtype)
-    return HostTier(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp), b_gpu / bytes_per_s)
+    return HostTier(float(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp)), float(b_gpu / bytes_per_s))
 
 
 class HostCache:

@@ -1,0 +1,242 @@
+"""A KV tier in host memory behind the simulator's prefix cache (simulate/prefixes.HostTier, HostCache): hits, loads
+and the delayed pass by hand on small traces, the tier's sizes from a model and a layout by hand, an oracle under
+Hypothesis (a write-through tier that never fills serves every block ever computed), a tier of no capacity changing
+nothing, and every bad input refused in one line (library, CLI and validation run keys)."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline.catalog import model
+from roofline.errors import InputError
+from roofline.layout import Layout
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
+from roofline.simulate.metrics import prefix_cache_metrics
+from roofline.simulate.prefixes import HostTier, host_tier
+from roofline.simulate.workload import chat_sessions
+
+STEP = 0.01
+
+
+def _wl(arrival, prompt, output, pid, shared, par=None, ptok=None):
+    w = make_workload(arrival, prompt, output)
+    full = lambda x: np.broadcast_to(np.asarray(x, float), w.arrival_s.shape).copy()  # noqa: E731
+    w = dataclasses.replace(w, prefix_id=np.asarray(pid, dtype=np.int64), shared_prefix_tokens=full(shared))
+    if par is None:
+        return w
+    return dataclasses.replace(w, parent_prefix_id=np.asarray(par, dtype=np.int64), parent_prefix_tokens=full(ptok))
+
+
+def _dep(cap=float("inf")):
+    return Deployment(ConstantStep(STEP), kv_capacity_tokens=cap)
+
+
+def _run(wl, cap, tier=None, **kw):
+    return Simulation(wl, _dep(cap), Policy("continuous"), host_tier=tier, **kw).run()
+
+
+# Request 0 caches prompt A's floor(129/16) = 8 blocks (128 tokens); request 1 (200 tokens, no prefix) needs room in a
+# 250-token pool, so ceil((200 + 128 - 250) / 16) = 5 of A's blocks are evicted from HBM; request 2 repeats A.
+FLAT = dict(arrival=[0, 1, 2], prompt=[130, 200, 130], output=2, pid=[1, -1, 1], shared=[130, 0, 130])
+
+
+def test_host_tier_serves_what_hbm_evicted_by_hand():
+    """Without the tier request 2 hits the 3 blocks HBM kept (48 tokens). With a tier that holds everything, it hits
+    all 8: 3 from HBM and 5 (80 tokens) loaded from host memory, at 1 ms a token: its pass takes 10 ms + 80 ms. A tier
+    of 4 blocks (64 tokens) kept A's first 4 (its tail was evicted as A was written through): request 2 hits 4 blocks,
+    3 in HBM and 1 loaded (16 ms); when its prefill completes A's 8 blocks are written again and 4 more are evicted."""
+    wl = _wl(**FLAT)
+    base = _run(wl, 250.0)
+    assert base.prefix_hit_tokens.tolist() == [0, 0, 48] and base.host_hit_tokens is None
+    tr = _run(wl, 250.0, HostTier(1000, 1e-3))
+    assert tr.prefix_hit_tokens.tolist() == [0, 0, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80]
+    assert tr.host_loaded_tokens == 80 and tr.host_load_s == pytest.approx(0.08)
+    assert tr.seg_t0_s.tolist() == pytest.approx([STEP] * 4 + [STEP + 0.08, STEP])
+    assert tr.seg_tokens.tolist() == [130, 1, 200, 1, 2, 1]  # request 2 prefills 130 - 128 tokens
+    assert tr.host_cached_blocks == 8 and tr.host_evictions == 0 and tr.prefix_evictions == 5
+    small = _run(wl, 250.0, HostTier(64, 1e-3))
+    assert small.prefix_hit_tokens.tolist() == [0, 0, 64] and small.host_hit_tokens.tolist() == [0, 0, 16]
+    assert small.seg_t0_s[4] == pytest.approx(STEP + 0.016)
+    assert small.host_cached_blocks == 4 and small.host_evictions == 8
+    m = prefix_cache_metrics(tr)
+    assert m["host_hit_tokens"] == 80 and m["host_hit_rate"] == pytest.approx(80 / 460)
+    assert m["host_request_hit_rate"] == pytest.approx(1 / 3) and m["host_load_s"] == pytest.approx(0.08)
+
+
+def test_host_tier_loads_along_a_tree_path_by_hand():
+    """The same sequence on a tree: prompt 1 extends system prompt 100 at 64 tokens (4 blocks each). Request 1 evicts
+    prompt 1's own 4 blocks, then the system prompt's last: HBM keeps 3 system-prompt blocks. Request 2 takes those 3
+    from HBM and loads the system prompt's 4th and prompt 1's 4 (5 blocks, 80 tokens) from host memory."""
+    wl = _wl([0, 1, 2], [130, 200, 130], 2, [1, -1, 1], [130, 0, 130], [100, -1, 100], [64, 0, 64])
+    assert _run(wl, 250.0).prefix_hit_tokens.tolist() == [0, 0, 48]
+    tr = _run(wl, 250.0, HostTier(1000, 1e-3))
+    assert tr.prefix_hit_tokens.tolist() == [0, 0, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80]
+    assert tr.seg_t0_s[4] == pytest.approx(STEP + 0.08) and tr.prefix_cached_blocks == 8 + 3 - 3
+
+
+def test_warm_start_is_written_through():
+    """warm_prefixes: both prefixes (8 blocks each, 256 tokens) start cached in a pool of 200 tokens: admitting
+    request 0 (prefix 1: 128 tokens hit, 2 to prefill) makes 130 + 128 tokens of use, so ceil(58 / 16) = 4 blocks of
+    prefix 2, the least recently used, are evicted. Request 1 (prefix 2) hits the 4 left; with the tier, which had the
+    warm blocks written through, it loads the other 4 back."""
+    wl = _wl([0, 1], [130, 130], 2, [1, 2], [130, 130])
+    assert _run(wl, 200.0, warm_prefixes=True).prefix_hit_tokens.tolist() == [128, 64]
+    tr = _run(wl, 200.0, HostTier(1000, 0.0), warm_prefixes=True)
+    assert tr.prefix_hit_tokens.tolist() == [128, 128] and tr.host_hit_tokens.tolist() == [0, 64]
+
+
+def test_host_tier_sizes_by_hand():
+    """Llama 3.1 8B: 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 131,072 B a token. One GiB holds 8,192
+    tokens; at 53 GB/s a token loads in 131,072 / 53e9 s. At TP 2 each GPU holds half of each token (4 KV heads) and
+    loads it over its own link: the same tokens, half the time. At TP 16 the 8 KV heads are replicated 2x: each GPU
+    holds 1/8 of a token, and 16 GPUs store 2 copies, so a GiB holds half as many tokens."""
+    m = model("llama-3.1-8b")
+    t1 = host_tier(m, Layout(tp=1), "bf16", 1.0, 53e9)
+    assert t1.capacity_tokens == pytest.approx(8192) and t1.load_s_per_token == pytest.approx(131072 / 53e9)
+    t2 = host_tier(m, Layout(tp=2), "bf16", 1.0, 53e9)
+    assert t2.capacity_tokens == pytest.approx(8192) and t2.load_s_per_token == pytest.approx(65536 / 53e9)
+    t16 = host_tier(m, Layout(tp=16), "bf16", 1.0, 53e9)
+    assert t16.capacity_tokens == pytest.approx(4096) and t16.load_s_per_token == pytest.approx(16384 / 53e9)
+    for bad in (dict(gib=0.0), dict(gib=float("nan")), dict(bytes_per_s=0.0)):
+        args = {"gib": 1.0, "bytes_per_s": 53e9, **bad}
+        with pytest.raises(InputError, match="host KV tier"):
+            host_tier(m, Layout(tp=1), "bf16", **args)
+    with pytest.raises(InputError, match="finite number >= 0"):
+        HostTier(-1, 0.0)
+
+
+@st.composite
+def sequential_runs(draw):
+    n = draw(st.integers(2, 14))
+    prefixes = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    prompts = draw(st.lists(st.integers(17, 160), min_size=n, max_size=n))
+    block = draw(st.sampled_from([1, 4, 16]))
+    cap = draw(st.integers(170, 400))  # room for any one request, not for every prefix
+    return prefixes, prompts, block, cap
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequential_runs())
+def test_a_tier_that_never_fills_serves_every_block_ever_computed(case):
+    """Requests 10 s apart (each done before the next arrives), whole prompts as prefixes: with a tier that never
+    fills, request j hits min(its reusable blocks, the most blocks any earlier request of its prefix computed), however
+    little HBM kept; what HBM kept (the run without a tier) is never more. Loads cost 2 us a token: the passes' extra
+    time is 2 us x the loaded tokens."""
+    prefixes, prompts, block, cap = case
+    n = len(prompts)
+    wl = _wl(np.arange(n) * 10.0, prompts, 2, prefixes, prompts)
+    tr = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block,
+                    host_tier=HostTier(1e9, 2e-6)).run()
+    best: dict = {}
+    want = []
+    for p, length in zip(prefixes, prompts):
+        own = (length - 1) // block
+        want.append(min(own, best.get(p, 0)) * block)
+        best[p] = max(best.get(p, 0), own)
+    assert tr.prefix_hit_tokens.tolist() == want
+    plain = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block).run()
+    assert np.all(plain.prefix_hit_tokens <= tr.prefix_hit_tokens)
+    assert np.all(tr.host_hit_tokens <= tr.prefix_hit_tokens) and tr.host_hit_tokens.sum() == tr.host_loaded_tokens
+    busy = float(np.sum(tr.seg_busy_s)) - float(np.sum(Simulation(wl, _dep(float(cap)), Policy("continuous"),
+                                                                     block_tokens=block,
+                                                                     host_tier=HostTier(1e9, 0.0)).run().seg_busy_s))
+    assert busy == pytest.approx(2e-6 * tr.host_loaded_tokens, abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.sampled_from([1, 16]))
+def test_a_tier_of_no_capacity_changes_nothing(seed, block):
+    """Chat sessions with system prompts in a small pool: a tier that holds no block gives the trace of no tier."""
+    wl = chat_sessions(np.random.default_rng(seed), 60, 6, 4, 0.5, prompt_tokens=40, output_tokens=20, sigma=0.5,
+                       max_context=2000, shared_prefix_tokens=64, prefix_groups=3)
+    a = Simulation(wl, _dep(900.0), Policy("continuous"), block_tokens=block).run()
+    b = Simulation(wl, _dep(900.0), Policy("continuous"), block_tokens=block, host_tier=HostTier(0, 1e-3)).run()
+    assert np.array_equal(a.finish_s, b.finish_s) and np.array_equal(a.prefix_hit_tokens, b.prefix_hit_tokens)
+    assert b.host_loaded_tokens == 0 and not b.host_hit_tokens.any()
+
+
+def test_chat_session_options_by_hand():
+    """prefix_order cycle: conversation c takes system prompt c mod 3; history false: every turn's prompt is the
+    system prompt and its own message, and the system prompt is its only prefix."""
+    kw = dict(lengths_kind="fixed", prompt_tokens=10, output_tokens=5, shared_prefix_tokens=100, prefix_groups=3)
+    wl = chat_sessions(np.random.default_rng(0), 12, 2, 2, 0.0, prefix_order="cycle", **kw)
+    conv_of = wl.prefix_id
+    assert (wl.parent_prefix_id - (conv_of.max() + 1)).tolist() == (conv_of % 3).tolist()
+    flat = chat_sessions(np.random.default_rng(0), 6, 2, 3, 0.0, history=False, **kw)
+    assert flat.prompt_tokens.tolist() == [110.0] * 6 and flat.parent_prefix_id is None
+    assert np.all(flat.shared_prefix_tokens == 100) and flat.after.tolist() == [-1, -1, 0, 1, 2, 3]
+    with pytest.raises(InputError, match="uniform or cycle"):
+        chat_sessions(np.random.default_rng(0), 6, 2, 3, 0.0, prefix_order="random", **kw)
+
+
+def test_simulation_refuses_a_tier_without_the_cache():
+    wl = _wl(**FLAT)
+    with pytest.raises(InputError, match="behind the prefix cache"):
+        Simulation(wl, _dep(), Policy("continuous"), prefix_cache=False, host_tier=HostTier(10, 0.0))
+
+
+CLI = ("simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "-n", "300", "--rate", "2",
+       "--prompt-pool", "60", "--lengths", "fixed", "--prompt-tokens", "3000", "--output-tokens", "20",
+       "--kv-memory-fraction", "0.22", "--json")
+
+
+def test_cli_reports_the_host_tier(run_cli):
+    """60 prompts of 3,000 tokens (180,000 tokens) against an HBM pool of about 20,000: most repeats miss in HBM; a
+    64 GiB tier (524,288 tokens of Llama 3.1 8B) holds them all, so every request after the pool's first pass hits."""
+    code, out, err = run_cli(*CLI)
+    assert code == 0, err
+    base = json.loads(out)
+    code, out, err = run_cli(*CLI, "--kv-offload-gib", "64")
+    assert code == 0, err
+    d = json.loads(out)
+    assert "host_hit_rate" not in base and d["host_hit_rate"] > 0.5 and d["prefix_hit_rate"] > base["prefix_hit_rate"]
+    assert d["host_load_s"] == pytest.approx(d["host_loaded_tokens"] * 131072 / 53e9)
+    code, out, err = run_cli(*CLI, "--kv-offload-gib", "64", "--kv-offload-gb-per-s", "5")
+    assert json.loads(out)["host_load_s"] == pytest.approx(json.loads(out)["host_loaded_tokens"] * 131072 / 5e9)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (("--kv-offload-gb-per-s", "5"), "add --kv-offload-gib"),
+    (("--kv-offload-gib", "8", "--prefix-cache", "off"), "drop one of them"),
+    (("--kv-offload-gib", "-1"), "kv-offload-gib"),
+])
+def test_cli_refuses_bad_tiers_in_one_line(run_cli, extra, match):
+    code, out, err = run_cli(*CLI, *extra)
+    assert code != 0 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_needs_a_rate_where_the_catalog_has_none(run_cli):
+    code, out, err = run_cli("simulate", "-m", "llama-3.1-8b", "-a", "b200", "-n", "10", "--kv-offload-gib", "8")
+    assert code != 0 and "--kv-offload-gb-per-s" in err and len(err.strip().splitlines()) == 1
+
+
+RUN = {"id": "x", "engine": "vllm", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+       "rate": 1.0, "requests": 24, "dataset": "d", "policy": "chunked", "max_seqs": 64,
+       "max_batched_tokens": 2048, "weights_dtype": "bf16", "kv_dtype": "bf16", "metrics": ["ttft_mean"],
+       "sessions": {"users": 4, "turns": 3, "system_prompt_tokens": 500, "system_prompts": 2}}
+DS = {"kind": "uniform", "prompt_range": [100, 100], "output_range": [20, 20]}
+
+
+def test_validation_run_keys_sessions_and_kv_offload():
+    """A sessions run is a closed loop (saturated only by a growing queue); kv_offload adds the tier; both keys are
+    checked in one line naming the run."""
+    from roofline.validate import serving as S
+
+    r = S.simulate_run(RUN, DS)
+    assert r["saturation"]["closed_loop"] and r["ttft_mean"] > 0
+    r2 = S.simulate_run({**RUN, "kv_offload": {"gib": 16, "gb_per_s": 25}}, DS)
+    assert r2["ttft_mean"] > 0
+    for bad, match in (({"kv_offload": {"gib": 0}}, "kv_offload needs"),
+                       ({"kv_offload": {"gib": 8}, "prefix_caching": False}, "behind the prefix cache"),
+                       ({"sessions": {"users": 0, "turns": 2}}, "sessions needs"),
+                       ({"sessions": {"users": 2, "turns": 2, "history": "yes"}}, "sessions needs"),
+                       ({"max_concurrency": 4}, "drop max_concurrency"),
+                       ({"system": "dgx-b200", "kv_offload": {"gib": 8}}, "no host-link rate")):
+        with pytest.raises(InputError, match=match):
+            S.simulate_run({**RUN, **bad}, DS)
+    with pytest.raises(InputError, match="fixed user message"):
+        S.simulate_run(RUN, {"kind": "uniform", "prompt_range": [50, 100], "output_range": [20, 20]})
