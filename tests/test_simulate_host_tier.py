@@ -46,19 +46,25 @@ FLAT = dict(arrival=[0, 1, 2], prompt=[130, 200, 130], output=2, pid=[1, -1, 1],
 
 def test_host_tier_serves_what_hbm_evicted_by_hand():
     """Without the tier request 2 hits the 3 blocks HBM kept (48 tokens). With a tier that holds everything, it hits
-    all 8: 3 from HBM and 5 (80 tokens) loaded from host memory, at 1 ms a token: its pass takes 10 ms + 80 ms. A tier
-    of 4 blocks (64 tokens) kept A's first 4 (its tail was evicted as A was written through): request 2 hits 4 blocks,
-    3 in HBM and 1 loaded (16 ms); when its prefill completes A's 8 blocks are written again and 4 more are evicted."""
+    all 8: 3 from HBM and 5 (80 tokens) loaded from host memory, at 1 ms a token. Asynchronous (the default, vLLM's
+    connector): the engine idles until the load ends, so its pass starts 80 ms after its arrival and takes 10 ms;
+    synchronous (LMCache's): its pass starts at once and takes 10 + 80 ms. A tier of 4 blocks (64 tokens) kept A's first 4
+    (its tail was evicted as A was written through): request 2 hits 4 blocks, 3 in HBM and 1 loaded (16 ms); when its
+    prefill completes A's 8 blocks are written again and 4 more are evicted."""
     wl = _wl(**FLAT)
     base = _run(wl, 250.0)
     assert base.prefix_hit_tokens.tolist() == [0, 0, 48] and base.host_hit_tokens is None
     tr = _run(wl, 250.0, HostTier(1000, 1e-3))
     assert tr.prefix_hit_tokens.tolist() == [0, 0, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80]
     assert tr.host_loaded_tokens == 80 and tr.host_load_s == pytest.approx(0.08)
-    assert tr.seg_t0_s.tolist() == pytest.approx([STEP] * 4 + [STEP + 0.08, STEP])
+    assert tr.seg_t0_s.tolist() == pytest.approx([STEP] * 6) and tr.seg_start_s[4] == pytest.approx(2.08)
+    assert tr.first_token_s[2] == pytest.approx(2.09)
     assert tr.seg_tokens.tolist() == [130, 1, 200, 1, 2, 1]  # request 2 prefills 130 - 128 tokens
     assert tr.host_cached_blocks == 8 and tr.host_evictions == 0 and tr.prefix_evictions == 5
-    small = _run(wl, 250.0, HostTier(64, 1e-3))
+    sync = _run(wl, 250.0, HostTier(1000, 1e-3, sync=True))
+    assert sync.seg_t0_s.tolist() == pytest.approx([STEP] * 4 + [STEP + 0.08, STEP])
+    assert sync.seg_start_s[4] == pytest.approx(2.0) and sync.first_token_s[2] == pytest.approx(2.09)
+    small = _run(wl, 250.0, HostTier(64, 1e-3, sync=True))
     assert small.prefix_hit_tokens.tolist() == [0, 0, 64] and small.host_hit_tokens.tolist() == [0, 0, 16]
     assert small.seg_t0_s[4] == pytest.approx(STEP + 0.016)
     assert small.host_cached_blocks == 4 and small.host_evictions == 8
@@ -67,15 +73,31 @@ def test_host_tier_serves_what_hbm_evicted_by_hand():
     assert m["host_request_hit_rate"] == pytest.approx(1 / 3) and m["host_load_s"] == pytest.approx(0.08)
 
 
+def test_asynchronous_loads_let_the_other_requests_run_by_hand():
+    """As above, then request 2 (100 tokens, 40 out, no prefix) decodes from t = 2 while request 3 repeats A at
+    t = 2.05: admitted at the pass that starts at 2.06, it loads 5 blocks (80 tokens at 0.9 ms: 72 ms, ready at 2.132).
+    Asynchronous: request 2 decodes on (it finishes at 2.40 as with free loads) and request 3 joins the pass that starts
+    at 2.14 (first token 2.15, against 2.07 with free loads). Synchronous: request 3's pass at 2.06 takes 10 + 72 ms
+    (first token 2.142) and request 2, in that pass, finishes 72 ms later."""
+    wl = _wl([0, 1, 2, 2.05], [130, 200, 100, 130], [2, 2, 40, 2], [1, -1, -1, 1], [130, 0, 0, 130])
+    free = _run(wl, 250.0, HostTier(1000, 0.0))
+    assert free.host_hit_tokens.tolist() == [0, 0, 0, 80] and free.first_token_s[3] == pytest.approx(2.07)
+    a = _run(wl, 250.0, HostTier(1000, 0.9e-3))
+    assert a.first_token_s[3] == pytest.approx(2.15) and a.finish_s[2] == pytest.approx(free.finish_s[2])
+    assert np.allclose(a.seg_t0_s, STEP)
+    s = _run(wl, 250.0, HostTier(1000, 0.9e-3, sync=True))
+    assert s.first_token_s[3] == pytest.approx(2.142) and s.finish_s[2] == pytest.approx(free.finish_s[2] + 0.072)
+
+
 def test_host_tier_loads_along_a_tree_path_by_hand():
     """The same sequence on a tree: prompt 1 extends system prompt 100 at 64 tokens (4 blocks each). Request 1 evicts
     prompt 1's own 4 blocks, then the system prompt's last: HBM keeps 3 system-prompt blocks. Request 2 takes those 3
     from HBM and loads the system prompt's 4th and prompt 1's 4 (5 blocks, 80 tokens) from host memory."""
     wl = _wl([0, 1, 2], [130, 200, 130], 2, [1, -1, 1], [130, 0, 130], [100, -1, 100], [64, 0, 64])
     assert _run(wl, 250.0).prefix_hit_tokens.tolist() == [0, 0, 48]
-    tr = _run(wl, 250.0, HostTier(1000, 1e-3))
+    tr = _run(wl, 250.0, HostTier(1000, 1e-3, sync=True))
     assert tr.prefix_hit_tokens.tolist() == [0, 0, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80]
-    assert tr.seg_t0_s[4] == pytest.approx(STEP + 0.08) and tr.prefix_cached_blocks == 8 + 3 - 3
+    assert tr.seg_t0_s[4] == pytest.approx(STEP + 0.08) and tr.prefix_cached_blocks == 8
 
 
 def test_warm_start_is_written_through():
@@ -124,13 +146,14 @@ def sequential_runs(draw):
 def test_a_tier_that_never_fills_serves_every_block_ever_computed(case):
     """Requests 10 s apart (each done before the next arrives), whole prompts as prefixes: with a tier that never
     fills, request j hits min(its reusable blocks, the most blocks any earlier request of its prefix computed), however
-    little HBM kept; what HBM kept (the run without a tier) is never more. Loads cost 2 us a token: the passes' extra
-    time is 2 us x the loaded tokens."""
+    little HBM kept; what HBM kept (the run without a tier) is never more. Loads cost 2 us a token: synchronous, the
+    passes' extra time is 2 us x the loaded tokens; asynchronous, each request's first token comes 2 us x its loaded
+    tokens later than with free loads, and the passes take what they took."""
     prefixes, prompts, block, cap = case
     n = len(prompts)
     wl = _wl(np.arange(n) * 10.0, prompts, 2, prefixes, prompts)
     tr = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block,
-                    host_tier=HostTier(1e9, 2e-6)).run()
+                    host_tier=HostTier(1e9, 2e-6, sync=True)).run()
     best: dict = {}
     want = []
     for p, length in zip(prefixes, prompts):
@@ -141,10 +164,13 @@ def test_a_tier_that_never_fills_serves_every_block_ever_computed(case):
     plain = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block).run()
     assert np.all(plain.prefix_hit_tokens <= tr.prefix_hit_tokens)
     assert np.all(tr.host_hit_tokens <= tr.prefix_hit_tokens) and tr.host_hit_tokens.sum() == tr.host_loaded_tokens
-    busy = float(np.sum(tr.seg_busy_s)) - float(np.sum(Simulation(wl, _dep(float(cap)), Policy("continuous"),
-                                                                     block_tokens=block,
-                                                                     host_tier=HostTier(1e9, 0.0)).run().seg_busy_s))
+    free = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block, host_tier=HostTier(1e9, 0.0)).run()
+    busy = float(np.sum(tr.seg_busy_s)) - float(np.sum(free.seg_busy_s))
     assert busy == pytest.approx(2e-6 * tr.host_loaded_tokens, abs=1e-12)
+    a = Simulation(wl, _dep(float(cap)), Policy("continuous"), block_tokens=block, host_tier=HostTier(1e9, 2e-6)).run()
+    assert np.array_equal(a.prefix_hit_tokens, tr.prefix_hit_tokens)
+    assert a.first_token_s - free.first_token_s == pytest.approx(2e-6 * a.host_hit_tokens, abs=1e-12)
+    assert float(np.sum(a.seg_busy_s)) == pytest.approx(float(np.sum(free.seg_busy_s)))
 
 
 @settings(max_examples=30, deadline=None)
@@ -196,11 +222,16 @@ def test_cli_reports_the_host_tier(run_cli):
     assert "host_hit_rate" not in base and d["host_hit_rate"] > 0.5 and d["prefix_hit_rate"] > base["prefix_hit_rate"]
     assert d["host_load_s"] == pytest.approx(d["host_loaded_tokens"] * 131072 / 53e9)
     code, out, err = run_cli(*CLI, "--kv-offload-gib", "64", "--kv-offload-gb-per-s", "5")
-    assert json.loads(out)["host_load_s"] == pytest.approx(json.loads(out)["host_loaded_tokens"] * 131072 / 5e9)
+    slow = json.loads(out)
+    assert slow["host_load_s"] == pytest.approx(slow["host_loaded_tokens"] * 131072 / 5e9)
+    assert slow["ttft_p50_s"] > d["ttft_p50_s"]
+    code, out, err = run_cli(*CLI, "--kv-offload-gib", "64", "--kv-offload-sync")
+    assert code == 0 and json.loads(out)["host_hit_rate"] > 0.5
 
 
 @pytest.mark.parametrize("extra, match", [
     (("--kv-offload-gb-per-s", "5"), "add --kv-offload-gib"),
+    (("--kv-offload-sync",), "add --kv-offload-gib"),
     (("--kv-offload-gib", "8", "--prefix-cache", "off"), "drop one of them"),
     (("--kv-offload-gib", "-1"), "kv-offload-gib"),
 ])
@@ -232,11 +263,34 @@ def test_validation_run_keys_sessions_and_kv_offload():
     assert r2["ttft_mean"] > 0
     for bad, match in (({"kv_offload": {"gib": 0}}, "kv_offload needs"),
                        ({"kv_offload": {"gib": 8}, "prefix_caching": False}, "behind the prefix cache"),
+                       ({"kv_offload": {"gib": 8, "sync": "no"}}, "kv_offload needs"),
                        ({"sessions": {"users": 0, "turns": 2}}, "sessions needs"),
                        ({"sessions": {"users": 2, "turns": 2, "history": "yes"}}, "sessions needs"),
                        ({"max_concurrency": 4}, "drop max_concurrency"),
                        ({"system": "dgx-b200", "kv_offload": {"gib": 8}}, "no host-link rate")):
         with pytest.raises(InputError, match=match):
             S.simulate_run({**RUN, **bad}, DS)
+    cut = S.simulate_run({**RUN, "requests": 400, "sessions": {**RUN["sessions"], "duration_s": 2.0}}, DS)
+    assert cut["ttft_mean"] > 0
+    with pytest.raises(InputError, match="raise requests"):
+        S.simulate_run({**RUN, "sessions": {**RUN["sessions"], "duration_s": 1e4}}, DS)
     with pytest.raises(InputError, match="fixed user message"):
         S.simulate_run(RUN, {"kind": "uniform", "prompt_range": [50, 100], "output_range": [20, 20]})
+
+
+def test_a_time_cut_scores_the_requests_finished_by_then():
+    """trace_metrics(done_by=T): the means and medians of the requests that finished by T, nothing else."""
+    from roofline.simulate.metrics import e2e_s, tpot_s, ttft_s
+    from roofline.validate import serving as S
+
+    wl = chat_sessions(np.random.default_rng(3), 80, 5, 4, 0.2, prompt_tokens=50, output_tokens=30, sigma=0.5,
+                       max_context=4000, shared_prefix_tokens=64, prefix_groups=2)
+    tr = Simulation(wl, _dep(5000.0), Policy("continuous")).run()
+    t = float(np.median(tr.finish_s))
+    done = tr.finish_s <= t
+    m = S.trace_metrics(tr, done_by=t)
+    assert 0 < done.sum() < wl.n
+    assert m["ttft_mean"] == pytest.approx(float(ttft_s(tr)[done].mean()))
+    assert m["e2e_p50"] == pytest.approx(float(np.percentile(e2e_s(tr)[done], 50)))
+    assert m["tpot_mean"] == pytest.approx(float(tpot_s(tr)[done].mean()))
+    assert S.trace_metrics(tr)["ttft_mean"] == pytest.approx(float(ttft_s(tr).mean()))

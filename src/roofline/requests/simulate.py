@@ -85,6 +85,7 @@ class SimulateRequest(LayoutOptions):
     block_size: Whole(1, 4096, fix="KV block size in tokens: vLLM 16, SGLang 1") = 16
     kv_offload_gib: Real(ge=0, le=1e6, fix="GiB of host memory for the KV tier behind the prefix cache, e.g. 64; 0 = none") = 0.0
     kv_offload_gb_per_s: OptReal(gt=0, le=1e5, fix="host-to-GPU copy rate per GPU in GB/s, e.g. 53 (PCIe Gen5 x16)") = None
+    kv_offload_sync: bool = False  # the pass waits for a request's load (LMCache); else loads run beside the passes
     kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
@@ -230,9 +231,11 @@ class SimulateRequest(LayoutOptions):
             if self.kv_offload_gb_per_s is None and not self._system.accelerator.host_link_bytes_per_s:
                 raise rules.UsageError(f"the catalog has no measured host-link rate for {self._system.accelerator.id}; "
                                        f"give {f('kv_offload_gb_per_s')}, e.g. 53 for PCIe Gen5 x16")
-        elif "kv_offload_gb_per_s" in fs:
-            raise rules.UsageError(f"{f('kv_offload_gb_per_s')} is the load rate of {f('kv_offload_gib')}'s host "
-                                   f"tier; add {f('kv_offload_gib')} N or drop it")
+        else:
+            for k in ("kv_offload_gb_per_s", "kv_offload_sync"):
+                if k in fs and getattr(self, k):
+                    raise rules.UsageError(f"{f(k)} sets how {f('kv_offload_gib')}'s host tier loads; add "
+                                           f"{f('kv_offload_gib')} N or drop it")
         if "prefix_groups" in fs and not self.shared_prefix_tokens:
             raise rules.UsageError(f"{f('prefix_groups')} counts the system prompts of {f('shared_prefix_tokens')}; "
                                    f"add {f('shared_prefix_tokens')} N or drop it")
@@ -466,7 +469,7 @@ def simulate(req: SimulateRequest, progress=None):
         rate = (req.kv_offload_gb_per_s * 1e9 if req.kv_offload_gb_per_s is not None
                 else sysrec.accelerator.host_link_bytes_per_s)
         host_lay = lay if lay is not None else (Layout(tp=chips) if req.realistic else Layout.sharded(chips))
-        cache["host_tier"] = host_tier(m, host_lay, req.kv_dtype, req.kv_offload_gib, rate)
+        cache["host_tier"] = host_tier(m, host_lay, req.kv_dtype, req.kv_offload_gib, rate, req.kv_offload_sync)
     stream = (OutputStage(req.stream_s_per_pass, req.stream_s_per_chunk)
               if req.stream_s_per_chunk or req.stream_s_per_pass else None)  # the output path's own stage
     sims: list = []  # the Simulation whose prefills the cache serves (its step model prices the saved prefill)

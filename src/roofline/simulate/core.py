@@ -426,6 +426,9 @@ class Simulation:
         lru: OrderedDict = OrderedDict()  # nodes with unpinned cached blocks, least recently released first
         # the host tier (prefixes.HostCache): None without one; load seconds owed by the pass being built
         hc, load_acc, load_s_all, loaded, ld = None, 0.0, 0.0, 0.0, 0
+        # asynchronous loads (HostTier.sync False, vLLM's connector): a request whose blocks are loading is admitted
+        # (its memory held) but joins no pass before `ready[rid]`; the host link takes loads one after another
+        loads_async, link_free, load_tok_s = False, 0.0, 0.0
         if pc:
             tree = self.prefix_tree  # prefixes.PrefixTree: a request's last node and its blocks there; per node
             pfx_a, fb_a = tree.leaf, tree.own  # its start and its ancestors (empty for a root: one node, one chain)
@@ -450,6 +453,9 @@ class Simulation:
                 load_tok_s = self.host_tier.load_s_per_token
                 hh_a = np.full(n, -1.0)  # tokens loaded from the host tier at its first admission
                 hh = view(hh_a)
+                loads_async = not self.host_tier.sync
+                ready_a = np.zeros(n)  # when a request's loaded blocks are in HBM (asynchronous loads)
+                ready = view(ready_a)
                 if self.warm_prefixes:
                     hc.warm(cached, order)  # written through as they were computed, in the LRU order
 
@@ -507,6 +513,8 @@ class Simulation:
             for e in pf:
                 if budget <= 0:
                     break
+                if loads_async and ready[e[0]] > now:  # its blocks are still coming from host memory
+                    continue
                 c = e[1] if e[1] <= budget else budget
                 if c > long_pf:
                     c = long_pf
@@ -536,6 +544,7 @@ class Simulation:
                         break
                     need = pre_len[rid]
                     new = mem = need  # tokens to prefill; memory the admission adds
+                    ld = 0  # blocks it loads from the host tier
                     if pc:
                         q = pfx[rid]
                         if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
@@ -603,13 +612,14 @@ class Simulation:
                     state[rid] = 1
                     e = [rid, new]
                     pf.append(e)
-                    c = new if (not chunked or new <= budget) else budget
-                    if c > long_pf:
-                        c = long_pf
-                    chunks.append((e, c))
-                    chunk_tok.append(c)
-                    budget -= c
-                    inp -= c
+                    if not (loads_async and ld > 0 and load_tok_s > 0):  # else it waits for its load, outside this pass
+                        c = new if (not chunked or new <= budget) else budget
+                        if c > long_pf:
+                            c = long_pf
+                        chunks.append((e, c))
+                        chunk_tok.append(c)
+                        budget -= c
+                        inp -= c
                     pending += new
                     if pc:
                         if q >= 0:
@@ -625,7 +635,13 @@ class Simulation:
                                         if cached[x] > pinned[x] and x not in lru:
                                             lru[x] = None
                                     hl = h - s_q if h > s_q else 0
-                                    load_acc += ld * blk * load_tok_s
+                                    if loads_async:  # queued on the host link; it joins a pass once loaded
+                                        la = ld * blk * load_tok_s
+                                        link_free = (link_free if link_free > now else now) + la
+                                        ready[rid] = link_free
+                                        load_s_all += la
+                                    else:  # the pass it joins waits for the load
+                                        load_acc += ld * blk * load_tok_s
                                     loaded += ld * blk
                                 if hh[rid] < 0:
                                     hh[rid] = ld * blk if ld > 0 else 0.0
@@ -656,6 +672,12 @@ class Simulation:
                 if nseq >= max_seqs:
                     blocked = True
             b_pass = nd + pad + len(chunks)
+            if b_pass == 0 and loads_async and pf:  # only loads under way: idle until one ends or a request arrives
+                nxt = min(ready[e[0]] for e in pf)
+                ta = a0[p0] if a0[p0] < a1[p1] else a1[p1]
+                now = ta if now < ta < nxt else (nxt if nxt > now else now)
+                prev_start = now
+                continue
             if b_pass == 0:
                 raise InputError("simulation stalled: waiting requests fit neither the token budget nor the KV "
                                  "cache; raise max_batched_tokens or the KV capacity")
@@ -679,8 +701,15 @@ class Simulation:
                     ke = int((end - c_mean) / g) + 1
                     if ke < k:
                         k = ke
+                pend = 0
+                if loads_async and pf:  # prompts waiting for their loads: the segment ends when one is loaded
+                    pend = sum(e[1] for e in pf)
+                    wait = min(ready[e[0]] for e in pf) - now
+                    ka = _passes_to(wait, t0, s, k) if wait > 0 else 1  # loaded: it joins the next pass
+                    if ka < k:
+                        k = ka
                 if on_demand and cap != inf:  # iterations until the KV pool is full (at least 1)
-                    kc = int((room - ctx_sum - nseq * ovh + 1e-9) / ((nd + pad) * g))
+                    kc = int((room - ctx_sum - pend - nseq * ovh + 1e-9) / ((nd + pad) * g))
                     if kc < 1:
                         kc = 1
                     if kc < k:
@@ -728,9 +757,10 @@ class Simulation:
                 since_recv += k
                 phase = (phase + k) % admit_every
                 last_decode = True
-                if free_tok and on_demand and ctx_sum + free_tok + nseq * ovh > room + 1e-9:
-                    # the decode tokens grew into unused cached blocks: evict them (pf is empty here)
-                    k_ev = evict(lru, cached, pinned, ceil((ctx_sum + free_tok + nseq * ovh - room - 1e-9) / blk))
+                if free_tok and on_demand and ctx_sum + pend + free_tok + nseq * ovh > room + 1e-9:
+                    # the decode tokens grew into unused cached blocks: evict them (pf holds loading prompts at most)
+                    k_ev = evict(lru, cached, pinned, ceil((ctx_sum + pend + free_tok + nseq * ovh - room - 1e-9)
+                                                    / blk))
                     free_tok -= k_ev * blk
                     evicted += k_ev
             else:

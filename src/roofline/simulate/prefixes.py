@@ -266,10 +266,16 @@ class HostTier:
     """A second tier of the prefix cache in host memory (vLLM's KV offloading connector, --kv-offloading-size;
     LMCache's CPU backend; SGLang's HiCache): `capacity_tokens` of KV it holds for the replica, and
     `load_s_per_token`, the seconds one token's KV takes to come back into HBM (each GPU of the group that holds it
-    loads its own share over its own host link, in parallel). `host_tier` builds one from a model and a link."""
+    loads its own share over its own host link, in parallel). `host_tier` builds one from a model and a link.
+
+    `sync` False (default; vLLM's OffloadingConnector): a load runs beside the passes; the request, admitted with its
+    memory held, joins the first pass that starts after its blocks are in HBM, and loads queue on the host link one
+    after another. True (LMCache's default retrieval, inside the forward): the pass that carries the request's first
+    chunk waits for the load."""
 
     capacity_tokens: float
     load_s_per_token: float
+    sync: bool = False
 
     def __post_init__(self):
         for name, v in (("capacity_tokens", self.capacity_tokens), ("load_s_per_token", self.load_s_per_token)):
@@ -277,7 +283,7 @@ class HostTier:
                 raise InputError(f"host KV tier {name} must be a finite number >= 0, got {v!r}")
 
 
-def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float) -> HostTier:
+def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float, sync: bool = False) -> HostTier:
     """The host tier of `gib` GiB for one replica of `layout`, loading at `bytes_per_s` per GPU:
 
         stored bytes per token = b_gpu · tp · pp      (b_gpu = memory.kv_bytes_per_token_per_gpu: a token's KV is on
@@ -294,7 +300,7 @@ def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float) -> H
     if not (math.isfinite(bytes_per_s) and bytes_per_s > 0):
         raise InputError(f"host KV tier load rate must be > 0 bytes/s, got {bytes_per_s!r}; e.g. 53e9 (PCIe Gen5 x16)")
     b_gpu = kv_bytes_per_token_per_gpu(model, layout, kv_dtype)
-    return HostTier(float(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp)), float(b_gpu / bytes_per_s))
+    return HostTier(float(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp)), float(b_gpu / bytes_per_s), bool(sync))
 
 
 class HostCache:

@@ -88,10 +88,13 @@ hold one conversation at a time of K turns, each turn sent T seconds (exponentia
 before it; turn k's prompt is a system prompt of N tokens (one of G per conversation, drawn uniformly or taken in
 turn), the conversation so far (`history`, default true) and the dataset's fixed user message, answered with the
 dataset's fixed output (sessions_workload, simulate/workload.chat_sessions). The run's `requests` turns in all; its
-`rate` is not used (the answers pace the sends). A closed loop: only a growing queue marks it saturated.
-`kv_offload: {gib: G, gb_per_s: R}`: a KV tier of G GiB in host memory behind the prefix cache (vLLM's
+`rate` is not used (the answers pace the sends). A closed loop: only a growing queue marks it saturated. `duration_s: D`:
+a client that stops at D seconds and cancels what is in flight (GuideLLM's --max-seconds): only the requests finished
+by D are scored, and `requests` must list more turns than the users send by then (one line says so otherwise).
+`kv_offload: {gib: G, gb_per_s: R, sync: S}`: a KV tier of G GiB in host memory behind the prefix cache (vLLM's
 --kv-offloading-size, LMCache's CPU backend), written through, hits loaded back at R GB/s per GPU (default: the
-accelerator's catalog `host_link_gb_per_s`) before the pass that carries the request's first chunk
+accelerator's catalog `host_link_gb_per_s`): beside the passes, the request joining the first pass after its load
+(S false, the default: vLLM's connector), or inside the pass that carries its first chunk (S true: LMCache's)
 (simulate/prefixes.HostTier).
 `layout: {tp, dp, ep, expert_tp}` lays one replica's `gpus` out as layout.Layout does (`simulate --tp/--dp/--ep/--moe-tp`):
 vLLM's MoE data parallelism (`--data-parallel-size 2 --tensor-parallel-size 4` without expert parallelism) is
@@ -129,7 +132,7 @@ MEASURED = _REPO / "docs" / "preregistered" / "serving_measured.yaml"
 # "ca", "cb", ... (briefed in that order; a set joins SETS when its inputs are committed, so cb and cc, gathered first, precede ca).
 SETS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v",
         "w", "x", "y", "z", "aa", "ab", "ac", "ad", "ae", "af", "ag", "ah", "ai", "aj", "ak", "al", "am", "an", "ao", "ap", "aq", "ar",
-        "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc", "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn", "bo", "bp", "bq", "br", "bs", "bt", "bu", "bv", "bw", "bx", "by", "bz", "cb", "cc", "ca", "cd", "ce", "cf", "cg", "ch", "ci", "cj", "ck")
+        "as", "at", "au", "av", "aw", "ax", "ay", "az", "ba", "bb", "bc", "bd", "be", "bf", "bg", "bh", "bi", "bj", "bk", "bl", "bm", "bn", "bo", "bp", "bq", "br", "bs", "bt", "bu", "bv", "bw", "bx", "by", "bz", "cb", "cc", "ca", "cd", "ce", "cf", "cg", "ch", "ci", "cj", "ck", "cl")
 
 
 #: the per-worker term on NVIDIA only (2026-11-26): every set with vLLM V0/V1-sync runs at TP > 1 on MI300X discloses it
@@ -1038,7 +1041,8 @@ def warm_prefixes_for(run: dict, wl):
 
 
 #: the keys of a run's `sessions` (module docstring; simulate/workload.chat_sessions)
-SESSION_KEYS = ("users", "turns", "think_s", "system_prompt_tokens", "system_prompts", "system_prompt_order", "history")
+SESSION_KEYS = ("users", "turns", "think_s", "system_prompt_tokens", "system_prompts", "system_prompt_order", "history",
+                "duration_s")
 
 
 def sessions_workload(run: dict, ds: dict, seed: int):
@@ -1056,10 +1060,11 @@ def sessions_workload(run: dict, ds: dict, seed: int):
     if not (whole and isinstance(spec.get("system_prompt_tokens", 0), int) and spec.get("system_prompt_tokens", 0) >= 0
             and isinstance(spec.get("think_s", 0.0), (int, float)) and spec.get("think_s", 0.0) >= 0
             and spec.get("system_prompt_order", "uniform") in ("uniform", "cycle")
-            and isinstance(spec.get("history", True), bool)):
+            and isinstance(spec.get("history", True), bool)
+            and isinstance(spec.get("duration_s", 1.0), (int, float)) and spec.get("duration_s", 1.0) > 0):
         raise InputError(f"serving run {rid!r}: sessions needs {{users: C, turns: K}} (whole numbers >= 1) and "
                          f"optionally think_s >= 0, system_prompt_tokens >= 0, system_prompts >= 1, "
-                         f"system_prompt_order uniform|cycle, history true|false; got {spec!r}")
+                         f"system_prompt_order uniform|cycle, history true|false, duration_s > 0; got {spec!r}")
     clash = [k for k in ("max_concurrency", "stages", "prompt_pool", "warm_prefix_tokens", "warm_prefixes", "lengths")
              if k in run] + (["dispatch"] if run.get("dispatch", "random") != "random" else [])
     if clash:
@@ -1089,10 +1094,10 @@ def host_tier_of(run: dict):
         return None
     rid = run.get("id")
     num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0  # noqa: E731
-    if not (isinstance(spec, dict) and not set(spec) - {"gib", "gb_per_s"} and num(spec.get("gib"))
-            and ("gb_per_s" not in spec or num(spec["gb_per_s"]))):
+    if not (isinstance(spec, dict) and not set(spec) - {"gib", "gb_per_s", "sync"} and num(spec.get("gib"))
+            and ("gb_per_s" not in spec or num(spec["gb_per_s"])) and isinstance(spec.get("sync", False), bool)):
         raise InputError(f"serving run {rid!r}: kv_offload needs {{gib: G > 0}} and optionally gb_per_s > 0 (the "
-                         f"host-to-GPU rate per GPU), got {spec!r}; e.g. {{gib: 64, gb_per_s: 25}}")
+                         f"host-to-GPU rate per GPU) and sync true|false, got {spec!r}; e.g. {{gib: 64, gb_per_s: 25}}")
     if run.get("prefix_caching") is False:
         raise InputError(f"serving run {rid!r}: kv_offload is a tier behind the prefix cache; drop prefix_caching: "
                          f"false or kv_offload")
@@ -1105,7 +1110,7 @@ def host_tier_of(run: dict):
         raise InputError(f"serving run {rid!r}: the catalog has no host-link rate for {run['system']}'s accelerator; "
                          f"give kv_offload gb_per_s")
     lay = layout_of(run) or Layout(tp=int(run["gpus"]))
-    return host_tier(model(run["model"]), lay, run["kv_dtype"], float(spec["gib"]), rate)
+    return host_tier(model(run["model"]), lay, run["kv_dtype"], float(spec["gib"]), rate, bool(spec.get("sync", False)))
 
 
 #: run key `kernels`: the cited efficiency factors, the engine family's measured kernel tables, or both (hybrid:
@@ -1296,12 +1301,13 @@ CLIENT_TIMING = ("tokens", "sse_lines")
 
 
 def trace_metrics(trace, ttft_zero=None, separate: bool = False, window: tuple[float, float] | None = None,
-                  client_timing: str = "tokens") -> dict:
+                  client_timing: str = "tokens", done_by: float | None = None) -> dict:
     """Every metric of METRICS from a Trace (seconds), or from a list of traces (replicas) pooled. `ttft_zero`: a
     mask of requests whose TTFT the client records as 0 (vLLM's benchmark_serving before v0.6 for a response that
     streamed no text: run key `client_zero_ttft_when_empty`, with `lengths` giving the empty outputs). `window`
     (t0, t1): a load stage's metrics — the requests SENT in [t0, t1) and the decode passes that start in it.
-    `client_timing`: CLIENT_TIMING."""
+    `client_timing`: CLIENT_TIMING. `done_by`: a client whose run ends at that time and cancels what is in flight
+    (GuideLLM's --max-seconds): only requests finished by then count, and the decode passes that start before it."""
     from ..simulate.metrics import e2e_s, tpot_s, ttft_s
 
     out: dict[str, float | None] = {}
@@ -1311,6 +1317,9 @@ def trace_metrics(trace, ttft_zero=None, separate: bool = False, window: tuple[f
         ttft = np.where(ttft_zero, 0.0, ttft)
     sent = np.concatenate([np.asarray(x.arrival_s, dtype=float) for x in traces])
     inside = np.ones(sent.size, bool) if window is None else (sent >= window[0]) & (sent < window[1])
+    if done_by is not None:
+        inside &= np.concatenate([np.asarray(x.finish_s, dtype=float) for x in traces]) <= done_by
+        window = (-math.inf, done_by) if window is None else (window[0], min(window[1], done_by))
     zeros = 0.0
     if client_timing == "sse_lines":  # CLIENT_TIMING: a stamp per stream line, 2N + 2 per request
         n_out = np.concatenate([np.asarray(x.output_tokens, dtype=float) for x in traces])
@@ -1407,11 +1416,17 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
 
     dispatch = dispatch_of(run)
     traces = None
-    if chat is not None:  # sessions: each turn sent after the answer before it, inside the run
-        from ..simulate.overheads import run_closed_loop
+    done_by = None  # sessions cut by time: only the requests finished by then are scored
+    if chat is not None:  # sessions: each turn sent after the answer before it, inside the run (the trace holds the
+        from ..simulate.overheads import run_closed_loop  # sends; the workload keeps its lengths for the verdict)
 
         tr = run_closed_loop(wl, ovh, 1, one)
-        wl = replace(wl, arrival_s=np.asarray(tr.arrival_s, dtype=float))
+        if "duration_s" in run["sessions"]:
+            done_by = float(run["sessions"]["duration_s"])
+            if float(np.max(tr.arrival_s)) < done_by:  # every listed turn was sent before the cut: too few listed
+                raise InputError(f"serving run {run.get('id')!r}: its {wl.n} requests were all sent by "
+                                 f"{float(np.max(tr.arrival_s)):.1f} s, before sessions.duration_s {done_by:g}; raise "
+                                 f"requests so that the users are still sending at the cut")
     elif "max_concurrency" in run:  # the client's --max-concurrency: a closed loop over the run's own releases
         from . import bench
 
@@ -1438,7 +1453,8 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
     window = stage_window(run)
     if window is not None and not run.get("stage_drain"):  # the verdict of its own stage (metrics.stage_metrics)
         sat = {**sat, **_stage_verdict(tr, stages_of(run) or [], int(run["stage"]), sat.get("capacity_requests_per_s"))}
-    return {**trace_metrics(traces or tr, zero, run["policy"] == "separate", window, run.get("client_timing", "tokens")),
+    return {**trace_metrics(traces or tr, zero, run["policy"] == "separate", window, run.get("client_timing", "tokens"),
+                            done_by),
             "saturation": {k: sat.get(k) for k in (
                 "offered_requests_per_s", "capacity_requests_per_s", "load", "queue_growth_s_per_s", "saturated",
                 "latency_sensitivity", "burst", "closed_loop")},
