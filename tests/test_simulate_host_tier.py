@@ -294,3 +294,15 @@ def test_a_time_cut_scores_the_requests_finished_by_then():
     assert m["e2e_p50"] == pytest.approx(float(np.percentile(e2e_s(tr)[done], 50)))
     assert m["tpot_mean"] == pytest.approx(float(tpot_s(tr)[done].mean()))
     assert S.trace_metrics(tr)["ttft_mean"] == pytest.approx(float(ttft_s(tr).mean()))
+
+
+def test_sessions_wait_for_their_loads_while_the_engine_idles():
+    """Two users of 3-turn chats in a 400-token pool: each user's history is evicted by the other's turn, so the third
+    turns load it back from host memory while nothing else runs (the engine idles until the load ends). A regression
+    test: that idle path once overwrote the sessions' table of waiting turns."""
+    wl = chat_sessions(np.random.default_rng(0), 12, 2, 3, 0.0, lengths_kind="fixed", prompt_tokens=100,
+                       output_tokens=20, max_context=4000)
+    tr = Simulation(wl, _dep(400.0), Policy("continuous"), host_tier=HostTier(1e5, 1e-3)).run()
+    assert tr.host_hit_tokens.tolist() == [0, 0, 0, 0, 64, 192] * 2
+    assert tr.prefix_hit_tokens.tolist() == [0, 0, 112, 112, 224, 224] * 2
+    assert np.all(np.isfinite(tr.finish_s)) and np.all(np.diff(tr.finish_s[:6]) >= 0)

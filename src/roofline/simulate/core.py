@@ -673,9 +673,9 @@ class Simulation:
                     blocked = True
             b_pass = nd + pad + len(chunks)
             if b_pass == 0 and loads_async and pf:  # only loads under way: idle until one ends or a request arrives
-                nxt = min(ready[e[0]] for e in pf)
-                ta = a0[p0] if a0[p0] < a1[p1] else a1[p1]
-                now = ta if now < ta < nxt else (nxt if nxt > now else now)
+                loaded_at = float(min(ready[e[0]] for e in pf))
+                ta = float(a0[p0] if a0[p0] < a1[p1] else a1[p1])
+                now = ta if now < ta < loaded_at else (loaded_at if loaded_at > now else now)
                 prev_start = now
                 continue
             if b_pass == 0:
