@@ -2167,6 +2167,23 @@ def test_set_ck_table_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("ck", pred["at_commit"])
 
 
+def test_set_cl_host_tier_predictions_and_no_tier_alternative_reproduce():
+    """Set cl (llm-d's KV-cache offload evaluation on 2x L40S: GuideLLM sessions cut at 120 s, vLLM's native CPU
+    offloading against no offload) registers the host tier (run key kv_offload) and declares the same runs without it;
+    a v0.7.0 memory-pressure offload run of Qwen3-8B (5-turn chats) recomputes on both, and a v0.4.0 single-turn
+    baseline on the registered; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("cl", "43a9580")
+    runs = doc["runs"]
+    assert len(runs) == 39 and sum("kv_offload" in r for r in runs) == 18
+    assert all(r["sessions"]["duration_s"] == 120 for r in runs)
+    by_id = {r["id"].removeprefix("cl1-llmd"): r for r in runs}
+    off, base = by_id["0.7.0-qwen3-8b-offload20k-gmu0.65-c50"], by_id["0.4.0-qwen3-0.6b-baseline-gmu0.9-c50"]
+    assert off["sessions"]["turns"] == 5 and base["sessions"]["turns"] == 1
+    _reproduce_both(doc, pred, alt, off, {k: v for k, v in off.items() if k != "kv_offload"}, base)
+    _registered_before_measured("cl", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
