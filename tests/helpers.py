@@ -1,4 +1,8 @@
-"""Shared test helpers: the engine's pass of one replica of a layout, pure or realistic."""
+"""Shared test helpers: the engine's pass of one replica of a layout, pure or realistic; a workload with prefixes."""
+
+import dataclasses
+
+import numpy as np
 
 from roofline.engine import step
 from roofline.layout import Layout
@@ -31,3 +35,16 @@ TOY_ACCELERATOR_YAML = """accelerators:
     source: test
     date: 2026-01
 """
+
+
+def prefixed_workload(arrival, prompt, output, pid, shared, par=None, ptok=None):
+    """make_workload with per-request prefix ids and shared tokens (scalars broadcast), and where given the prefixes'
+    parents and the tokens at which each extends its parent (a tree of prefixes)."""
+    from roofline.simulate import make_workload
+
+    w = make_workload(arrival, prompt, output)
+    full = lambda x: np.broadcast_to(np.asarray(x, float), w.arrival_s.shape).copy()  # noqa: E731
+    w = dataclasses.replace(w, prefix_id=np.asarray(pid, dtype=np.int64), shared_prefix_tokens=full(shared))
+    if par is None:
+        return w
+    return dataclasses.replace(w, parent_prefix_id=np.asarray(par, dtype=np.int64), parent_prefix_tokens=full(ptok))

@@ -3,7 +3,6 @@ and the delayed pass by hand on small traces, the tier's sizes from a model and 
 Hypothesis (a write-through tier that never fills serves every block ever computed), a tier of no capacity changing
 nothing, and every bad input refused in one line (library, CLI and validation run keys)."""
 
-import dataclasses
 import json
 
 import numpy as np
@@ -11,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import prefixed_workload
 from roofline.catalog import model
 from roofline.errors import InputError
 from roofline.layout import Layout
-from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload
+from roofline.simulate import ConstantStep, Deployment, Policy, Simulation
 from roofline.simulate.metrics import prefix_cache_metrics
 from roofline.simulate.prefixes import HostTier, host_tier
 from roofline.simulate.workload import chat_sessions
@@ -22,13 +22,7 @@ from roofline.simulate.workload import chat_sessions
 STEP = 0.01
 
 
-def _wl(arrival, prompt, output, pid, shared, par=None, ptok=None):
-    w = make_workload(arrival, prompt, output)
-    full = lambda x: np.broadcast_to(np.asarray(x, float), w.arrival_s.shape).copy()  # noqa: E731
-    w = dataclasses.replace(w, prefix_id=np.asarray(pid, dtype=np.int64), shared_prefix_tokens=full(shared))
-    if par is None:
-        return w
-    return dataclasses.replace(w, parent_prefix_id=np.asarray(par, dtype=np.int64), parent_prefix_tokens=full(ptok))
+_wl = prefixed_workload
 
 
 def _dep(cap=float("inf")):

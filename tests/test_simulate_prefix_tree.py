@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import prefixed_workload
 from roofline.errors import InputError
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, Workload, make_workload
 from roofline.simulate.metrics import prefix_cache_metrics
@@ -18,13 +19,7 @@ from roofline.simulate.workload import read_trace, with_prompt_pool, write_trace
 STEP = 0.01
 
 
-def _wl(arrival, prompt, output, pid, shared, par=None, ptok=None) -> Workload:
-    w = make_workload(arrival, prompt, output)
-    full = lambda x: np.broadcast_to(np.asarray(x, float), w.arrival_s.shape).copy()  # noqa: E731
-    w = dataclasses.replace(w, prefix_id=np.asarray(pid, dtype=np.int64), shared_prefix_tokens=full(shared))
-    if par is None:
-        return w
-    return dataclasses.replace(w, parent_prefix_id=np.asarray(par, dtype=np.int64), parent_prefix_tokens=full(ptok))
+_wl = prefixed_workload
 
 
 def _dep(cap=float("inf")):
