@@ -57,7 +57,7 @@ OUT = Path(__file__).resolve().parents[1] / "src" / "roofline" / "kernels_data"
 
 # AIConfigurator system directory -> roofline accelerator id (catalog/data/accelerators.yaml)
 SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
-           "gb200": "gb200", "gb300": "gb300"}
+           "gb200": "gb200", "gb300": "gb300", "l40s": "l40s"}
 ENGINES = ("trtllm", "sglang", "vllm")
 DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8": "fp8", "fp8_block": "fp8_block",
           "int8": "int8", "w4a16_mxfp4": "w4a16_mxfp4", "nvfp4": "nvfp4", "int8_wo": "int8_wo"}

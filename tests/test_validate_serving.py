@@ -596,6 +596,11 @@ def test_sets_g_and_h_inputs_follow_the_rules_fixed_before_prediction(name, runs
         assert name == "g" or r["cuda_graph_max_batch"] >= 256, r["id"]
 
 
+#: accelerators whose kernel tables were derived after a set was scored: `--kernels auto` gave the factor model on them
+#: for that set and the ones before (S.DISCLOSURES)
+TABLES_DERIVED_AFTER = {"l40s": "cl"}
+
+
 @pytest.mark.parametrize("name, runs, parts", [("i", 33, {"i1-", "i2-", "i3-", "i4-"}), ("j", 42, {"j1-", "j2-"}),
                                                ("k", 24, {"k-r"}), ("l", 5, {"l3-"}),
                                                ("m", 25, {"m-a", "m-d", "m-g", "m-h", "m-n", "m-q"}),
@@ -648,6 +653,8 @@ def test_sets_from_i_on_inputs_follow_the_rules_fixed_before_prediction(name, ru
         acc = system(r["system"]).accelerator.id
         auto = default_kernels(acc, r["engine"], realistic=True, expert_weights_dtype=r.get("expert_weights_dtype"),
                                legacy_experts=S.SETS.index(name) < S.SETS.index("x"))
+        if acc in TABLES_DERIVED_AFTER and S.SETS.index(name) <= S.SETS.index(TABLES_DERIVED_AFTER[acc]):
+            auto = "factor"  # no tables of that accelerator yet when the set was registered
         assert r.get("kernels", "factor") == auto, r["id"]
         assert r["dataset"] in doc["datasets"] and set(r["metrics"]) <= set(S.METRICS), r["id"]
     assert S.central_rule(name) == "median"

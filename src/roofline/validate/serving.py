@@ -685,6 +685,21 @@ _disclose({"aq": "5 of 38 runs move (fp8_scales block on TensorRT-LLM and SGLang
                  "kernel_pass.BLOCK_SCALED_DENSE --sets aq,ar,as,at)"}, _block_dense)
 
 
+def _l40s_tables(effect: str) -> str:
+    return ("2026-11-28, after set cl's measured values were seen (found through its errors, too fast by a quarter to "
+            "a half on 2x L40S, and a research helper's report that AIConfigurator's wheel holds measured L40S kernel "
+            "tables): scripts/derive_kernel_tables.py now also derives the L40S tables of aiconfigurator-core 0.12.0 "
+            "(the wheel every other accelerator's tables come from; the others unchanged, byte for byte), so "
+            "`--kernels auto` picks them on L40S under the vLLM, SGLang and TensorRT-LLM rows. Set cl's runs name "
+            "`kernels: factor`, as registered, so its predictions reproduce unchanged. Recomputed with the tables "
+            f"(scripts/posthoc_l40s_tables.py), mean APE: {effect}.")
+
+
+_disclose({"cl": "the 37 runs not called past saturation, seed 0 and central factors: end-to-end 43.6% -> 30.5%, "
+                 "ITL/TPOT 31.9% -> 23.1%, TTFT 54.0% -> 44.0% (median errors -41%/-28%/-58% -> -26%/-16%/-41%); "
+                 "the hybrid 30.9%, 23.6%, 44.5%"}, _l40s_tables)
+
+
 def _flashinfer_sampler(effect: str) -> str:
     return ("2026-11-28, after set ca's measured values were seen (found through its ITL, too slow by +22% to +52% at "
             "64-512 clients of 128-token prompts, where the filter is a quarter of a predicted pass; the lead had named the risk "
