@@ -3,6 +3,7 @@ and the delayed pass by hand on small traces, the tier's sizes from a model and 
 Hypothesis (a write-through tier that never fills serves every block ever computed), a tier of no capacity changing
 nothing, and every bad input refused in one line (library, CLI and validation run keys)."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -226,6 +227,7 @@ def test_cli_reports_the_host_tier(run_cli):
 @pytest.mark.parametrize("extra, match", [
     (("--kv-offload-gb-per-s", "5"), "add --kv-offload-gib"),
     (("--kv-offload-sync",), "add --kv-offload-gib"),
+    (("--kv-offload-tier", "cxl-cz120"), "add --kv-offload-gib"),
     (("--kv-offload-gib", "8", "--prefix-cache", "off"), "drop one of them"),
     (("--kv-offload-gib", "-1"), "kv-offload-gib"),
 ])
@@ -300,3 +302,32 @@ def test_sessions_wait_for_their_loads_while_the_engine_idles():
     assert tr.host_hit_tokens.tolist() == [0, 0, 0, 0, 64, 192] * 2
     assert tr.prefix_hit_tokens.tolist() == [0, 0, 112, 112, 224, 224] * 2
     assert np.all(np.isfinite(tr.finish_s)) and np.all(np.diff(tr.finish_s[:6]) >= 0)
+
+
+def test_host_loads_saved_prefill_and_the_tier_price_by_hand(run_cli):
+    """On the engine (llama-3-8b, one H100), FLAT's repeat hits 128 tokens, 80 of them loaded: the host tier's part of
+    the saving is t(130 - 48 on 48 cached) - t(2 on 128), of the whole saving t(130) - t(2 on 128). The CLI prices the
+    tier at G GiB x the tiers row's $ per byte-second, and the saving at the GPU's price per hour of the run."""
+    from roofline.catalog import get_catalog
+    from roofline.catalog.prices import memory_tier
+    from roofline.simulate import roofline_deployment
+
+    cat = get_catalog()
+    dep = roofline_deployment(cat.model("llama-3-8b"), cat.system("dgx-h100"), chips=1)
+    dep = dataclasses.replace(dep, kv_capacity_tokens=250.0)
+    sim = Simulation(_wl(**FLAT), dep, Policy("continuous"), host_tier=HostTier(1000, 1e-4))
+    tr = sim.run()
+    assert tr.prefix_hit_tokens.tolist() == [0, 0, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80]
+    m = sim.mixed
+    assert sim.saved_prefill_s(tr, host_only=True) == pytest.approx(m(0, 1, 0.0, [(82, 48.0)]) - m(0, 1, 0.0, [(2, 128.0)]))
+    assert sim.saved_prefill_s(tr) == pytest.approx(m(0, 1, 0.0, [(130, 0.0)]) - m(0, 1, 0.0, [(2, 128.0)]))
+    code, out, err = run_cli(*CLI, "--kv-offload-gib", "64")
+    d = json.loads(out)
+    ddr = memory_tier("ddr-dgx-h100")
+    assert d["host_tier_row"] == "ddr-dgx-h100"
+    assert d["host_tier_usd_per_hour"] == pytest.approx(64 * 2**30 * ddr.usd_per_byte_s * 3600)
+    assert 0 < d["host_prefill_gpu_s_saved"] <= d["prefill_gpu_s_saved"]
+    assert d["host_prefill_usd_per_hour_saved"] == pytest.approx(
+        d["host_prefill_gpu_s_saved"] * 2.99 / 3600 / (d["makespan_s"] / 3600))
+    code, out, err = run_cli(*CLI, "--kv-offload-gib", "64", "--kv-offload-tier", "flash-gen6")
+    assert code != 0 and "ddr or cxl" in err and len(err.strip().splitlines()) == 1

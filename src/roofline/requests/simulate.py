@@ -86,6 +86,7 @@ class SimulateRequest(LayoutOptions):
     kv_offload_gib: Real(ge=0, le=1e6, fix="GiB of host memory for the KV tier behind the prefix cache, e.g. 64; 0 = none") = 0.0
     kv_offload_gb_per_s: OptReal(gt=0, le=1e5, fix="host-to-GPU copy rate per GPU in GB/s, e.g. 53 (PCIe Gen5 x16)") = None
     kv_offload_sync: bool = False  # the pass waits for a request's load (LMCache); else loads run beside the passes
+    kv_offload_tier: Text = "ddr-dgx-h100"  # the tiers catalog row that prices the host tier's memory
     kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
@@ -228,12 +229,19 @@ class SimulateRequest(LayoutOptions):
             if self.policy == "disaggregated":
                 raise rules.UsageError(f"{f('kv_offload_gib')} models one pool's host tier; {f('policy')} "
                                        f"disaggregated has two: pick another policy or drop it")
+            from ..catalog.prices import memory_tier
+
+            self._offload_tier = memory_tier(self.kv_offload_tier)
+            if self._offload_tier.medium not in ("ddr", "cxl"):
+                raise rules.UsageError(f"{f('kv_offload_tier')} {self.kv_offload_tier} is a {self._offload_tier.medium} "
+                                       f"tier; the host tier is memory the CPU addresses: give a ddr or cxl row of "
+                                       f"`roofline tiers`, e.g. ddr-dgx-h100")
             if self.kv_offload_gb_per_s is None and not self._system.accelerator.host_link_bytes_per_s:
                 raise rules.UsageError(f"the catalog has no measured host-link rate for {self._system.accelerator.id}; "
                                        f"give {f('kv_offload_gb_per_s')}, e.g. 53 for PCIe Gen5 x16")
         else:
-            for k in ("kv_offload_gb_per_s", "kv_offload_sync"):
-                if k in fs and getattr(self, k):
+            for k in ("kv_offload_gb_per_s", "kv_offload_sync", "kv_offload_tier"):
+                if k in fs and getattr(self, k) and (k != "kv_offload_tier" or self.kv_offload_tier != "ddr-dgx-h100"):
                     raise rules.UsageError(f"{f(k)} sets how {f('kv_offload_gib')}'s host tier loads; add "
                                            f"{f('kv_offload_gib')} N or drop it")
         if "prefix_groups" in fs and not self.shared_prefix_tokens:
@@ -574,6 +582,13 @@ def simulate(req: SimulateRequest, progress=None):
         if sims[-1].prefix_cache:
             d.update(prefix_cache_metrics(tr))
             d["prefill_gpu_s_saved"] = sims[-1].saved_prefill_s(tr) * (pdep if disagg else dep).gpus
+            if req.kv_offload_gib:  # what the host tier costs against the prefill its loads saved, per hour of the run
+                tier, hours = req._offload_tier, max(s.makespan_s, 1e-12) / 3600.0
+                saved = sims[-1].saved_prefill_s(tr, host_only=True) * dep.gpus
+                d.update(host_tier_row=tier.id,
+                         host_tier_usd_per_hour=req.kv_offload_gib * 2.0**30 * tier.usd_per_byte_s * 3600.0,
+                         host_prefill_gpu_s_saved=saved,
+                         host_prefill_usd_per_hour_saved=saved / 3600.0 * dep.usd_per_gpu_hour / hours)
     if req.stages is not None or req.window_s is not None:  # per stage / per window lists (metrics.py)
         from ..simulate.metrics import stage_metrics, windows
 

@@ -945,23 +945,26 @@ class Simulation:
         return replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
                        host_evictions=hc.evicted, host_cached_blocks=hc.used)
 
-    def saved_prefill_s(self, trace: Trace) -> float:
+    def saved_prefill_s(self, trace: Trace, host_only: bool = False) -> float:
         """Seconds of prefill the cache hits saved: per request with a hit H of prompt P at its first admission,
         the step model's time of its prompt prefilled alone minus that of the P − H new tokens on H cached
         tokens (the mixed pass, else the table's pass), summed. An isolated-prefill estimate: inside a batch the
         weights are read once for all, so the saving is the marginal compute and attention of the H tokens
-        (what `roofline prices infer` charges as the cache-hit discount, docs/pricing.md)."""
-        if trace.prefix_hit_tokens is None:
+        (what `roofline prices infer` charges as the cache-hit discount, docs/pricing.md). `host_only`: the part the
+        host tier's loads saved, from the HBM hit H − L (L = Trace.host_hit_tokens) to H."""
+        if trace.prefix_hit_tokens is None or (host_only and trace.host_hit_tokens is None):
             return 0.0
         hit = trace.prefix_hit_tokens
-        sel = hit > 0
-        pairs, count = np.unique(np.stack([trace.prompt_tokens[sel], hit[sel]], axis=1), axis=0, return_counts=True)
+        base = hit - trace.host_hit_tokens if host_only else np.zeros_like(hit)  # the hit without the host tier's part
+        sel = hit > base
+        pairs, count = np.unique(np.stack([trace.prompt_tokens[sel], base[sel], hit[sel]], axis=1), axis=0,
+                                 return_counts=True)
         total = 0.0
-        for (p, h), k in zip(pairs.tolist(), count.tolist()):
+        for (p, h0, h), k in zip(pairs.tolist(), count.tolist()):
             if self.mixed is not None:
-                full, part = self.mixed(0, 1, 0.0, [(p, 0.0)]), self.mixed(0, 1, 0.0, [(p - h, h)])
+                full, part = self.mixed(0, 1, 0.0, [(p - h0, h0)]), self.mixed(0, 1, 0.0, [(p - h, h)])
             else:
-                full, part = self.table.t(1, p, 0.0), self.table.t(1, p - h, h)
+                full, part = self.table.t(1, p - h0, h0), self.table.t(1, p - h, h)
             total += k * (full - part)
         return total
 
