@@ -331,3 +331,19 @@ def test_host_loads_saved_prefill_and_the_tier_price_by_hand(run_cli):
         d["host_prefill_gpu_s_saved"] * 2.99 / 3600 / (d["makespan_s"] / 3600))
     code, out, err = run_cli(*CLI, "--kv-offload-gib", "64", "--kv-offload-tier", "flash-gen6")
     assert code != 0 and "ddr or cxl" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_hit_on_blocks_still_loading_waits_for_them(monkeypatch):
+    """FLAT, then a fourth request repeats A at t = 2.005, while request 2's load of A's last 5 blocks (80 ms) runs:
+    the blocks are A's in HBM only from 2.08, so request 3 waits for them (vLLM's connector from 0.15: PR #29087) and both
+    prefill in the pass at 2.08 (first tokens at 2.09). Before this rule (set cl's registered code) request 3 took them
+    at once and had its first token at 2.015."""
+    import roofline.simulate.core as core
+
+    wl = _wl([0, 1, 2, 2.005], [130, 200, 130, 130], 2, [1, -1, 1, 1], [130, 0, 130, 130])
+    tr = _run(wl, 250.0, HostTier(1000, 1e-3))
+    assert tr.prefix_hit_tokens.tolist() == [0, 0, 128, 128] and tr.host_hit_tokens.tolist() == [0, 0, 80, 0]
+    assert tr.first_token_s[2:].tolist() == pytest.approx([2.09, 2.09])
+    monkeypatch.setattr(core, "WAIT_FOR_LOADING_BLOCKS", False)
+    before = _run(wl, 250.0, HostTier(1000, 1e-3))
+    assert before.first_token_s[3] == pytest.approx(2.015)

@@ -68,6 +68,10 @@ PRUNE_STACK_AT = 4096
 # after which the run is declared stalled (two prompts that fit only one at a time preempting each other
 # forever under chunked prefill and a tiny KV pool); a run that ends never comes near this.
 STALL_PREEMPTIONS = 10_000
+# Asynchronous host-tier loads: a request whose path holds blocks another request is still loading waits for that load
+# (vLLM's OffloadingConnector from 0.15, PR #29087; physically the blocks are not there before). Off: as set cl was
+# registered (its hits took such blocks at once).
+WAIT_FOR_LOADING_BLOCKS = True
 # Initial segment capacity per request (plus 1,024); the columns double when full.
 SEGMENTS_PER_REQUEST = 2
 # KV block size of the prefix cache: vLLM's default block_size is 16 tokens (vllm/config CacheConfig); SGLang's
@@ -428,7 +432,7 @@ class Simulation:
         hc, load_acc, load_s_all, loaded, ld = None, 0.0, 0.0, 0.0, 0
         # asynchronous loads (HostTier.sync False, vLLM's connector): a request whose blocks are loading is admitted
         # (its memory held) but joins no pass before `ready[rid]`; the host link takes loads one after another
-        loads_async, link_free, load_tok_s = False, 0.0, 0.0
+        loads_async, link_free, load_tok_s, convoy, rdy = False, 0.0, 0.0, False, 0.0
         if pc:
             tree = self.prefix_tree  # prefixes.PrefixTree: a request's last node and its blocks there; per node
             pfx_a, fb_a = tree.leaf, tree.own  # its start and its ancestors (empty for a root: one node, one chain)
@@ -454,6 +458,8 @@ class Simulation:
                 hh_a = np.full(n, -1.0)  # tokens loaded from the host tier at its first admission
                 hh = view(hh_a)
                 loads_async = not self.host_tier.sync
+                convoy = loads_async and WAIT_FOR_LOADING_BLOCKS
+                hready = [0.0] * tree.nodes  # per node: when the blocks a load is bringing into it arrive
                 ready_a = np.zeros(n)  # when a request's loaded blocks are in HBM (asynchronous loads)
                 ready = view(ready_a)
                 if self.warm_prefixes:
@@ -544,7 +550,7 @@ class Simulation:
                         break
                     need = pre_len[rid]
                     new = mem = need  # tokens to prefill; memory the admission adds
-                    ld = 0  # blocks it loads from the host tier
+                    ld, rdy = 0, 0.0  # blocks it loads from the host tier; when its path's blocks are all in HBM
                     if pc:
                         q = pfx[rid]
                         if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
@@ -564,6 +570,14 @@ class Simulation:
                                 if ld > 0:
                                     new -= ld * blk
                                     mem = new + (ext + ld) * blk
+                                    if loads_async and load_tok_s > 0:  # after the loads queued before it
+                                        rdy = (link_free if link_free > now else now) + ld * blk * load_tok_s
+                                if convoy:  # blocks of its path another request is still loading
+                                    if hready[q] > rdy:
+                                        rdy = hready[q]
+                                    for x, _, _ in anc:
+                                        if hready[x] > rdy:
+                                            rdy = hready[x]
                     if not prefilled:
                         if chunked and budget <= 0:
                             blocked = True
@@ -612,7 +626,7 @@ class Simulation:
                     state[rid] = 1
                     e = [rid, new]
                     pf.append(e)
-                    if not (loads_async and ld > 0 and load_tok_s > 0):  # else it waits for its load, outside this pass
+                    if not (loads_async and rdy > now):  # else it waits for its blocks, outside this pass
                         c = new if (not chunked or new <= budget) else budget
                         if c > long_pf:
                             c = long_pf
@@ -638,11 +652,17 @@ class Simulation:
                                     if loads_async:  # queued on the host link; it joins a pass once loaded
                                         la = ld * blk * load_tok_s
                                         link_free = (link_free if link_free > now else now) + la
-                                        ready[rid] = link_free
                                         load_s_all += la
+                                        if convoy:  # its path's blocks arrive then
+                                            hready[q] = link_free if link_free > hready[q] else hready[q]
+                                            for x, _, _ in anc:
+                                                if link_free > hready[x]:
+                                                    hready[x] = link_free
                                     else:  # the pass it joins waits for the load
                                         load_acc += ld * blk * load_tok_s
                                     loaded += ld * blk
+                                if loads_async:
+                                    ready[rid] = rdy
                                 if hh[rid] < 0:
                                     hh[rid] = ld * blk if ld > 0 else 0.0
                                 ld = 0

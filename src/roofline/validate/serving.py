@@ -695,6 +695,13 @@ def _l40s_tables(effect: str) -> str:
             f"(scripts/posthoc_l40s_tables.py), mean APE: {effect}.")
 
 
+_disclose({"cl": "0 of 39 runs move (scripts/posthoc_switch.py simulate.core.WAIT_FOR_LOADING_BLOCKS --sets cl)"},
+          lambda effect: ("2026-11-28, after set cl's measured values were seen (found by reading the model, not the "
+                          "errors, while a research helper read vLLM's connector): an asynchronous host-tier load "
+                          "makes its blocks HBM cache at once, so another request could hit them before they arrive; "
+                          "now a request whose path holds blocks still loading waits for that load (vLLM's "
+                          "OffloadingConnector from 0.15, PR #29087; simulate.core.WAIT_FOR_LOADING_BLOCKS). Recomputed: "
+                          + effect + "."))
 _disclose({"cl": "the 37 runs not called past saturation, seed 0 and central factors: end-to-end 43.6% -> 30.5%, "
                  "ITL/TPOT 31.9% -> 23.1%, TTFT 54.0% -> 44.0% (median errors -41%/-28%/-58% -> -26%/-16%/-41%); "
                  "the hybrid 30.9%, 23.6%, 44.5%"}, _l40s_tables)
