@@ -2191,6 +2191,21 @@ def test_set_cl_host_tier_predictions_and_no_tier_alternative_reproduce():
     _registered_before_measured("cl", pred["at_commit"])
 
 
+def test_set_cm_l40s_table_predictions_and_factor_alternative_reproduce():
+    """Set cm (Massed Compute's L40S runs: 128/128 random prompts at concurrency 1, 8, 32) registers AIConfigurator's L40S
+    kernel tables (derived after set cl) and declares the factor model; a gpt-oss-20b run at TP 2 recomputes on both and a
+    vLLM 0.8.5 Qwen2.5-7B run on the registered; at the commit the predictions record, the measured values were not in the
+    repository."""
+    doc, pred, alt = _registered_with_alternative("cm", "d154c46")
+    runs = doc["runs"]
+    assert len(runs) == 21 and all(r["kernels"] == "tables" and r["system"] == "l40s-2" for r in runs)
+    by_id = {r["id"].removeprefix("cm1-"): r for r in runs}
+    oss, qwen = by_id["gpt-oss-20b-vllm-2x-c8"], by_id["qwen2.5-7b-vllm-1x-c8"]
+    assert oss["gpus"] == 2 and oss["expert_weights_dtype"] == "fp4" and qwen["engine"] == "vllm-v1-sync"
+    _reproduce_both(doc, pred, alt, oss, dict(oss, kernels="factor"), qwen)
+    _registered_before_measured("cm", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
