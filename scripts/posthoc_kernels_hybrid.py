@@ -12,19 +12,12 @@ check (found after the sets' values were seen), printed, never written into a se
 
 from __future__ import annotations
 
-from posthoc_sampling import report, run_what_ifs, what_if_args
+from posthoc_sampling import report, run_what_ifs, unsaturated_runs, what_if_args
 
 
 def main() -> None:
-    from roofline.validate import serving as S
-
     a = what_if_args(__doc__.splitlines()[0], "v,cj")
-    jobs = []
-    for s in a.sets.split(","):
-        pred = S._load(S.set_paths(s)["predictions"])["runs"]
-        jobs += [(s, r["id"]) for r in S.load_runs(set_name=s)["runs"]
-                 if r["engine"].startswith("vllm") and r.get("kernels") == "tables"
-                 and not pred[r["id"]].get("saturation", {}).get("saturated")]
+    jobs = unsaturated_runs(a.sets, lambda r: r["engine"].startswith("vllm") and r.get("kernels") == "tables")
     variants = [(k, {"kernels": k}) for k in ("tables", "factor", "hybrid")]
     rows = [x for part in run_what_ifs([(s, r, variants) for s, r in jobs], a.workers) for x in part]
     print(f"{len(jobs)} vLLM runs on kernel tables of sets {a.sets}, not called past saturation; seed 0, central factors")

@@ -14,18 +14,12 @@ docs/validation_serving_cl.md scores; this is a disclosed post hoc check, printe
 
 from __future__ import annotations
 
-from posthoc_sampling import report, run_what_ifs, what_if_args
+from posthoc_sampling import report, run_what_ifs, unsaturated_runs, what_if_args
 
 
 def main() -> None:
-    from roofline.validate import serving as S
-
     a = what_if_args(__doc__.splitlines()[0], "cl")
-    jobs = []
-    for s in a.sets.split(","):
-        pred = S._load(S.set_paths(s)["predictions"])["runs"]
-        jobs += [(s, r["id"]) for r in S.load_runs(set_name=s)["runs"]
-                 if not pred[r["id"]].get("saturation", {}).get("saturated")]
+    jobs = unsaturated_runs(a.sets)
     variants = [(k, {"kernels": k}) for k in ("factor", "tables", "hybrid")]
     rows = [x for part in run_what_ifs([(s, r, variants) for s, r in jobs], a.workers) for x in part]
     print(f"{len(jobs)} runs of sets {a.sets} not called past saturation; seed 0, central factors")

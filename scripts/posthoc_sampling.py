@@ -47,6 +47,19 @@ def what_if_args(description: str, sets: str, engines: tuple[str, ...] = (), fla
     return ap.parse_args()
 
 
+def unsaturated_runs(sets: str, keep=lambda run: True) -> list[tuple[str, str]]:
+    """(set, run id) of each run of the comma-separated `sets` that `keep` accepts and its registered predictions did
+    not call past saturation."""
+    from roofline.validate import serving as S
+
+    jobs = []
+    for s in sets.split(","):
+        pred = S._load(S.set_paths(s)["predictions"])["runs"]
+        jobs += [(s, r["id"]) for r in S.load_runs(set_name=s)["runs"]
+                 if keep(r) and not pred[r["id"]].get("saturation", {}).get("saturated")]
+    return jobs
+
+
 def run_what_ifs(jobs, workers: int) -> list:
     """`what_ifs` of each job (set, run id, [(label, run-key changes or None)]) in `workers` processes, in order."""
     with ProcessPoolExecutor(workers) as ex:
