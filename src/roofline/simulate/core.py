@@ -665,7 +665,6 @@ class Simulation:
                                     ready[rid] = rdy
                                 if hh[rid] < 0:
                                     hh[rid] = ld * blk if ld > 0 else 0.0
-                                ld = 0
                                 hc.store_path(anc, q, cached)  # a hit is a use of the path's host copies
                             k_pin = pin(users, pinned, q, hl)
                             if k_pin and cached[q] == pinned[q]:
