@@ -100,6 +100,9 @@ def register(app: typer.Typer) -> None:
         kv_offload_gib: Annotated[float, typer.Option("--kv-offload-gib", help="A KV tier in host memory behind the prefix cache, GiB for this replica (vLLM's --kv-offloading-size; LMCache, SGLang HiCache): blocks are written through as cached, and a hit loads the blocks only host memory holds, delaying its pass. 0 (default): none.")] = 0.0,
         kv_offload_gb_per_s: Annotated[Optional[float], typer.Option("--kv-offload-gb-per-s", help="Host-to-GPU copy rate per GPU for --kv-offload-gib, GB/s (default: the accelerator's measured host link, e.g. 53 on H100).")] = None,
         kv_offload_tier: Annotated[str, typer.Option("--kv-offload-tier", help="The `roofline tiers` row (ddr or cxl) that prices --kv-offload-gib's memory against the prefill its hits save (default ddr-dgx-h100).")] = "ddr-dgx-h100",
+        kv_disk_gib: Annotated[float, typer.Option("--kv-disk-gib", help="With --kv-offload-gib: a KV tier on local flash or a file system behind host memory, GiB for this replica (LMCache's local disk, llm-d's file-system offload, SGLang HiCache's storage layer): written through, a hit loads the blocks only the disk holds at its read rate. 0 (default): none.")] = 0.0,
+        kv_disk_gb_per_s: Annotated[Optional[float], typer.Option("--kv-disk-gb-per-s", help="Read rate of --kv-disk-gib for the whole replica, GB/s (default: the --kv-disk-tier row's, e.g. 28 for flash-gen6).")] = None,
+        kv_disk_tier: Annotated[str, typer.Option("--kv-disk-tier", help="The `roofline tiers` row (flash or disk) that prices --kv-disk-gib and gives its default read rate (default flash-gen6).")] = "flash-gen6",
         kv_offload_sync: Annotated[bool, typer.Option("--kv-offload-sync", help="With --kv-offload-gib: the pass that carries a request's first chunk waits for its load (LMCache's default retrieval); default: loads run beside the passes and the request joins the first pass after its load (vLLM's offloading connector).")] = False,
         kv_memory_fraction: Annotated[str, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free); or 'sglang' (SGLang 0.5.3+) / 'sglang-0.4.8' (0.4.8-0.5.2): the fraction SGLang computes itself when the flag is not given, for this GPU, replica, --max-batched-tokens and --cuda-graph-max-batch.")] = "0.9",
         kv_memory_of: Annotated[str, typer.Option("--kv-memory-of", help="total: the fraction is of the whole HBM, less the weights (vLLM, SGLang); free: of what the weights leave (TensorRT-LLM).")] = "total",
@@ -158,7 +161,8 @@ def register(app: typer.Typer) -> None:
                                              prompt_pool=prompt_pool != 0 or pool_warmup != 0,
                                              block_size=block_size != 16, overlap=overlap,
                                              kv_offload=kv_offload_gib != 0 or kv_offload_gb_per_s is not None or kv_offload_sync
-                                             or kv_offload_tier != "ddr-dgx-h100",
+                                             or kv_offload_tier != "ddr-dgx-h100" or kv_disk_gib != 0
+                                             or kv_disk_gb_per_s is not None or kv_disk_tier != "flash-gen6",
                                              kv_memory=_not_default_kv(kv_memory_fraction) or kv_memory_of != "total",
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
@@ -192,7 +196,7 @@ def register(app: typer.Typer) -> None:
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
-            prompt_pool=prompt_pool, pool_warmup=pool_warmup, block_size=block_size, kv_offload_gib=kv_offload_gib, kv_offload_gb_per_s=kv_offload_gb_per_s, kv_offload_sync=kv_offload_sync, kv_offload_tier=kv_offload_tier, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
+            prompt_pool=prompt_pool, pool_warmup=pool_warmup, block_size=block_size, kv_offload_gib=kv_offload_gib, kv_offload_gb_per_s=kv_offload_gb_per_s, kv_offload_sync=kv_offload_sync, kv_offload_tier=kv_offload_tier, kv_disk_gib=kv_disk_gib, kv_disk_gb_per_s=kv_disk_gb_per_s, kv_disk_tier=kv_disk_tier, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
             fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
@@ -291,6 +295,10 @@ def register(app: typer.Typer) -> None:
                 rows.append([f"host tier $/h ({d['host_tier_row']}) / prefill its hits saved, $/h",
                              f"{d['host_tier_usd_per_hour']:.4g} / {d['host_prefill_usd_per_hour_saved']:.4g} "
                              f"({d['host_prefill_gpu_s_saved']:,.4g} GPU-s)"])
+                if "disk_loaded_tokens" in d:
+                    rows.append(["disk tier: loaded tokens / blocks held at end / evicted",
+                                 f"{d['disk_loaded_tokens']:,.0f} / {d['disk_cached_blocks']:,} / {d['disk_evictions']:,}"])
+                    rows.append([f"disk tier $/h ({d['disk_tier_row']})", f"{d['disk_tier_usd_per_hour']:.4g}"])
         elif d.get("prefix_cache") == "off":
             rows.append(["prefix cache", "off (requests share prefixes)"])
         for name in ("fast", "slow"):
@@ -373,7 +381,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-disk-gib, --kv-disk-gb-per-s, --kv-disk-tier, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -87,6 +87,9 @@ class SimulateRequest(LayoutOptions):
     kv_offload_gb_per_s: OptReal(gt=0, le=1e5, fix="host-to-GPU copy rate per GPU in GB/s, e.g. 53 (PCIe Gen5 x16)") = None
     kv_offload_sync: bool = False  # the pass waits for a request's load (LMCache); else loads run beside the passes
     kv_offload_tier: Text = "ddr-dgx-h100"  # the tiers catalog row that prices the host tier's memory
+    kv_disk_gib: Real(ge=0, le=1e9, fix="GiB of local flash or file system for a KV tier behind host memory, e.g. 2048; 0 = none") = 0.0
+    kv_disk_gb_per_s: OptReal(gt=0, le=1e5, fix="read rate of the disk tier for the whole replica in GB/s, e.g. 14 (a PCIe Gen5 NVMe drive)") = None
+    kv_disk_tier: Text = "flash-gen6"  # the tiers catalog row (flash or disk) that prices the disk tier and gives its rate
     kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
     fast_fraction: FractionZero = 0.0
@@ -239,10 +242,24 @@ class SimulateRequest(LayoutOptions):
             if self.kv_offload_gb_per_s is None and not self._system.accelerator.host_link_bytes_per_s:
                 raise rules.UsageError(f"the catalog has no measured host-link rate for {self._system.accelerator.id}; "
                                        f"give {f('kv_offload_gb_per_s')}, e.g. 53 for PCIe Gen5 x16")
+            if self.kv_disk_gib:  # a disk tier behind host memory
+                self._disk_tier = memory_tier(self.kv_disk_tier)
+                if self._disk_tier.medium not in ("flash", "disk"):
+                    raise rules.UsageError(f"{f('kv_disk_tier')} {self.kv_disk_tier} is a {self._disk_tier.medium} "
+                                           f"tier; the disk tier is storage behind host memory: give a flash or disk "
+                                           f"row of `roofline tiers`, e.g. flash-gen6")
+            else:
+                for k in ("kv_disk_gb_per_s", "kv_disk_tier"):
+                    if k in fs and getattr(self, k) and (k != "kv_disk_tier" or self.kv_disk_tier != "flash-gen6"):
+                        raise rules.UsageError(f"{f(k)} sets {f('kv_disk_gib')}'s disk tier; add {f('kv_disk_gib')} N "
+                                               f"or drop it")
         else:
-            for k in ("kv_offload_gb_per_s", "kv_offload_sync", "kv_offload_tier"):
-                if k in fs and getattr(self, k) and (k != "kv_offload_tier" or self.kv_offload_tier != "ddr-dgx-h100"):
-                    raise rules.UsageError(f"{f(k)} sets how {f('kv_offload_gib')}'s host tier loads; add "
+            for k in ("kv_offload_gb_per_s", "kv_offload_sync", "kv_offload_tier", "kv_disk_gib", "kv_disk_gb_per_s",
+                      "kv_disk_tier"):
+                if k in fs and getattr(self, k) and (k not in ("kv_offload_tier", "kv_disk_tier")
+                                                     or getattr(self, k) not in ("ddr-dgx-h100", "flash-gen6")):
+                    what = "a disk tier sits behind" if k.startswith("kv_disk") else "sets how"
+                    raise rules.UsageError(f"{f(k)} {what} {f('kv_offload_gib')}'s host tier; add "
                                            f"{f('kv_offload_gib')} N or drop it")
         if "prefix_groups" in fs and not self.shared_prefix_tokens:
             raise rules.UsageError(f"{f('prefix_groups')} counts the system prompts of {f('shared_prefix_tokens')}; "
@@ -477,7 +494,11 @@ def simulate(req: SimulateRequest, progress=None):
         rate = (req.kv_offload_gb_per_s * 1e9 if req.kv_offload_gb_per_s is not None
                 else sysrec.accelerator.host_link_bytes_per_s)
         host_lay = lay if lay is not None else (Layout(tp=chips) if req.realistic else Layout.sharded(chips))
-        cache["host_tier"] = host_tier(m, host_lay, req.kv_dtype, req.kv_offload_gib, rate, req.kv_offload_sync)
+        disk_rate = 0.0
+        if req.kv_disk_gib:  # its read rate: the flag, else the tier row's
+            disk_rate = req.kv_disk_gb_per_s * 1e9 if req.kv_disk_gb_per_s is not None else req._disk_tier.bytes_per_s
+        cache["host_tier"] = host_tier(m, host_lay, req.kv_dtype, req.kv_offload_gib, rate, req.kv_offload_sync,
+                                       req.kv_disk_gib, disk_rate)
     stream = (OutputStage(req.stream_s_per_pass, req.stream_s_per_chunk)
               if req.stream_s_per_chunk or req.stream_s_per_pass else None)  # the output path's own stage
     sims: list = []  # the Simulation whose prefills the cache serves (its step model prices the saved prefill)
@@ -589,6 +610,9 @@ def simulate(req: SimulateRequest, progress=None):
                          host_tier_usd_per_hour=req.kv_offload_gib * 2.0**30 * tier.usd_per_byte_s * 3600.0,
                          host_prefill_gpu_s_saved=saved,
                          host_prefill_usd_per_hour_saved=saved / 3600.0 * dep.usd_per_gpu_hour / hours)
+                if req.kv_disk_gib:
+                    d.update(disk_tier_row=req._disk_tier.id, disk_tier_usd_per_hour=req.kv_disk_gib * 2.0**30
+                             * req._disk_tier.usd_per_byte_s * 3600.0)
     if req.stages is not None or req.window_s is not None:  # per stage / per window lists (metrics.py)
         from ..simulate.metrics import stage_metrics, windows
 

@@ -209,6 +209,12 @@ class Trace:
     host_load_s: float = 0.0
     host_evictions: int = 0
     host_cached_blocks: int = 0
+    # a disk tier behind it (HostTier.disk_tokens > 0; 0 without one): its capacity in blocks, tokens loaded from
+    # blocks only it held (within host_loaded_tokens), blocks it evicted, blocks it holds at the end
+    disk_capacity_blocks: int = 0
+    disk_loaded_tokens: float = 0.0
+    disk_evictions: int = 0
+    disk_cached_blocks: int = 0
 
     @property
     def seg_busy_s(self) -> np.ndarray:
@@ -429,7 +435,8 @@ class Simulation:
         blk = float(self.block_tokens)
         lru: OrderedDict = OrderedDict()  # nodes with unpinned cached blocks, least recently released first
         # the host tier (prefixes.HostCache): None without one; load seconds owed by the pass being built
-        hc, load_acc, load_s_all, loaded, ld = None, 0.0, 0.0, 0.0, 0
+        hc, load_acc, load_s_all, loaded, ld, lsec = None, 0.0, 0.0, 0.0, 0, 0.0
+        disk_s, disk_loaded = 0.0, 0.0  # a disk tier's read seconds per token beyond host memory's; tokens it served
         # asynchronous loads (HostTier.sync False, vLLM's connector): a request whose blocks are loading is admitted
         # (its memory held) but joins no pass before `ready[rid]`; the host link takes loads one after another
         loads_async, link_free, load_tok_s, convoy, rdy = False, 0.0, 0.0, False, 0.0
@@ -453,8 +460,10 @@ class Simulation:
                 lru.update((q, None) for q in order)
                 free_tok = float(sum(cached)) * blk
             if self.host_tier is not None:
-                hc = HostCache(tree.nodes, int(self.host_tier.capacity_tokens // blk))
+                hc = HostCache(tree.nodes, int(self.host_tier.capacity_tokens // blk),
+                               int(self.host_tier.disk_tokens // blk))
                 load_tok_s = self.host_tier.load_s_per_token
+                disk_s = self.host_tier.disk_s_per_token - load_tok_s
                 hh_a = np.full(n, -1.0)  # tokens loaded from the host tier at its first admission
                 hh = view(hh_a)
                 loads_async = not self.host_tier.sync
@@ -550,7 +559,8 @@ class Simulation:
                         break
                     need = pre_len[rid]
                     new = mem = need  # tokens to prefill; memory the admission adds
-                    ld, rdy = 0, 0.0  # blocks it loads from the host tier; when its path's blocks are all in HBM
+                    ld, dk, rdy, lsec = 0, 0, 0.0, 0.0  # blocks it loads from the lower tiers (from disk), their
+                    # seconds; when its path's blocks are all in HBM
                     if pc:
                         q = pfx[rid]
                         if q >= 0:  # hit: the cached blocks of its prefix, up to its own full prefix blocks
@@ -570,8 +580,12 @@ class Simulation:
                                 if ld > 0:
                                     new -= ld * blk
                                     mem = new + (ext + ld) * blk
-                                    if loads_async and load_tok_s > 0:  # after the loads queued before it
-                                        rdy = (link_free if link_free > now else now) + ld * blk * load_tok_s
+                                    lsec = ld * blk * load_tok_s
+                                    if hc.cap2:  # the blocks only the disk tier holds read at its rate
+                                        dk = hc.disk_only(anc, q, starts[q], cached, h + ld)
+                                        lsec += dk * blk * disk_s
+                                    if loads_async and lsec > 0:  # after the loads queued before it
+                                        rdy = (link_free if link_free > now else now) + lsec
                                 if convoy:  # blocks of its path another request is still loading
                                     if hready[q] > rdy:
                                         rdy = hready[q]
@@ -649,17 +663,17 @@ class Simulation:
                                         if cached[x] > pinned[x] and x not in lru:
                                             lru[x] = None
                                     hl = h - s_q if h > s_q else 0
+                                    disk_loaded += dk * blk
                                     if loads_async:  # queued on the host link; it joins a pass once loaded
-                                        la = ld * blk * load_tok_s
-                                        link_free = (link_free if link_free > now else now) + la
-                                        load_s_all += la
+                                        link_free = (link_free if link_free > now else now) + lsec
+                                        load_s_all += lsec
                                         if convoy:  # its path's blocks arrive then
                                             hready[q] = link_free if link_free > hready[q] else hready[q]
                                             for x, _, _ in anc:
                                                 if link_free > hready[x]:
                                                     hready[x] = link_free
                                     else:  # the pass it joins waits for the load
-                                        load_acc += ld * blk * load_tok_s
+                                        load_acc += lsec
                                     loaded += ld * blk
                                 if loads_async:
                                     ready[rid] = rdy
@@ -961,8 +975,11 @@ class Simulation:
                      prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
         if hc is None:
             return tr
-        return replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
-                       host_evictions=hc.evicted, host_cached_blocks=hc.used)
+        tr = replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
+                     host_evictions=hc.evicted, host_cached_blocks=hc.used)
+        if not hc.cap2:
+            return tr
+        return replace(tr, disk_capacity_blocks=hc.cap2, disk_loaded_tokens=disk_loaded, disk_evictions=hc.evicted2, disk_cached_blocks=hc.used2)
 
     def saved_prefill_s(self, trace: Trace, host_only: bool = False) -> float:
         """Seconds of prefill the cache hits saved: per request with a hit H of prompt P at its first admission,

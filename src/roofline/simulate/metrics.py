@@ -128,7 +128,8 @@ def prefix_cache_metrics(trace: Trace) -> dict:
     run (`prefill_tokens_saved`, re-admissions after preemption included); blocks evicted; blocks cached at
     the end; the block size. With a host tier, the part of the hits it loaded (`host_hit_tokens`, its rate of the
     prompt tokens and of the requests), tokens loaded and the seconds the loads added over the run, the tier's
-    evicted blocks and the blocks it holds at the end."""
+    evicted blocks and the blocks it holds at the end; with a disk tier behind it, the loaded tokens that only the
+    disk held, its evicted blocks and the blocks it holds at the end."""
     if trace.prefix_hit_tokens is None:
         return {}
     hit = trace.prefix_hit_tokens
@@ -142,6 +143,9 @@ def prefix_cache_metrics(trace: Trace) -> dict:
                    host_request_hit_rate=float(np.mean(host > 0)), host_loaded_tokens=trace.host_loaded_tokens,
                    host_load_s=trace.host_load_s, host_evictions=trace.host_evictions,
                    host_cached_blocks=trace.host_cached_blocks)
+    if trace.disk_capacity_blocks:  # a disk tier behind host memory: what only it held
+        out.update(disk_loaded_tokens=trace.disk_loaded_tokens, disk_evictions=trace.disk_evictions,
+                   disk_cached_blocks=trace.disk_cached_blocks)
     return out
 
 

@@ -271,57 +271,85 @@ class HostTier:
     `sync` False (default; vLLM's OffloadingConnector): a load runs beside the passes; the request, admitted with its
     memory held, joins the first pass that starts after its blocks are in HBM, and loads queue on the host link one
     after another. True (LMCache's default retrieval, inside the forward): the pass that carries the request's first
-    chunk waits for the load."""
+    chunk waits for the load.
+
+    `disk_tokens` > 0: a third tier behind host memory, on local flash or a file system (LMCache's local disk
+    backend, llm-d's file-system offload, SGLang HiCache's storage layer), written through like host memory and
+    evicted by its own LRU; a block that only it holds loads in `disk_s_per_token` per token (docs/simulator.md,
+    "A disk tier behind host memory")."""
 
     capacity_tokens: float
     load_s_per_token: float
     sync: bool = False
+    disk_tokens: float = 0.0
+    disk_s_per_token: float = 0.0
 
     def __post_init__(self):
-        for name, v in (("capacity_tokens", self.capacity_tokens), ("load_s_per_token", self.load_s_per_token)):
+        for name, v in (("capacity_tokens", self.capacity_tokens), ("load_s_per_token", self.load_s_per_token),
+                        ("disk_tokens", self.disk_tokens), ("disk_s_per_token", self.disk_s_per_token)):
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise InputError(f"host KV tier {name} must be a finite number >= 0, got {v!r}")
 
 
-def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float, sync: bool = False) -> HostTier:
-    """The host tier of `gib` GiB for one replica of `layout`, loading at `bytes_per_s` per GPU:
+def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float, sync: bool = False,
+              disk_gib: float = 0.0, disk_bytes_per_s: float = 0.0) -> HostTier:
+    """The host tier of `gib` GiB for one replica of `layout`, loading at `bytes_per_s` per GPU, and optionally a
+    disk tier of `disk_gib` GiB behind it read at `disk_bytes_per_s` for the whole replica:
 
         stored bytes per token = b_gpu · tp · pp      (b_gpu = memory.kv_bytes_per_token_per_gpu: a token's KV is on
                                                        the tp·pp GPUs of one group, replicated beyond the KV heads)
         capacity_tokens        = gib · 2^30 / (b_gpu · tp · pp)    (vLLM's --kv-offloading-size: the total over ranks)
         load_s_per_token       = b_gpu / bytes_per_s             (every GPU of the group loads its share at once)
+        disk_tokens            = disk_gib · 2^30 / (b_gpu · tp · pp)
+        disk_s_per_token       = b_gpu · tp · pp / disk_bytes_per_s   (one drive or file system serves the group)
 
     Ignores the per-block cost of small copies (engines move one block per layer at a time), contention of the
-    host links with other traffic and NUMA placement: `bytes_per_s` is the rate a block copy reaches."""
+    host links with other traffic and NUMA placement: `bytes_per_s` is the rate a block copy reaches. For the disk:
+    the host-to-GPU leg of a disk read (pipelined behind the slower drive), writes competing with reads, and other
+    replicas sharing the drive."""
     from ..memory import kv_bytes_per_token_per_gpu
 
     if not (math.isfinite(gib) and gib > 0):
         raise InputError(f"host KV tier size must be > 0 GiB, got {gib!r}; e.g. 64")
     if not (math.isfinite(bytes_per_s) and bytes_per_s > 0):
         raise InputError(f"host KV tier load rate must be > 0 bytes/s, got {bytes_per_s!r}; e.g. 53e9 (PCIe Gen5 x16)")
+    if not (math.isfinite(disk_gib) and disk_gib >= 0):
+        raise InputError(f"disk KV tier size must be >= 0 GiB, got {disk_gib!r}; e.g. 2048 (0: none)")
+    if disk_gib and not (math.isfinite(disk_bytes_per_s) and disk_bytes_per_s > 0):
+        raise InputError(f"disk KV tier read rate must be > 0 bytes/s, got {disk_bytes_per_s!r}; e.g. 14e9 "
+                         f"(a PCIe Gen5 NVMe drive)")
     b_gpu = kv_bytes_per_token_per_gpu(model, layout, kv_dtype)
-    return HostTier(float(gib * 2.0**30 / (b_gpu * layout.tp * layout.pp)), float(b_gpu / bytes_per_s), bool(sync))
+    b_group = b_gpu * layout.tp * layout.pp
+    return HostTier(float(gib * 2.0**30 / b_group), float(b_gpu / bytes_per_s), bool(sync),
+                    float(disk_gib * 2.0**30 / b_group), float(b_group / disk_bytes_per_s) if disk_gib else 0.0)
 
 
 class HostCache:
     """The host tier's state during a run: per node the leading blocks of its segment held in host memory, the nodes
-    in least-recently-used order, the blocks held and the capacity in blocks.
+    in least-recently-used order, the blocks held and the capacity in blocks; the same for a disk tier behind it
+    (`disk_blocks` > 0).
 
-    Write-through: every block the HBM cache holds is copied to host memory as it becomes cached (vLLM's offloading
-    connector stores each newly computed full block; LMCache stores a prefill's KV), so HBM evictions drop blocks
-    that the host tier still has. A hit first takes the HBM blocks along its path, then loads the blocks that only
-    the host tier has, to where neither tier holds the path. Host evictions take the least recently used node's
-    tail blocks (nothing is pinned in host memory: a running sequence's blocks are in HBM)."""
+    Write-through: every block the HBM cache holds is copied to host memory (and to the disk tier) as it becomes
+    cached (vLLM's offloading connector stores each newly computed full block; LMCache stores a prefill's KV), so HBM
+    evictions drop blocks that the host tier still has. A hit first takes the HBM blocks along its path, then loads
+    the blocks that only the lower tiers have, to where no tier holds the path; the loaded blocks are written back
+    into host memory (a use: the path becomes the most recently used in each tier). Evictions take the least recently
+    used node's tail blocks, each tier on its own (nothing is pinned below HBM: a running sequence's blocks are in
+    HBM)."""
 
-    __slots__ = ("held", "lru", "used", "cap", "evicted")
+    __slots__ = ("held", "lru", "used", "cap", "evicted", "held2", "lru2", "used2", "cap2", "evicted2")
 
-    def __init__(self, nodes: int, capacity_blocks: int):
+    def __init__(self, nodes: int, capacity_blocks: int, disk_blocks: int = 0):
         self.held = [0] * nodes
         self.lru: OrderedDict = OrderedDict()
         self.used, self.cap, self.evicted = 0, int(capacity_blocks), 0
+        self.cap2 = int(disk_blocks)
+        self.held2 = [0] * nodes if self.cap2 else self.held  # no disk tier: the host tier's depths stand in
+        self.lru2: OrderedDict = OrderedDict()
+        self.used2, self.evicted2 = 0, 0
 
     def store(self, x: int, depth: int) -> None:
-        """Node x's segment is cached in HBM to `depth` blocks: copy what the host tier lacks; x becomes the most
+        """Node x's segment is cached in HBM to `depth` blocks: copy what each tier lacks; x becomes the most
         recently used (a store or a hit)."""
         h = self.held[x]
         if depth > h:
@@ -331,7 +359,17 @@ class HostCache:
             self.lru[x] = None
             self.lru.move_to_end(x)
         if self.used > self.cap:
-            self.evict()
+            self.used, self.evicted = _evict_tail(self.lru, self.held, self.used, self.cap, self.evicted)
+        if self.cap2:
+            h = self.held2[x]
+            if depth > h:
+                self.used2 += depth - h
+                self.held2[x] = depth
+            if depth > 0 or h > 0:
+                self.lru2[x] = None
+                self.lru2.move_to_end(x)
+            if self.used2 > self.cap2:
+                self.used2, self.evicted2 = _evict_tail(self.lru2, self.held2, self.used2, self.cap2, self.evicted2)
 
     def store_path(self, anc: tuple, q: int, cached: list) -> None:
         """Write through the nodes of a path (its ancestors, root first, then q) to their HBM depths."""
@@ -339,31 +377,50 @@ class HostCache:
             self.store(x, cached[x])
         self.store(q, cached[q])
 
-    def evict(self) -> None:
-        """Drop tail blocks of the least recently used nodes until the held blocks fit the capacity."""
-        lru, held = self.lru, self.held
-        while self.used > self.cap and lru:
-            x = next(iter(lru))
-            take = min(held[x], self.used - self.cap)
-            held[x] -= take
-            self.used -= take
-            self.evicted += take
-            if held[x] == 0:
-                del lru[x]
-
     def reach(self, anc: tuple, q: int, start: int, own: int, cached: list) -> int:
         """Global blocks of a path (ancestors `anc`, last node q from block `start`, `own` blocks reusable there)
-        that HBM or host memory hold contiguously from the root: each node to the deeper of its two depths."""
-        held = self.held
+        that HBM or a lower tier hold contiguously from the root: each node to the deepest of its depths."""
+        held, held2 = self.held, self.held2
         for x, s, e in anc:
             a = cached[x] if cached[x] > held[x] else held[x]
+            if held2[x] > a:
+                a = held2[x]
             if a < e - s:
                 return s + a
         a = cached[q] if cached[q] > held[q] else held[q]
+        if held2[q] > a:
+            a = held2[q]
         return start + (a if a < own else own)
+
+    def disk_only(self, anc: tuple, q: int, start: int, cached: list, upto: int) -> int:
+        """Blocks of the path below global block `upto` (its reach) that only the disk tier holds: per node, those
+        past both its HBM and its host-memory depth."""
+        held, k = self.held, 0
+        for x, s, e in (*anc, (q, start, upto)):
+            if s >= upto:
+                break
+            n = (e if e < upto else upto) - s
+            a = cached[x] if cached[x] > held[x] else held[x]
+            if n > a:
+                k += n - a
+        return k
 
     def warm(self, cached: list, order: list) -> None:
         """A warm start: the HBM cache's blocks were written through when earlier runs computed them (oldest
         first in `order`, so the most recently used end up last)."""
         for x in order:
             self.store(x, cached[x])
+
+
+def _evict_tail(lru: OrderedDict, held: list, used: int, cap: int, evicted: int) -> tuple[int, int]:
+    """Drop tail blocks of the least recently used nodes of one tier until its held blocks fit `cap`; the new
+    (used, evicted)."""
+    while used > cap and lru:
+        x = next(iter(lru))
+        take = min(held[x], used - cap)
+        held[x] -= take
+        used -= take
+        evicted += take
+        if held[x] == 0:
+            del lru[x]
+    return used, evicted

@@ -95,7 +95,9 @@ by D are scored, and `requests` must list more turns than the users send by then
 --kv-offloading-size, LMCache's CPU backend), written through, hits loaded back at R GB/s per GPU (default: the
 accelerator's catalog `host_link_gb_per_s`): beside the passes, the request joining the first pass after its load
 (S false, the default: vLLM's connector), or inside the pass that carries its first chunk (S true: LMCache's)
-(simulate/prefixes.HostTier).
+(simulate/prefixes.HostTier). `disk_gib: D, disk_gb_per_s: W` (both or neither) add a disk tier of D GiB behind host
+memory, written through, whose blocks load at W GB/s for the whole replica (LMCache's local disk, llm-d's file-system
+offload).
 `layout: {tp, dp, ep, expert_tp}` lays one replica's `gpus` out as layout.Layout does (`simulate --tp/--dp/--ep/--moe-tp`):
 vLLM's MoE data parallelism (`--data-parallel-size 2 --tensor-parallel-size 4` without expert parallelism) is
 {tp: 4, dp: 2, expert_tp: 8}, attention data-parallel over two TP-4 groups that step together, each routed expert
@@ -1109,17 +1111,20 @@ def sessions_workload(run: dict, ds: dict, seed: int):
 
 
 def host_tier_of(run: dict):
-    """The run's `kv_offload: {gib: G, gb_per_s: R}` (module docstring) as a simulate.prefixes.HostTier for one replica
+    """The run's `kv_offload: {gib: G, gb_per_s: R, ...}` (module docstring) as a simulate.prefixes.HostTier for one replica
     of its layout; None without the key. R defaults to the accelerator's catalog host link."""
     spec = run.get("kv_offload")
     if spec is None:
         return None
     rid = run.get("id")
     num = lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0  # noqa: E731
-    if not (isinstance(spec, dict) and not set(spec) - {"gib", "gb_per_s", "sync"} and num(spec.get("gib"))
-            and ("gb_per_s" not in spec or num(spec["gb_per_s"])) and isinstance(spec.get("sync", False), bool)):
+    if not (isinstance(spec, dict) and not set(spec) - {"gib", "gb_per_s", "sync", "disk_gib", "disk_gb_per_s"}
+            and num(spec.get("gib")) and ("gb_per_s" not in spec or num(spec["gb_per_s"]))
+            and isinstance(spec.get("sync", False), bool) and ("disk_gib" in spec) == ("disk_gb_per_s" in spec)
+            and all(num(spec[k]) for k in ("disk_gib", "disk_gb_per_s") if k in spec)):
         raise InputError(f"serving run {rid!r}: kv_offload needs {{gib: G > 0}} and optionally gb_per_s > 0 (the "
-                         f"host-to-GPU rate per GPU) and sync true|false, got {spec!r}; e.g. {{gib: 64, gb_per_s: 25}}")
+                         f"host-to-GPU rate per GPU), sync true|false, and a disk tier as disk_gib > 0 with "
+                         f"disk_gb_per_s > 0 (both or neither), got {spec!r}; e.g. {{gib: 64, gb_per_s: 25}}")
     if run.get("prefix_caching") is False:
         raise InputError(f"serving run {rid!r}: kv_offload is a tier behind the prefix cache; drop prefix_caching: "
                          f"false or kv_offload")
@@ -1132,7 +1137,8 @@ def host_tier_of(run: dict):
         raise InputError(f"serving run {rid!r}: the catalog has no host-link rate for {run['system']}'s accelerator; "
                          f"give kv_offload gb_per_s")
     lay = layout_of(run) or Layout(tp=int(run["gpus"]))
-    return host_tier(model(run["model"]), lay, run["kv_dtype"], float(spec["gib"]), rate, bool(spec.get("sync", False)))
+    return host_tier(model(run["model"]), lay, run["kv_dtype"], float(spec["gib"]), rate, bool(spec.get("sync", False)),
+                     float(spec.get("disk_gib", 0.0)), float(spec.get("disk_gb_per_s", 0.0)) * 1e9)
 
 
 #: run key `kernels`: the cited efficiency factors, the engine family's measured kernel tables, or both (hybrid:
