@@ -2206,6 +2206,21 @@ def test_set_cm_l40s_table_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("cm", pred["at_commit"])
 
 
+def test_set_cn_tier_predictions_and_no_tier_alternative_reproduce():
+    """Set cn (the same llm-d evaluation's LMCache, file-system and CPU + file-system runs on 2x L40S) registers LMCache's
+    synchronous host tier, a file tier alone and the disk tier behind host memory, and declares the same runs without
+    tiers; a v0.7.0 CPU + file-system run of Qwen3-8B recomputes on both, and a v0.5.1 LMCache run on the registered; at
+    the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cn", "9cee71b")
+    runs = doc["runs"]
+    assert len(runs) == 27 and all("kv_offload" in r and r["kernels"] == "tables" for r in runs)
+    by_id = {r["id"].removeprefix("cn1-llmd"): r for r in runs}
+    cpufs, lmc = by_id["0.7.0-qwen3-8b-cpufs20k-gmu0.65-c50"], by_id["0.5.1-qwen3-8b-lmcache9-gmu0.9-c50"]
+    assert cpufs["kv_offload"]["disk_gb_per_s"] == 1.024 and lmc["kv_offload"]["sync"] is True
+    _reproduce_both(doc, pred, alt, cpufs, {k: v for k, v in cpufs.items() if k != "kv_offload"}, lmc)
+    _registered_before_measured("cn", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
