@@ -306,3 +306,13 @@ def run_cli(capsys):
         return code, out.out, out.err
 
     return run
+
+
+@pytest.fixture
+def stores_free_and_at_once(monkeypatch):
+    """Host- and disk-tier writes free and visible at once, as sets cl and cn were registered (2026-11-28:
+    simulate.prefixes.WRITES_QUEUE)."""
+    from roofline.simulate import prefixes
+
+    monkeypatch.setattr(prefixes, "WRITES_QUEUE", False)
+    yield

@@ -347,3 +347,41 @@ def test_a_hit_on_blocks_still_loading_waits_for_them(monkeypatch):
     monkeypatch.setattr(core, "WAIT_FOR_LOADING_BLOCKS", False)
     before = _run(wl, 250.0, HostTier(1000, 1e-3))
     assert before.first_token_s[3] == pytest.approx(2.015)
+
+
+def test_a_store_is_a_hit_only_once_written_by_hand(monkeypatch):
+    """Writes take the host link (prefixes.WRITES_QUEUE): request 0's prefill (0-10 ms) writes A's 8 blocks at 1 ms a
+    token, 128 ms, so they land at 138 ms. Request 1 (t = 50 ms) evicts 5 of them from HBM. A repeat of A at 100 ms
+    finds only the 3 blocks HBM kept (the tier has none yet); at 200 ms it finds all 8, 5 loaded. With the switch off
+    (stores free and at once, as sets cl and cn were registered) the repeat at 100 ms hits all 8."""
+    from roofline.simulate import prefixes
+
+    early = _wl([0, 0.05, 0.1], [130, 200, 130], 2, [1, -1, 1], [130, 0, 130])
+    late = _wl([0, 0.05, 0.2], [130, 200, 130], 2, [1, -1, 1], [130, 0, 130])
+    a = _run(early, 250.0, HostTier(1000, 1e-3, sync=True))
+    assert a.prefix_hit_tokens.tolist() == [0, 0, 48] and a.host_hit_tokens.tolist() == [0, 0, 0]
+    b = _run(late, 250.0, HostTier(1000, 1e-3, sync=True))
+    assert b.prefix_hit_tokens.tolist() == [0, 0, 128] and b.host_hit_tokens.tolist() == [0, 0, 80]
+    assert a.host_cached_blocks == b.host_cached_blocks == 8  # every write lands by the end
+    monkeypatch.setattr(prefixes, "WRITES_QUEUE", False)
+    c = _run(early, 250.0, HostTier(1000, 1e-3, sync=True))
+    assert c.prefix_hit_tokens.tolist() == [0, 0, 128] and c.host_hit_tokens.tolist() == [0, 0, 80]
+
+
+def test_writes_queue_one_after_another_by_hand():
+    """HostCache alone: writes of 2 blocks each at 1 s a block, stored at t = 0 and t = 0.5 on two nodes, land at 2 and
+    4 (the second waits for the first); a store that adds nothing queues nothing; a drain before a write's end leaves
+    it pending."""
+    from roofline.simulate.prefixes import HostCache
+
+    hc = HostCache(3, 10, write_s=1.0)
+    hc.store(0, 2, 0.0)
+    hc.store(1, 2, 0.5)
+    hc.store(0, 2, 0.6)
+    assert [w[0] for w in hc.wq] == [2.0, 4.0] and hc.held == [0, 0, 0]
+    hc.drain(3.0)
+    assert hc.held == [2, 0, 0] and hc.used == 2
+    hc.drain(4.0)
+    assert hc.held == [2, 2, 0] and hc.used == 4 and not hc.wq
+    hc.store(0, 3, 10.0)  # one more block: 10 -> 11
+    assert hc.wq[0][0] == 11.0

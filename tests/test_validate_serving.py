@@ -2174,7 +2174,7 @@ def test_set_ck_table_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("ck", pred["at_commit"])
 
 
-def test_set_cl_host_tier_predictions_and_no_tier_alternative_reproduce():
+def test_set_cl_host_tier_predictions_and_no_tier_alternative_reproduce(stores_free_and_at_once):
     """Set cl (llm-d's KV-cache offload evaluation on 2x L40S: GuideLLM sessions cut at 120 s, vLLM's native CPU
     offloading against no offload) registers the host tier (run key kv_offload) and declares the same runs without it;
     a v0.7.0 memory-pressure offload run of Qwen3-8B (5-turn chats) recomputes on both, and a v0.4.0 single-turn
@@ -2206,7 +2206,7 @@ def test_set_cm_l40s_table_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("cm", pred["at_commit"])
 
 
-def test_set_cn_tier_predictions_and_no_tier_alternative_reproduce():
+def test_set_cn_tier_predictions_and_no_tier_alternative_reproduce(stores_free_and_at_once):
     """Set cn (the same llm-d evaluation's LMCache, file-system and CPU + file-system runs on 2x L40S) registers LMCache's
     synchronous host tier, a file tier alone and the disk tier behind host memory, and declares the same runs without
     tiers; a v0.7.0 CPU + file-system run of Qwen3-8B recomputes on both, and a v0.5.1 LMCache run on the registered; at

@@ -460,8 +460,9 @@ class Simulation:
                 lru.update((q, None) for q in order)
                 free_tok = float(sum(cached)) * blk
             if self.host_tier is not None:
-                hc = HostCache(tree.nodes, int(self.host_tier.capacity_tokens // blk),
-                               int(self.host_tier.disk_tokens // blk))
+                hc = HostCache(tree.nodes, int(self.host_tier.capacity_tokens // blk),  # writes at the read rates
+                               int(self.host_tier.disk_tokens // blk), self.host_tier.load_s_per_token * blk,
+                               self.host_tier.disk_s_per_token * blk)
                 load_tok_s = self.host_tier.load_s_per_token
                 disk_s = self.host_tier.disk_s_per_token - load_tok_s
                 hh_a = np.full(n, -1.0)  # tokens loaded from the host tier at its first admission
@@ -576,6 +577,7 @@ class Simulation:
                             new = need - h * blk
                             mem = new + ext * blk  # it pins unpinned ones
                             if hc is not None:  # past the HBM hit, the blocks only host memory holds are loaded
+                                hc.drain(now)  # the writes finished by now are hits
                                 ld = hc.reach(anc, q, starts[q], fb[rid], cached) - h
                                 if ld > 0:
                                     new -= ld * blk
@@ -679,7 +681,7 @@ class Simulation:
                                     ready[rid] = rdy
                                 if hh[rid] < 0:
                                     hh[rid] = ld * blk if ld > 0 else 0.0
-                                hc.store_path(anc, q, cached)  # a hit is a use of the path's host copies
+                                hc.store_path(anc, q, cached, now)  # a hit is a use of the path's host copies
                             k_pin = pin(users, pinned, q, hl)
                             if k_pin and cached[q] == pinned[q]:
                                 del lru[q]
@@ -868,7 +870,7 @@ class Simulation:
                             if q in lru and cached[q] == pinned[q]:
                                 del lru[q]
                             if hc is not None:  # written through to host memory
-                                hc.store_path(anc, q, cached)
+                                hc.store_path(anc, q, cached, now)
                     if e[1] <= 0:
                         firsts += 1
                         rid = e[0]
@@ -943,7 +945,7 @@ class Simulation:
                         k_ans = keep_answer(ancs[o], cached, pinned, lru, o, starts[o], ends[rid])
                         free_tok += k_ans * blk
                         if hc is not None and k_ans:
-                            hc.store_path(ancs[o], o, cached)
+                            hc.store_path(ancs[o], o, cached, now)
                     if static:
                         pad += 1
                     else:
@@ -975,6 +977,7 @@ class Simulation:
                      prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
         if hc is None:
             return tr
+        hc.drain(inf)  # the writes still in flight land
         tr = replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
                      host_evictions=hc.evicted, host_cached_blocks=hc.used)
         if not hc.cap2:

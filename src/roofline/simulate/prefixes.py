@@ -22,7 +22,7 @@ exactly the single-chain cache it replaced (the same arithmetic in the same orde
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,6 +260,14 @@ def keep_answer(anc: tuple, cached: list, pinned: list, lru: OrderedDict, q: int
     return k
 
 
+#: Writes take their tier's path (2026-11-28, after set cn's values were seen; docs/simulator.md "A KV tier in host
+#: memory", Writes): a write-through store queues on the tier's write path, first in first out, at the tier's rate
+#: (host memory: the host link, device to host; disk: the drive), and its blocks become hits there only when written
+#: (vLLM's connector marks stored blocks loadable only once their transfer completes: offloading_connector.py
+#: complete_store). Off: stores were free and at once visible, as sets cl and cn were registered.
+WRITES_QUEUE = True
+
+
 # ---- a KV tier in host memory behind the prefix cache (docs/simulator.md "A KV tier in host memory") ----------
 @dataclass(frozen=True)
 class HostTier:
@@ -337,9 +345,11 @@ class HostCache:
     used node's tail blocks, each tier on its own (nothing is pinned below HBM: a running sequence's blocks are in
     HBM)."""
 
-    __slots__ = ("held", "lru", "used", "cap", "evicted", "held2", "lru2", "used2", "cap2", "evicted2")
+    __slots__ = ("held", "lru", "used", "cap", "evicted", "held2", "lru2", "used2", "cap2", "evicted2", "ws", "ws2",
+                 "wq", "wq2", "pend", "pend2", "wfree", "wfree2")
 
-    def __init__(self, nodes: int, capacity_blocks: int, disk_blocks: int = 0):
+    def __init__(self, nodes: int, capacity_blocks: int, disk_blocks: int = 0, write_s: float = 0.0,
+                 disk_write_s: float = 0.0):
         self.held = [0] * nodes
         self.lru: OrderedDict = OrderedDict()
         self.used, self.cap, self.evicted = 0, int(capacity_blocks), 0
@@ -347,12 +357,27 @@ class HostCache:
         self.held2 = [0] * nodes if self.cap2 else self.held  # no disk tier: the host tier's depths stand in
         self.lru2: OrderedDict = OrderedDict()
         self.used2, self.evicted2 = 0, 0
+        # write paths (WRITES_QUEUE): seconds a block takes to write to each tier (0: at once), the writes queued
+        # (landing time, node, depth), per node the deepest depth queued (0: none), when each path is next free
+        self.ws, self.ws2 = (float(write_s), float(disk_write_s)) if WRITES_QUEUE else (0.0, 0.0)
+        self.wq: deque = deque()
+        self.wq2: deque = deque()
+        self.pend = [0] * nodes if self.ws else []
+        self.pend2 = [0] * nodes if self.ws2 and self.cap2 else []
+        self.wfree = self.wfree2 = 0.0
 
-    def store(self, x: int, depth: int) -> None:
-        """Node x's segment is cached in HBM to `depth` blocks: copy what each tier lacks; x becomes the most
-        recently used (a store or a hit)."""
+    def store(self, x: int, depth: int, now: float = 0.0) -> None:
+        """Node x's segment is cached in HBM to `depth` blocks at time `now`: copy what each tier lacks (at once,
+        or queued on the tier's write path when it has a write time); x becomes the most recently used (a store or
+        a hit)."""
         h = self.held[x]
-        if depth > h:
+        if self.ws:
+            p = self.pend[x] if self.pend[x] > h else h
+            if depth > p:  # queued behind the writes before it
+                self.wfree = (self.wfree if self.wfree > now else now) + (depth - p) * self.ws
+                self.wq.append((self.wfree, x, depth))
+                self.pend[x] = depth
+        elif depth > h:
             self.used += depth - h
             self.held[x] = depth
         if depth > 0 or h > 0:
@@ -362,7 +387,13 @@ class HostCache:
             self.used, self.evicted = _evict_tail(self.lru, self.held, self.used, self.cap, self.evicted)
         if self.cap2:
             h = self.held2[x]
-            if depth > h:
+            if self.ws2:
+                p = self.pend2[x] if self.pend2[x] > h else h
+                if depth > p:
+                    self.wfree2 = (self.wfree2 if self.wfree2 > now else now) + (depth - p) * self.ws2
+                    self.wq2.append((self.wfree2, x, depth))
+                    self.pend2[x] = depth
+            elif depth > h:
                 self.used2 += depth - h
                 self.held2[x] = depth
             if depth > 0 or h > 0:
@@ -371,11 +402,20 @@ class HostCache:
             if self.used2 > self.cap2:
                 self.used2, self.evicted2 = _evict_tail(self.lru2, self.held2, self.used2, self.cap2, self.evicted2)
 
-    def store_path(self, anc: tuple, q: int, cached: list) -> None:
+    def drain(self, now: float) -> None:
+        """The writes finished by `now` land: their blocks are held (and count against the tier's capacity)."""
+        if self.wq and self.wq[0][0] <= now:
+            self.used, self.evicted = _land(self.wq, now, self.held, self.pend, self.lru, self.used, self.cap,
+                                            self.evicted)
+        if self.wq2 and self.wq2[0][0] <= now:
+            self.used2, self.evicted2 = _land(self.wq2, now, self.held2, self.pend2, self.lru2, self.used2, self.cap2,
+                                              self.evicted2)
+
+    def store_path(self, anc: tuple, q: int, cached: list, now: float = 0.0) -> None:
         """Write through the nodes of a path (its ancestors, root first, then q) to their HBM depths."""
         for x, _, _ in anc:
-            self.store(x, cached[x])
-        self.store(q, cached[q])
+            self.store(x, cached[x], now)
+        self.store(q, cached[q], now)
 
     def reach(self, anc: tuple, q: int, start: int, own: int, cached: list) -> int:
         """Global blocks of a path (ancestors `anc`, last node q from block `start`, `own` blocks reusable there)
@@ -408,8 +448,29 @@ class HostCache:
     def warm(self, cached: list, order: list) -> None:
         """A warm start: the HBM cache's blocks were written through when earlier runs computed them (oldest
         first in `order`, so the most recently used end up last)."""
+        ws, ws2 = self.ws, self.ws2
+        self.ws = self.ws2 = 0.0  # written before the run: held at once
         for x in order:
             self.store(x, cached[x])
+        self.ws, self.ws2 = ws, ws2
+
+
+def _land(wq: deque, now: float, held: list, pend: list, lru: OrderedDict, used: int, cap: int,
+          evicted: int) -> tuple[int, int]:
+    """Pop one tier's writes finished by `now` into its held depths (its node back in the LRU order if evictions
+    had dropped it; the queued depth cleared with its last write); the new (used, evicted)."""
+    while wq and wq[0][0] <= now:
+        _, x, d = wq.popleft()
+        if d > held[x]:
+            used += d - held[x]
+            held[x] = d
+            if x not in lru:
+                lru[x] = None
+        if pend[x] == d:
+            pend[x] = 0
+    if used > cap:
+        used, evicted = _evict_tail(lru, held, used, cap, evicted)
+    return used, evicted
 
 
 def _evict_tail(lru: OrderedDict, held: list, used: int, cap: int, evicted: int) -> tuple[int, int]:

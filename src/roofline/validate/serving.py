@@ -709,6 +709,18 @@ _disclose({"cl": "the 37 runs not called past saturation, seed 0 and central fac
                  "the hybrid 30.9%, 23.6%, 44.5%"}, _l40s_tables)
 
 
+_disclose({"cl": "4 of 39 runs move; end-to-end 33.5% -> 33.5%, TTFT 53.5% -> 53.5%, ITL/TPOT 31.9% -> 32.1%",
+           "cn": "9 of 27 runs move; end-to-end 21.1% -> 21.3%, TTFT 51.0% -> 51.7%, ITL/TPOT 40.0% -> 40.0%"},
+          _posthoc("2026-11-28, after set cn's measured values were seen (found through its errors: the tiers made the "
+                   "simulated runs faster than no tier, the measured ones slower; the mechanism is from the research "
+                   "report on vLLM's connector, read before cn's values): a host- or disk-tier store now queues on the "
+                   "tier's write path, first in first out, at the tier's rate, and its blocks become hits there only "
+                   "once written (simulate.prefixes.WRITES_QUEUE; before, stores were free and at once visible). It "
+                   "does not explain set cn: the slow file tier's first writes of each 10,000-token prompt land "
+                   "within the run.", "seed 0 and central factors, stores free against queued (scripts/posthoc_switch.py "
+                   "simulate.prefixes.WRITES_QUEUE --sets cl,cn)", "with free stores", "stores_free_and_at_once"))
+
+
 def _flashinfer_sampler(effect: str) -> str:
     return ("2026-11-28, after set ca's measured values were seen (found through its ITL, too slow by +22% to +52% at "
             "64-512 clients of 128-token prompts, where the filter is a quarter of a predicted pass; the lead had named the risk "
