@@ -378,10 +378,11 @@ def test_writes_queue_one_after_another_by_hand():
     hc.store(0, 2, 0.0)
     hc.store(1, 2, 0.5)
     hc.store(0, 2, 0.6)
-    assert [w[0] for w in hc.wq] == [2.0, 4.0] and hc.held == [0, 0, 0]
+    m = hc.mem
+    assert [w[0] for w in m.wq] == [2.0, 4.0] and m.held == [0, 0, 0] and hc.disk is None
     hc.drain(3.0)
-    assert hc.held == [2, 0, 0] and hc.used == 2
+    assert m.held == [2, 0, 0] and m.used == 2
     hc.drain(4.0)
-    assert hc.held == [2, 2, 0] and hc.used == 4 and not hc.wq
+    assert m.held == [2, 2, 0] and m.used == 4 and not m.wq
     hc.store(0, 3, 10.0)  # one more block: 10 -> 11
-    assert hc.wq[0][0] == 11.0
+    assert m.wq[0][0] == 11.0

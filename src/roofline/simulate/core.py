@@ -979,10 +979,11 @@ class Simulation:
             return tr
         hc.drain(inf)  # the writes still in flight land
         tr = replace(tr, host_hit_tokens=np.maximum(hh_a, 0.0), host_loaded_tokens=loaded, host_load_s=load_s_all,
-                     host_evictions=hc.evicted, host_cached_blocks=hc.used)
-        if not hc.cap2:
+                     host_evictions=hc.mem.evicted, host_cached_blocks=hc.mem.used)
+        if hc.disk is None:
             return tr
-        return replace(tr, disk_capacity_blocks=hc.cap2, disk_loaded_tokens=disk_loaded, disk_evictions=hc.evicted2, disk_cached_blocks=hc.used2)
+        return replace(tr, disk_capacity_blocks=hc.cap2, disk_loaded_tokens=disk_loaded, disk_evictions=hc.disk.evicted,
+                       disk_cached_blocks=hc.disk.used)
 
     def saved_prefill_s(self, trace: Trace, host_only: bool = False) -> float:
         """Seconds of prefill the cache hits saved: per request with a hit H of prompt P at its first admission,

@@ -332,48 +332,30 @@ def host_tier(model, layout, kv_dtype: str, gib: float, bytes_per_s: float, sync
                     float(disk_gib * 2.0**30 / b_group), float(b_group / disk_bytes_per_s) if disk_gib else 0.0)
 
 
-class HostCache:
-    """The host tier's state during a run: per node the leading blocks of its segment held in host memory, the nodes
-    in least-recently-used order, the blocks held and the capacity in blocks; the same for a disk tier behind it
-    (`disk_blocks` > 0).
+class TierLevel:
+    """One level below HBM (host memory or disk) during a run: per node the leading blocks of its segment it holds, the
+    nodes in least-recently-used order, the blocks held, its capacity in blocks and the blocks it evicted; its write
+    path (WRITES_QUEUE): seconds a block takes to write (0: at once), the writes queued (landing time, node, depth),
+    per node the deepest depth queued (0: none) and when the path is next free."""
 
-    Write-through: every block the HBM cache holds is copied to host memory (and to the disk tier) as it becomes
-    cached (vLLM's offloading connector stores each newly computed full block; LMCache stores a prefill's KV), so HBM
-    evictions drop blocks that the host tier still has. A hit first takes the HBM blocks along its path, then loads
-    the blocks that only the lower tiers have, to where no tier holds the path; the loaded blocks are written back
-    into host memory (a use: the path becomes the most recently used in each tier). Evictions take the least recently
-    used node's tail blocks, each tier on its own (nothing is pinned below HBM: a running sequence's blocks are in
-    HBM)."""
+    __slots__ = ("held", "lru", "used", "cap", "evicted", "ws", "wq", "pend", "wfree")
 
-    __slots__ = ("held", "lru", "used", "cap", "evicted", "held2", "lru2", "used2", "cap2", "evicted2", "ws", "ws2",
-                 "wq", "wq2", "pend", "pend2", "wfree", "wfree2")
-
-    def __init__(self, nodes: int, capacity_blocks: int, disk_blocks: int = 0, write_s: float = 0.0,
-                 disk_write_s: float = 0.0):
+    def __init__(self, nodes: int, capacity_blocks: int, write_s: float = 0.0):
         self.held = [0] * nodes
         self.lru: OrderedDict = OrderedDict()
         self.used, self.cap, self.evicted = 0, int(capacity_blocks), 0
-        self.cap2 = int(disk_blocks)
-        self.held2 = [0] * nodes if self.cap2 else self.held  # no disk tier: the host tier's depths stand in
-        self.lru2: OrderedDict = OrderedDict()
-        self.used2, self.evicted2 = 0, 0
-        # write paths (WRITES_QUEUE): seconds a block takes to write to each tier (0: at once), the writes queued
-        # (landing time, node, depth), per node the deepest depth queued (0: none), when each path is next free
-        self.ws, self.ws2 = (float(write_s), float(disk_write_s)) if WRITES_QUEUE else (0.0, 0.0)
+        self.ws = float(write_s) if WRITES_QUEUE else 0.0
         self.wq: deque = deque()
-        self.wq2: deque = deque()
         self.pend = [0] * nodes if self.ws else []
-        self.pend2 = [0] * nodes if self.ws2 and self.cap2 else []
-        self.wfree = self.wfree2 = 0.0
+        self.wfree = 0.0
 
-    def store(self, x: int, depth: int, now: float = 0.0) -> None:
-        """Node x's segment is cached in HBM to `depth` blocks at time `now`: copy what each tier lacks (at once,
-        or queued on the tier's write path when it has a write time); x becomes the most recently used (a store or
-        a hit)."""
+    def store(self, x: int, depth: int, now: float) -> None:
+        """Node x is cached in HBM to `depth` blocks at `now`: copy what this level lacks (at once, or queued behind
+        the writes before it); x becomes the most recently used (a store or a hit)."""
         h = self.held[x]
         if self.ws:
             p = self.pend[x] if self.pend[x] > h else h
-            if depth > p:  # queued behind the writes before it
+            if depth > p:
                 self.wfree = (self.wfree if self.wfree > now else now) + (depth - p) * self.ws
                 self.wq.append((self.wfree, x, depth))
                 self.pend[x] = depth
@@ -384,32 +366,69 @@ class HostCache:
             self.lru[x] = None
             self.lru.move_to_end(x)
         if self.used > self.cap:
-            self.used, self.evicted = _evict_tail(self.lru, self.held, self.used, self.cap, self.evicted)
-        if self.cap2:
-            h = self.held2[x]
-            if self.ws2:
-                p = self.pend2[x] if self.pend2[x] > h else h
-                if depth > p:
-                    self.wfree2 = (self.wfree2 if self.wfree2 > now else now) + (depth - p) * self.ws2
-                    self.wq2.append((self.wfree2, x, depth))
-                    self.pend2[x] = depth
-            elif depth > h:
-                self.used2 += depth - h
-                self.held2[x] = depth
-            if depth > 0 or h > 0:
-                self.lru2[x] = None
-                self.lru2.move_to_end(x)
-            if self.used2 > self.cap2:
-                self.used2, self.evicted2 = _evict_tail(self.lru2, self.held2, self.used2, self.cap2, self.evicted2)
+            self.evict()
+
+    def land(self, now: float) -> None:
+        """The writes finished by `now` are held (their node back in the LRU order if evictions had dropped it; the
+        queued depth cleared with its last write), then what exceeds the capacity is evicted."""
+        wq, held, pend, lru = self.wq, self.held, self.pend, self.lru
+        while wq and wq[0][0] <= now:
+            _, x, d = wq.popleft()
+            if d > held[x]:
+                self.used += d - held[x]
+                held[x] = d
+                if x not in lru:
+                    lru[x] = None
+            if pend[x] == d:
+                pend[x] = 0
+        if self.used > self.cap:
+            self.evict()
+
+    def evict(self) -> None:
+        """Drop tail blocks of the least recently used nodes until the held blocks fit the capacity."""
+        lru, held = self.lru, self.held
+        while self.used > self.cap and lru:
+            x = next(iter(lru))
+            take = min(held[x], self.used - self.cap)
+            held[x] -= take
+            self.used -= take
+            self.evicted += take
+            if held[x] == 0:
+                del lru[x]
+
+
+class HostCache:
+    """The tiers below HBM during a run: host memory (`mem`, a TierLevel) and, with `disk_blocks` > 0, a disk behind
+    it (`disk`; None without one).
+
+    Write-through: every block the HBM cache holds is copied to host memory (and to the disk tier) as it becomes
+    cached (vLLM's offloading connector stores each newly computed full block; LMCache stores a prefill's KV), so HBM
+    evictions drop blocks that the host tier still has. A hit first takes the HBM blocks along its path, then loads
+    the blocks that only the lower tiers have, to where no tier holds the path; the loaded blocks are written back
+    into host memory (a use: the path becomes the most recently used in each tier). Evictions take the least recently
+    used node's tail blocks, each tier on its own (nothing is pinned below HBM: a running sequence's blocks are in
+    HBM)."""
+
+    __slots__ = ("mem", "disk", "cap2")
+
+    def __init__(self, nodes: int, capacity_blocks: int, disk_blocks: int = 0, write_s: float = 0.0,
+                 disk_write_s: float = 0.0):
+        self.mem = TierLevel(nodes, capacity_blocks, write_s)
+        self.disk = TierLevel(nodes, disk_blocks, disk_write_s) if disk_blocks > 0 else None
+        self.cap2 = int(disk_blocks) if disk_blocks > 0 else 0
+
+    def store(self, x: int, depth: int, now: float = 0.0) -> None:
+        """Node x's segment is cached in HBM to `depth` blocks at time `now`: each level copies what it lacks."""
+        self.mem.store(x, depth, now)
+        if self.disk is not None:
+            self.disk.store(x, depth, now)
 
     def drain(self, now: float) -> None:
         """The writes finished by `now` land: their blocks are held (and count against the tier's capacity)."""
-        if self.wq and self.wq[0][0] <= now:
-            self.used, self.evicted = _land(self.wq, now, self.held, self.pend, self.lru, self.used, self.cap,
-                                            self.evicted)
-        if self.wq2 and self.wq2[0][0] <= now:
-            self.used2, self.evicted2 = _land(self.wq2, now, self.held2, self.pend2, self.lru2, self.used2, self.cap2,
-                                              self.evicted2)
+        if self.mem.wq and self.mem.wq[0][0] <= now:
+            self.mem.land(now)
+        if self.disk is not None and self.disk.wq and self.disk.wq[0][0] <= now:
+            self.disk.land(now)
 
     def store_path(self, anc: tuple, q: int, cached: list, now: float = 0.0) -> None:
         """Write through the nodes of a path (its ancestors, root first, then q) to their HBM depths."""
@@ -420,7 +439,8 @@ class HostCache:
     def reach(self, anc: tuple, q: int, start: int, own: int, cached: list) -> int:
         """Global blocks of a path (ancestors `anc`, last node q from block `start`, `own` blocks reusable there)
         that HBM or a lower tier hold contiguously from the root: each node to the deepest of its depths."""
-        held, held2 = self.held, self.held2
+        held = self.mem.held
+        held2 = self.disk.held if self.disk is not None else held
         for x, s, e in anc:
             a = cached[x] if cached[x] > held[x] else held[x]
             if held2[x] > a:
@@ -435,7 +455,7 @@ class HostCache:
     def disk_only(self, anc: tuple, q: int, start: int, cached: list, upto: int) -> int:
         """Blocks of the path below global block `upto` (its reach) that only the disk tier holds: per node, those
         past both its HBM and its host-memory depth."""
-        held, k = self.held, 0
+        held, k = self.mem.held, 0
         for x, s, e in (*anc, (q, start, upto)):
             if s >= upto:
                 break
@@ -447,41 +467,12 @@ class HostCache:
 
     def warm(self, cached: list, order: list) -> None:
         """A warm start: the HBM cache's blocks were written through when earlier runs computed them (oldest
-        first in `order`, so the most recently used end up last)."""
-        ws, ws2 = self.ws, self.ws2
-        self.ws = self.ws2 = 0.0  # written before the run: held at once
+        first in `order`, so the most recently used end up last), held at once."""
+        levels = [lv for lv in (self.mem, self.disk) if lv is not None]
+        ws = [lv.ws for lv in levels]
+        for lv in levels:
+            lv.ws = 0.0
         for x in order:
             self.store(x, cached[x])
-        self.ws, self.ws2 = ws, ws2
-
-
-def _land(wq: deque, now: float, held: list, pend: list, lru: OrderedDict, used: int, cap: int,
-          evicted: int) -> tuple[int, int]:
-    """Pop one tier's writes finished by `now` into its held depths (its node back in the LRU order if evictions
-    had dropped it; the queued depth cleared with its last write); the new (used, evicted)."""
-    while wq and wq[0][0] <= now:
-        _, x, d = wq.popleft()
-        if d > held[x]:
-            used += d - held[x]
-            held[x] = d
-            if x not in lru:
-                lru[x] = None
-        if pend[x] == d:
-            pend[x] = 0
-    if used > cap:
-        used, evicted = _evict_tail(lru, held, used, cap, evicted)
-    return used, evicted
-
-
-def _evict_tail(lru: OrderedDict, held: list, used: int, cap: int, evicted: int) -> tuple[int, int]:
-    """Drop tail blocks of the least recently used nodes of one tier until its held blocks fit `cap`; the new
-    (used, evicted)."""
-    while used > cap and lru:
-        x = next(iter(lru))
-        take = min(held[x], used - cap)
-        held[x] -= take
-        used -= take
-        evicted += take
-        if held[x] == 0:
-            del lru[x]
-    return used, evicted
+        for lv, w in zip(levels, ws):
+            lv.ws = w
