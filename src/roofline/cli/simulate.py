@@ -287,6 +287,14 @@ def register(app: typer.Typer) -> None:
                          f"{d['prefill_tokens_saved']:,.0f} / {d['prefill_gpu_s_saved']:,.4g}"])
             rows.append(["prefix blocks cached at end / evicted",
                          f"{d['prefix_cached_blocks']:,} / {d['prefix_evictions']:,}"])
+            if "prefix_reuse_in_use_share" in d:
+                idle = ("none idle" if d["prefix_reuse_idle_p50_s"] is None else
+                        f"idle p50 {seconds(d['prefix_reuse_idle_p50_s'])} ({d['prefix_reuse_tier_p50']}) / p90 "
+                        f"{seconds(d['prefix_reuse_idle_p90_s'])} ({d['prefix_reuse_tier_p90']})")
+                rows.append(["reusable tokens: in use / idle for (cheapest tier to hold)",
+                             f"{d['prefix_reuse_in_use_share']:.1%} / {idle}"])
+                if d["prefix_reuse_idle_hit_share"] is not None:
+                    rows.append(["idle reusable tokens the cache still held", f"{d['prefix_reuse_idle_hit_share']:.1%}"])
             if "host_hit_rate" in d:
                 rows.append(["host tier: hit tokens / loaded tokens / load seconds",
                              f"{d['host_hit_rate']:.1%} / {d['host_loaded_tokens']:,.0f} / {d['host_load_s']:,.4g}"])

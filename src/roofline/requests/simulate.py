@@ -602,6 +602,13 @@ def simulate(req: SimulateRequest, progress=None):
             d["prompt_pool"] = {"entries": req.prompt_pool, "warmup": req.pool_warmup}
         if sims[-1].prefix_cache:
             d.update(prefix_cache_metrics(tr))
+            if d.get("prefix_reuse_idle_p50_s"):  # the cheapest tier to hold KV that long (roofline tiers)
+                from ..catalog.prices import memory_tiers
+                from ..tiers import tier_for_hold
+
+                tiers = list(memory_tiers().values())
+                i50, i90 = tier_for_hold([d["prefix_reuse_idle_p50_s"], d["prefix_reuse_idle_p90_s"]], tiers)
+                d.update(prefix_reuse_tier_p50=tiers[int(i50)].id, prefix_reuse_tier_p90=tiers[int(i90)].id)
             d["prefill_gpu_s_saved"] = sims[-1].saved_prefill_s(tr) * (pdep if disagg else dep).gpus
             if req.kv_offload_gib:  # what the host tier costs against the prefill its loads saved, per hour of the run
                 tier, hours = req._offload_tier, max(s.makespan_s, 1e-12) / 3600.0

@@ -200,6 +200,12 @@ class Trace:
     prefix_evictions: int = 0
     prefix_cached_blocks: int = 0
     block_tokens: int = 0
+    # per first admission and node of its path that earlier requests computed: the seconds its blocks had waited
+    # since their last use (0: another running request was using them), the tokens it could reuse there and those it
+    # hit (docs/simulator.md "How long reused blocks waited")
+    reuse_interval_s: np.ndarray | None = None
+    reuse_tokens: np.ndarray | None = None
+    reuse_hit_tokens: np.ndarray | None = None
     seg_decodes: np.ndarray | None = None
     # a KV tier in host memory behind the prefix cache (Simulation's host_tier; None/0 without one): tokens of each
     # request's prompt loaded from it at its first admission; over the run, tokens loaded (re-admissions included),
@@ -452,6 +458,13 @@ class Simulation:
             # per node: cached blocks, pinned blocks (its deepest running user's depth), running users by depth
             cached, pinned = [0] * tree.nodes, [0] * tree.nodes
             users: list = [{} for _ in range(tree.nodes)]
+            # reuse intervals ("How long reused blocks waited"): per node when its blocks were last in use (hit, or
+            # released by a finishing request; 0 for a warm start) and the most blocks it ever held; per first
+            # admission and node of its path that earlier requests computed, the seconds since that use (0 while
+            # another running request uses them), the tokens it could reuse there and the tokens it hit
+            last_use, ever = [0.0] * tree.nodes, [0] * tree.nodes
+            reuse: list = []  # (seconds, reusable tokens, hit tokens)
+            r_add = reuse.append
             if self.warm_prefixes:  # left by earlier runs: each prefix to its longest use's full blocks, evictable
                 has = pfx_a >= 0
                 if self.warm_ids is not None:  # only the prefixes a warm-up sent
@@ -682,6 +695,26 @@ class Simulation:
                                 if hh[rid] < 0:
                                     hh[rid] = ld * blk if ld > 0 else 0.0
                                 hc.store_path(anc, q, cached, now)  # a hit is a use of the path's host copies
+                            if hit[rid] < 0:  # how long the reusable blocks of each node had waited for this use
+                                whole = True  # the path's reusable blocks go on past the ancestors
+                                for x, s_x, e_x in anc:
+                                    e = ever[x] if ever[x] > cached[x] else cached[x]
+                                    r_x = e if e < e_x - s_x else e_x - s_x  # blocks earlier requests computed
+                                    if r_x <= 0:
+                                        whole = False
+                                        break
+                                    h_x = h - s_x if h < e_x else e_x - s_x
+                                    r_add((0.0 if pinned[x] else now - last_use[x], r_x, h_x if h_x > 0 else 0))
+                                    last_use[x] = now
+                                    if r_x < e_x - s_x:
+                                        whole = False
+                                        break
+                                e = ever[q] if ever[q] > cached[q] else cached[q]
+                                r_x = e if e < fb[rid] else fb[rid]
+                                if whole and r_x > 0:
+                                    h_x = h - starts[q]
+                                    r_add((0.0 if pinned[q] else now - last_use[q], r_x, h_x if h_x > 0 else 0))
+                                    last_use[q] = now
                             k_pin = pin(users, pinned, q, hl)
                             if k_pin and cached[q] == pinned[q]:
                                 del lru[q]
@@ -940,10 +973,20 @@ class Simulation:
                         if k_un:
                             room += k_un * blk
                             free_tok += k_un * blk
+                        last_use[q] = now  # its path's blocks were in use until now
+                        if cached[q] > ever[q]:
+                            ever[q] = cached[q]
+                        for x, _, _ in ancs[q]:
+                            last_use[x] = now
+                            if cached[x] > ever[x]:
+                                ever[x] = cached[x]
                     if pc and tails and ends[rid]:  # its answer is part of its prefix: its blocks stay cached,
                         o = mine[rid]  # unpinned (they leave its context below)
                         k_ans = keep_answer(ancs[o], cached, pinned, lru, o, starts[o], ends[rid])
                         free_tok += k_ans * blk
+                        last_use[o] = now
+                        if cached[o] > ever[o]:
+                            ever[o] = cached[o]
                         if hc is not None and k_ans:
                             hc.store_path(ancs[o], o, cached, now)
                     if static:
@@ -973,8 +1016,10 @@ class Simulation:
             loop.sends_s = snd_a
         if not pc:
             return tr
+        ru = np.array(reuse, dtype=float).reshape(-1, 3)  # (seconds, reusable blocks, hit blocks) per record
         tr = replace(tr, prefix_hit_tokens=np.maximum(hit_a, 0.0), prefill_tokens_saved=saved,
-                     prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens)
+                     prefix_evictions=evicted, prefix_cached_blocks=int(sum(cached)), block_tokens=self.block_tokens,
+                     reuse_interval_s=ru[:, 0].copy(), reuse_tokens=ru[:, 1] * blk, reuse_hit_tokens=ru[:, 2] * blk)
         if hc is None:
             return tr
         hc.drain(inf)  # the writes still in flight land

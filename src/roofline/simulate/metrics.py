@@ -137,6 +137,9 @@ def prefix_cache_metrics(trace: Trace) -> dict:
            "prefix_hit_rate": float(hit.sum() / trace.prompt_tokens.sum()),
            "prefix_request_hit_rate": float(np.mean(hit > 0)), "prefill_tokens_saved": trace.prefill_tokens_saved,
            "prefix_evictions": trace.prefix_evictions, "prefix_cached_blocks": trace.prefix_cached_blocks}
+    dt, tok, got = trace.reuse_interval_s, trace.reuse_tokens, trace.reuse_hit_tokens
+    if dt is not None and tok is not None and got is not None and tok.sum() > 0:  # how long reusable blocks waited
+        out.update(reuse_intervals(dt, tok, got))
     if trace.host_hit_tokens is not None:  # the host tier's share of those hits (each request's first admission)
         host = trace.host_hit_tokens
         out.update(host_hit_tokens=float(host.sum()), host_hit_rate=float(host.sum() / trace.prompt_tokens.sum()),
@@ -147,6 +150,27 @@ def prefix_cache_metrics(trace: Trace) -> dict:
         out.update(disk_loaded_tokens=trace.disk_loaded_tokens, disk_evictions=trace.disk_evictions,
                    disk_cached_blocks=trace.disk_cached_blocks)
     return out
+
+
+def reuse_intervals(interval_s: np.ndarray, tokens: np.ndarray, hit_tokens: np.ndarray) -> dict:
+    """How long reused blocks waited (Trace.reuse_*; docs/simulator.md "How long reused blocks waited"), over the
+    prompt tokens requests could have reused (earlier requests had computed them): the share another running request
+    was using at the time (in HBM anyway); over the others (idle), the token-weighted 50th and 90th percentiles of the
+    seconds since their last use (None when none was idle) and the share of them the cache still held (hits). The
+    lecture's hold time T (§5.4): a tier that keeps KV T seconds serves the idle reuses up to T; `roofline tiers`
+    names the cheapest tier for a hold."""
+    total = float(tokens.sum())
+    idle = interval_s > 0
+    out: dict = {"prefix_reusable_tokens": total, "prefix_reuse_in_use_share": float(tokens[~idle].sum() / total)}
+    if not idle.any():
+        return {**out, "prefix_reuse_idle_p50_s": None, "prefix_reuse_idle_p90_s": None,
+                "prefix_reuse_idle_hit_share": None}
+    dt, w = interval_s[idle], tokens[idle]
+    order = np.argsort(dt, kind="stable")
+    cum = np.cumsum(w[order]) / w.sum()
+    p50, p90 = (float(dt[order][min(int(np.searchsorted(cum, q)), dt.size - 1)]) for q in (0.5, 0.9))
+    return {**out, "prefix_reuse_idle_p50_s": p50, "prefix_reuse_idle_p90_s": p90,
+            "prefix_reuse_idle_hit_share": float(hit_tokens[idle].sum() / w.sum())}
 
 
 def occupancy(trace: Trace):
