@@ -1,8 +1,10 @@
-"""Shared test helpers: the engine's pass of one replica of a layout, pure or realistic; a workload with prefixes."""
+"""Shared test helpers: the engine's pass of one replica of a layout, pure or realistic; a workload with prefixes;
+sequential prefixed runs under Hypothesis."""
 
 import dataclasses
 
 import numpy as np
+from hypothesis import strategies as st
 
 from roofline.engine import step
 from roofline.layout import Layout
@@ -48,3 +50,15 @@ def prefixed_workload(arrival, prompt, output, pid, shared, par=None, ptok=None)
     if par is None:
         return w
     return dataclasses.replace(w, parent_prefix_id=np.asarray(par, dtype=np.int64), parent_prefix_tokens=full(ptok))
+
+
+@st.composite
+def sequential_runs(draw):
+    """(prefix ids, prompt lengths, block size, KV capacity) of 2-14 requests on 4 prefixes: prompts of 17-160 tokens
+    whole as their prefixes, a pool with room for any one request but not for every prefix."""
+    n = draw(st.integers(2, 14))
+    prefixes = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    prompts = draw(st.lists(st.integers(17, 160), min_size=n, max_size=n))
+    block = draw(st.sampled_from([1, 4, 16]))
+    cap = draw(st.integers(170, 400))
+    return prefixes, prompts, block, cap

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import prefixed_workload
+from helpers import prefixed_workload, sequential_runs
 from roofline.catalog import model
 from roofline.errors import InputError
 from roofline.layout import Layout
@@ -124,16 +124,6 @@ def test_host_tier_sizes_by_hand():
             host_tier(m, Layout(tp=1), "bf16", **args)
     with pytest.raises(InputError, match="finite number >= 0"):
         HostTier(-1, 0.0)
-
-
-@st.composite
-def sequential_runs(draw):
-    n = draw(st.integers(2, 14))
-    prefixes = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    prompts = draw(st.lists(st.integers(17, 160), min_size=n, max_size=n))
-    block = draw(st.sampled_from([1, 4, 16]))
-    cap = draw(st.integers(170, 400))  # room for any one request, not for every prefix
-    return prefixes, prompts, block, cap
 
 
 @settings(max_examples=60, deadline=None)

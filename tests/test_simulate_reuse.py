@@ -7,9 +7,8 @@ import json
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from helpers import prefixed_workload
+from helpers import prefixed_workload, sequential_runs
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation
 from roofline.simulate.metrics import prefix_cache_metrics, reuse_intervals
 
@@ -47,16 +46,6 @@ def test_token_weighted_percentiles_by_hand():
     r = reuse_intervals(np.array([0.0, 1.0, 2.0]), np.array([10.0, 10, 30]), np.zeros(3))
     assert r["prefix_reuse_idle_p50_s"] == 2.0 and r["prefix_reuse_idle_p90_s"] == 2.0
     assert reuse_intervals(np.zeros(2), np.ones(2), np.ones(2))["prefix_reuse_idle_p50_s"] is None
-
-
-@st.composite
-def sequential_runs(draw):
-    n = draw(st.integers(2, 14))
-    prefixes = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-    prompts = draw(st.lists(st.integers(17, 160), min_size=n, max_size=n))
-    block = draw(st.sampled_from([1, 4, 16]))
-    cap = draw(st.integers(170, 400))
-    return prefixes, prompts, block, cap
 
 
 @settings(max_examples=60, deadline=None)
