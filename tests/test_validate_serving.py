@@ -2221,6 +2221,21 @@ def test_set_cn_tier_predictions_and_no_tier_alternative_reproduce(stores_free_a
     _registered_before_measured("cn", pred["at_commit"])
 
 
+def test_set_co_table_predictions_and_factor_alternative_reproduce():
+    """Set co (CloudRift's vLLM server benchmarks: GLM-4.5-Air and Qwen3-Coder AWQ, GLM-4.6 on H200, Qwen3-Coder-30B on
+    L40S, Qwen3-8B on A100) registers the measured kernel tables and declares the factor model; GLM-4.6 at TP 8 and
+    concurrency 1 recomputes on both, and the pinned vLLM 0.23.0 A100 run on the registered; at the commit the
+    predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("co", "794979a")
+    runs = doc["runs"]
+    assert len(runs) == 11 and all(r["kernels"] == "tables" for r in runs)
+    by_id = {r["id"].removeprefix("co1-cloudrift-"): r for r in runs}
+    glm, a100 = by_id["h200x8-glm-4.6-1x8-c1"], by_id["a100x1-qwen3-8b-1x1-c1"]
+    assert glm["model"] == "glm-4.7" and a100["engine"] == "vllm"
+    _reproduce_both(doc, pred, alt, glm, dict(glm, kernels="factor"), a100)
+    _registered_before_measured("co", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
