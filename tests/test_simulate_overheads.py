@@ -627,3 +627,32 @@ def test_kernels_auto_takes_the_measured_tables_where_the_engine_family_has_them
     assert [row["kernels"] for row in g] == ["tables", "factor"]
     code, _, err = run_cli(*h100, "--kernels", "factor", "--grid", "rate=4")
     assert code != 0 and "--kernels (a grid takes auto)" in err
+
+
+def test_ungraphed_vllm_v1_passes_by_hand(monkeypatch):
+    """overheads.UNGRAPHED_PASSES (a hypothesis, off by default): under a vLLM V1 row a pass of more tokens than the
+    largest CUDA graph (512) adds UNGRAPHED_S_PER_LAYER per layer (Llama 3.1 8B: 32 x 0.8 ms = 25.6 ms), a pass of 512
+    tokens nothing; SGLang's row nothing; off, nothing anywhere."""
+    from roofline.catalog import get_catalog
+    from roofline.simulate import overheads as O
+    from roofline.simulate import roofline_deployment
+    from roofline.simulate.steptable import mixed_pass
+
+    cat = get_catalog()
+
+    def times(row):
+        dep = O.with_engine(roofline_deployment(cat.model("llama-3.1-8b"), cat.system("dgx-h100")),
+                            O.EngineOverheads.load(row))
+        mp = mixed_pass(dep.step, 8192, 8192)
+        table = dep.step.step_times([1.0, 1.0], [512.0, 1000.0], [0.0, 0.0])
+        return [mp(0, 1, 0.0, [(n, 0)]) for n in (512, 513, 1000)], table
+
+    off_v1, off_table = times("vllm-v1-sync")
+    off_sgl, _ = times("sglang")
+    monkeypatch.setattr(O, "UNGRAPHED_PASSES", True)
+    on_v1, on_table = times("vllm-v1-sync")
+    on_sgl, _ = times("sglang")
+    extra = 32 * O.UNGRAPHED_S_PER_LAYER
+    assert on_v1[0] == off_v1[0] and on_v1[1] == pytest.approx(off_v1[1] + extra)
+    assert on_v1[2] == pytest.approx(off_v1[2] + extra) and on_sgl == off_sgl
+    assert on_table[0] == off_table[0] and on_table[1] == pytest.approx(off_table[1] + extra)

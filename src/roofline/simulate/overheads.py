@@ -305,6 +305,8 @@ class OverheadStep:
     schedulers: int = 1
     eager_floor_s: float = 0.0
     graph_max_batch: float = math.inf
+    ungraphed_s: float = 0.0  # UNGRAPHED_PASSES: seconds a pass of more than graph_max_tokens tokens adds
+    graph_max_tokens: float = math.inf
 
     def __post_init__(self):
         for name in ("per_pass_s", "per_sequence_s", "eager_floor_s"):
@@ -347,6 +349,8 @@ class OverheadStep:
         t = np.asarray(fn(batch, tokens, context), dtype=float)
         if self.eager_floor_s and np.isfinite(self.graph_max_batch):
             t = np.where(self.eager(b), np.maximum(t, self.eager_floor_s), t)
+        if self.ungraphed_s:  # a pass of more tokens than the largest graph runs outside graphs (UNGRAPHED_PASSES)
+            t = t + np.where(b * np.asarray(tokens, dtype=float) > self.graph_max_tokens, self.ungraphed_s, 0.0)
         return t + self.overhead_s(b)
 
     __call__ = step_times
@@ -400,10 +404,30 @@ def with_engine(dep: Deployment, overheads: EngineOverheads) -> Deployment:
         return dep
     overheads = overheads.for_system(getattr(dep.step, "system", None))
     workers, schedulers = workers_of(dep)
+    ungraphed, graph_tokens = 0.0, math.inf
+    model = getattr(dep.step, "model", None)
+    if UNGRAPHED_PASSES and overheads.engine in V1_ROWS and model is not None:
+        ungraphed = UNGRAPHED_S_PER_LAYER * model.layers
+        graph_tokens = overheads.cuda_graph_max_batch if np.isfinite(overheads.cuda_graph_max_batch) else UNGRAPHED_TOKENS
     step = OverheadStep(_without_pass_overhead(dep.step), overheads.step_pass_s + overheads.per_worker_s * (workers - 1),
                         overheads.step_sequence_s, schedulers, eager_floor_s(dep.step, overheads),
-                        overheads.cuda_graph_max_batch)
+                        overheads.cuda_graph_max_batch, ungraphed, graph_tokens)
     return replace(dep, step=step)
+
+
+#: A hypothesis, not the default (2026-11-29, after set co's values were seen; docs/simulator.md "Engine overheads",
+#: Passes outside CUDA graphs): vLLM V1 replays CUDA graphs for passes of up to its largest capture size in tokens (512
+#: by default: min(2 x max_num_seqs, 512), vllm/config/scheduler.py of 0.11.0, config/vllm.py of 0.19.0; the run's
+#: cuda_graph_max_batch where given); a larger pass (a prompt chunk of more than 512 tokens) runs its Inductor code
+#: launched from Python (v1/worker/gpu_model_runner.py of 0.11.0 l.1927-1944; cudagraph_dispatcher.py), and takes
+#: UNGRAPHED_S_PER_LAYER per layer more than its kernels: AIConfigurator's calibration on H200 with vLLM 0.18.0
+#: (ai-dynamo/aiconfigurator PR #1166: measured TTFT above kernel time by 41, 45 and 52 ms on Qwen3 0.6B, 8B and 14B at
+#: 9,000-token prompts, about 1.4 ms a layer; the merged model 0.8 ms a layer over its data set). Added after a set,
+#: so off until a blind set declares it. Applies to the engine rows of V1 (V1_ROWS).
+UNGRAPHED_PASSES = False
+UNGRAPHED_S_PER_LAYER = 0.8e-3
+UNGRAPHED_TOKENS = 512
+V1_ROWS = ("vllm", "vllm-v0.14", "vllm-v1-sync", "vllm-v1-sync-fullgraph")
 
 
 # ---- per-request delays without touching the event loop ---------------------------------------------

@@ -556,11 +556,13 @@ def mixed_pass(step, max_tokens: float, max_context: float):
     exposes `.inner` and `overhead_s(batch)`, and may give `eager_floor_s`, the least time of a pass that
     runs outside CUDA graphs, and `graph_max_batch`, `schedulers`: simulate.overheads), or None where the step model is not the engine's (ConstantStep,
     BoardStep, a user's callable) or the layout is context-parallel: those keep the step table's mean pass."""
-    inner, wrappers, eager = step, [], []
+    inner, wrappers, eager, ungraphed = step, [], [], []
     while not isinstance(inner, EngineStep) and hasattr(inner, "inner"):
         wrappers.append(inner.overhead_s)
         if getattr(inner, "eager_floor_s", 0.0):  # (floor, most decoding sequences still graphed)
             eager.append((float(inner.eager_floor_s), float(inner.graph_max_batch) * inner.schedulers))
+        if getattr(inner, "ungraphed_s", 0.0):  # (seconds, most tokens a graphed pass carries)
+            ungraphed.append((float(inner.ungraphed_s), float(inner.graph_max_tokens)))
         inner = inner.inner
     if not isinstance(inner, EngineStep) or (inner.layout is not None and not inner.layout.perfect
                                              and inner.layout.cp > 1):
@@ -576,6 +578,9 @@ def mixed_pass(step, max_tokens: float, max_context: float):
         for floor, graphed in eager:  # outside CUDA graphs: prompt tokens, or a batch above the graph limit
             if floor > t and (chunks or decoding > graphed):
                 t = floor
+        for extra, most in ungraphed:  # vLLM V1: more tokens than the largest graph (overheads.UNGRAPHED_PASSES)
+            if decoding * r + sum(c for c, _ in chunks) > most:
+                t += extra
         return t + sum(o(b) for o in wrappers)
     return with_overhead
 
