@@ -2236,6 +2236,21 @@ def test_set_co_table_predictions_and_factor_alternative_reproduce():
     _registered_before_measured("co", pred["at_commit"])
 
 
+def test_set_cp_table_predictions_and_factor_alternative_reproduce():
+    """Set cp (simon-mo/R1-Benchmark's dense runs: vLLM 0.8.2 V1 and SGLang 0.4.4 on H200 and H100, Poisson 10 req/s,
+    50 prompts) registers the measured kernel tables and declares the factor model; QwQ-32B on H100 with vLLM at
+    1000/2000 recomputes on both, and SGLang's Llama-3.2-3B FP8 at 32000/100 on the registered; at the commit the
+    predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cp", "f8f4574")
+    runs = doc["runs"]
+    assert len(runs) == 40 and all(r["kernels"] == "tables" for r in runs)
+    by_id = {r["id"].removeprefix("cp1-r1bench-"): r for r in runs}
+    qwq, small = by_id["h100-qwq-32b-vllm-1000-2000"], by_id["h200-llama-3b-sgl-32000-100"]
+    assert qwq["model"] == "qwen2.5-32b" and small["engine"] == "sglang" and small["weights_dtype"] == "fp8"
+    _reproduce_both(doc, pred, alt, qwq, dict(qwq, kernels="factor"), small)
+    _registered_before_measured("cp", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
