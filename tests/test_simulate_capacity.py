@@ -158,6 +158,33 @@ def test_latency_sensitivity_is_the_elasticity_of_the_step_by_hand():
     assert past["saturated"] and past["latency_sensitivity"] is None
 
 
+def test_a_run_that_fits_in_one_batch_is_transient_not_saturated(monkeypatch):
+    """λ_max = 5 req/s with B = 10 sequences (20 ms passes, 100 decode passes a request): 8 requests at 6.5 req/s
+    (ρ = 1.3) all fit in one batch, each admitted on arrival, so the run is transient and not past saturation;
+    11 requests (one more than B) at the same rate keep the ρ rule; a transient run whose waits grow by 0.5 s per s of
+    arrivals (synthetic) is past saturation all the same; with TRANSIENT_RUNS off the 8 requests are saturated, as
+    every serving set up to cp was registered."""
+    from roofline.simulate import capacity as C
+
+    dep, pol = Deployment(ConstantStep(0.02)), Policy("continuous", max_seqs=10)
+    cap = capacity(make_workload(np.zeros(3), 50, 101), dep, pol)
+    assert cap.requests_per_s == pytest.approx(5.0) and cap.batch == 10
+    arrivals = np.arange(8) / 6.5
+    tr = Simulation(make_workload(arrivals, 50, 101), dep, pol).run()
+    assert np.allclose(tr.admit_s, tr.arrival_s, atol=0.02)  # nobody waits for a slot
+    sat = saturation(tr.arrival_s, tr.admit_s, cap)
+    assert sat["load"] == pytest.approx(1.3) and sat["transient"] and not sat["saturated"] and not sat["burst"]
+    eleven = Simulation(make_workload(np.arange(11) / 6.5, 50, 101), dep, pol).run()
+    sat11 = saturation(eleven.arrival_s, eleven.admit_s, cap)
+    assert not sat11["transient"] and sat11["saturated"]
+    waits = 0.5 * arrivals  # a prompt backlog: each second of arrivals adds half a second of waiting
+    grown = saturation(arrivals, arrivals + waits, cap)
+    assert grown["transient"] and grown["queue_growth_s_per_s"] == pytest.approx(0.5) and grown["saturated"]
+    monkeypatch.setattr(C, "TRANSIENT_RUNS", False)
+    old = saturation(tr.arrival_s, tr.admit_s, cap)
+    assert not old["transient"] and old["saturated"]
+
+
 def replace_capacity(sat: dict, requests_per_s: float):
     from roofline.simulate.capacity import Capacity
 

@@ -332,7 +332,7 @@ def test_realistic_family_pass_overhead_replaced_not_added():
 
 
 def test_catalog_engines_and_corners():
-    assert engine_names() == ("none", "sglang", "sglang-v0.3", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.14", "vllm-v0.5",
+    assert engine_names() == ("none", "sglang", "sglang-v0.3", "sglang-v0.4", "trtllm", "trtllm-engine", "vllm", "vllm-v0", "vllm-v0.14", "vllm-v0.5",
                               "vllm-v1-sync", "vllm-v1-sync-fullgraph")
     for e in engine_names()[1:]:
         mid, fast, slow = (EngineOverheads.load(e, w) for w in ("mid", "fast", "slow"))
@@ -340,7 +340,7 @@ def test_catalog_engines_and_corners():
             assert getattr(fast, n) <= getattr(mid, n) <= getattr(slow, n), (e, n)
             assert mid.sources[n]
         assert mid.per_pass_s > 0 and mid.request_in_s > 0
-    with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, sglang-v0.3, trtllm"):
+    with pytest.raises(InputError, match="unknown engine 'tgi'; expected one of none, sglang, sglang-v0.3, sglang-v0.4, trtllm"):
         EngineOverheads.load("tgi")
     # the older schedulers expose more host work per step than their successors (RFC #6854, PR #1738)
     for old_, new_ in (("vllm-v0.5", "vllm-v0"), ("vllm-v0", "vllm"), ("vllm-v1-sync", "vllm"), ("sglang-v0.3", "sglang")):
@@ -348,6 +348,10 @@ def test_catalog_engines_and_corners():
     # the declared hypothesis row differs from vllm-v1-sync in its per-worker term alone
     sync, full = EngineOverheads.load("vllm-v1-sync"), EngineOverheads.load("vllm-v1-sync-fullgraph")
     assert sync.per_worker_s > 0 and full.per_worker_s == 0
+    # the hypothesis row for SGLang v0.4.0-v0.5.0 on FlashInfer is the sglang row with issue #5593's per-step bubble
+    sg, sg04 = EngineOverheads.load("sglang"), EngineOverheads.load("sglang-v0.4")
+    assert sg04.per_pass_s == 0.002 and "#5593" in sg04.sources["per_pass_s"]
+    assert all(getattr(sg04, n) == getattr(sg, n) for n in FIGURES if n != "per_pass_s")
     assert all(getattr(sync, f) == getattr(full, f) for f in FIGURES if f != "per_worker_s")
 
 
@@ -488,7 +492,7 @@ def test_unknown_engine_is_one_line(run_cli):
         code, out, err = run_cli("simulate", "-m", "llama-3-8b", "-a", "h100-sxm", "-n", "5", "--engine", "tgi",
                                  *extra)
         assert code == 1 and out == ""
-        assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, trtllm, trtllm-engine, vllm, vllm-v0" in err, err
+        assert err.strip().count("\n") == 0 and "one of none, sglang, sglang-v0.3, sglang-v0.4, trtllm, trtllm-engine, vllm, vllm-v0" in err, err
 
 
 def test_kernel_tables_in_the_simulator_give_steps_decode_pass(run_cli):

@@ -911,7 +911,7 @@ def test_set_n_committed_predictions_reproduce(itl_from_every_sequence, itl_firs
     doc = S.load_runs(sp["runs"])
     pred = _yaml(sp["predictions"])
     committed = pred["runs"]
-    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 11
+    assert set(committed) == {r["id"] for r in doc["runs"]} and len(S.DISCLOSURES["n"]) == 12
     runs = {r["id"]: r for r in doc["runs"]}
     assert runs["n4-redhat_h100x1_l31_8b_server_vllm"]["long_prefill_token_threshold"] == 256
     for rid in ("n3-bmq_h100_qwen38b_tp8_c25_n500_i2048_o128", "n4-redhat_h100x1_l31_8b_server_vllm",
@@ -1557,7 +1557,8 @@ def test_set_an_committed_predictions_reproduce():
     sp = S.set_paths("an")
     doc, pred = S.load_runs(sp["runs"]), _yaml(sp["predictions"])
     assert pred["at_commit"] == "eb2a7b2" and len(doc["runs"]) == 37
-    assert len(S.DISCLOSURES["an"]) == 1 and "in_process_text" in S.DISCLOSURES["an"][0]  # a run key the runs lack
+    assert len(S.DISCLOSURES["an"]) == 2 and "in_process_text" in S.DISCLOSURES["an"][0]  # a run key the runs lack
+    assert "TRANSIENT_RUNS" in S.DISCLOSURES["an"][1]  # a verdict, not a prediction, moved (set cp)
     assert all(r["in_process"] and set(r["metrics"]) == {"ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99"}
                for r in doc["runs"])
     byid = {r["id"]: r for r in doc["runs"]}

@@ -134,7 +134,7 @@ def register(app: typer.Typer) -> None:
         memory_efficiency: MemoryEffOpt = 1.0,
         realistic: Annotated[bool, typer.Option("--realistic", help="Pass times from the cited efficiency model (roofline.efficiency; the GPUs as one TP group) instead of the pure roofline.")] = False,
         overlap: Annotated[bool, typer.Option("--overlap", help="With --realistic: communication overlapped with compute (two-batch overlap) instead of added.")] = False,
-        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v0.14 (as vllm, with v0.14-v0.15's PyTorch top-k/top-p filter), vllm-v1-sync, vllm-v1-sync-fullgraph (a hypothesis: no per-worker term), vllm-v0, vllm-v0.5, sglang, sglang-v0.3, trtllm (PyTorch backend) or trtllm-engine (TensorRT engine builds, as MLPerf's NVIDIA harness) — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
+        engine: Annotated[str, typer.Option("--engine", help="Serving-engine overheads (catalog/data/engines.yaml): none, vllm, vllm-v0.14 (as vllm, with v0.14-v0.15's PyTorch top-k/top-p filter), vllm-v1-sync, vllm-v1-sync-fullgraph (a hypothesis: no per-worker term), vllm-v0, vllm-v0.5, sglang, sglang-v0.3, sglang-v0.4 (a hypothesis: v0.4.0-v0.5.0 on FlashInfer, a 2 ms bubble a step), trtllm (PyTorch backend) or trtllm-engine (TensorRT engine builds, as MLPerf's NVIDIA harness) — per request (HTTP, tokeniser, first-token streaming) and per pass (scheduler, sampling); replaces the family's pass overhead under --realistic.")] = "none",
         in_process: Annotated[bool, typer.Option("--in-process", help="With --engine: the client calls the engine in its own process (MLPerf harnesses, vLLM's benchmark_latency.py, TensorRT-LLM's gptSessionBenchmark / trtllm-bench): no HTTP request, server tokeniser or first-token streaming costs; the per-pass costs stay.")] = False,
         in_process_text: Annotated[bool, typer.Option("--in-process-text", help="With --in-process: the client sends text (AccelMark's harness, LLM.generate on strings), so the engine still tokenises each prompt in its own process.")] = False,
         sampling: Annotated[str, typer.Option("--sampling", help="With --engine: greedy (default; an argmax, inside the engine's per-pass figure) or top-k-top-p, requests that sample through a top-k and/or top-p filter (a model's generation_config defaults, e.g. Qwen3's top_k 20, top_p 0.95): every pass gains the engine row's filter cost, filter_s_per_pass + filter_s_per_logit x vocabulary per sequence (vllm and sglang: FlashInfer's sampler, vLLM's default since PR #40376; vllm-v0.14: V1's PyTorch sort path of v0.14-v0.15).")] = "greedy",
@@ -251,6 +251,9 @@ def register(app: typer.Typer) -> None:
         if d["saturated"]:
             rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
                             "below measure the run's length"])
+        elif d.get("transient") and d.get("load") is not None:
+            rows.append(["transient", f"{d['requests']:,} requests fit in one batch of {d['capacity_batch']:.0f}: "
+                         f"the load {d['load']:.2f} is the steady state's, which the run never reaches"])
         if "engine" in d:
             rows.append([f"{d['engine']} overheads in TTFT / TPOT",
                          f"{seconds(d['ttft_overhead_s'])} / {seconds(d['tpot_overhead_s'])}"])
