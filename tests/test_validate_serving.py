@@ -1031,6 +1031,16 @@ def _registered_with_alternative(name: str, commit: str) -> tuple[dict, dict, di
     return doc, pred, alt
 
 
+def _tables_against_factor(name: str, commit: str, n: int, run: dict, *others: dict) -> None:
+    """Set `name` (`n` runs, every one on the measured kernel tables, the factor model declared): `run` recomputes
+    on both, each of `others` on the registered; at the commit its predictions record, its measured values were not
+    in the repository."""
+    doc, pred, alt = _registered_with_alternative(name, commit)
+    assert len(doc["runs"]) == n and all(r["kernels"] == "tables" for r in doc["runs"])
+    _reproduce_both(doc, pred, alt, run, dict(run, kernels="factor"), *others)
+    _registered_before_measured(name, pred["at_commit"])
+
+
 def _reproduce_both(doc: dict, pred: dict, alt: dict, run: dict, alt_run: dict, *others: dict) -> None:
     """`run` reproduces its committed prediction and `alt_run` (the same run with the alternative's keys) the declared
     alternative's; each of `others` its committed prediction."""
@@ -2165,14 +2175,11 @@ def test_set_ck_table_predictions_and_factor_alternative_reproduce():
     request/s) registers the kernel tables and declares the factor model; an 8B TP 1 run recomputes on both and a 70B
     TP 4 run on the registered; at the commit the predictions record, the measured values were not in the
     repository."""
-    doc, pred, alt = _registered_with_alternative("ck", "91aec30")
-    runs = doc["runs"]
-    assert len(runs) == 120 and all(r["kernels"] == "tables" for r in runs)
+    runs = S.load_runs(set_name="ck")["runs"]
     small = next(r for r in runs if "-8b-" in r["id"])
     big = next(r for r in runs if "-70b-" in r["id"])
     assert small["gpus"] == 1 and big["gpus"] == 4
-    _reproduce_both(doc, pred, alt, small, dict(small, kernels="factor"), big)
-    _registered_before_measured("ck", pred["at_commit"])
+    _tables_against_factor("ck", "91aec30", 120, small, big)
 
 
 def test_set_cl_host_tier_predictions_and_no_tier_alternative_reproduce(stores_free_and_at_once):
@@ -2227,14 +2234,10 @@ def test_set_co_table_predictions_and_factor_alternative_reproduce():
     L40S, Qwen3-8B on A100) registers the measured kernel tables and declares the factor model; GLM-4.6 at TP 8 and
     concurrency 1 recomputes on both, and the pinned vLLM 0.23.0 A100 run on the registered; at the commit the
     predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("co", "794979a")
-    runs = doc["runs"]
-    assert len(runs) == 11 and all(r["kernels"] == "tables" for r in runs)
-    by_id = {r["id"].removeprefix("co1-cloudrift-"): r for r in runs}
+    by_id = {r["id"].removeprefix("co1-cloudrift-"): r for r in S.load_runs(set_name="co")["runs"]}
     glm, a100 = by_id["h200x8-glm-4.6-1x8-c1"], by_id["a100x1-qwen3-8b-1x1-c1"]
     assert glm["model"] == "glm-4.7" and a100["engine"] == "vllm"
-    _reproduce_both(doc, pred, alt, glm, dict(glm, kernels="factor"), a100)
-    _registered_before_measured("co", pred["at_commit"])
+    _tables_against_factor("co", "794979a", 11, glm, a100)
 
 
 def test_set_cp_table_predictions_and_factor_alternative_reproduce():
@@ -2242,14 +2245,10 @@ def test_set_cp_table_predictions_and_factor_alternative_reproduce():
     50 prompts) registers the measured kernel tables and declares the factor model; QwQ-32B on H100 with vLLM at
     1000/2000 recomputes on both, and SGLang's Llama-3.2-3B FP8 at 32000/100 on the registered; at the commit the
     predictions record, the measured values were not in the repository."""
-    doc, pred, alt = _registered_with_alternative("cp", "f8f4574")
-    runs = doc["runs"]
-    assert len(runs) == 40 and all(r["kernels"] == "tables" for r in runs)
-    by_id = {r["id"].removeprefix("cp1-r1bench-"): r for r in runs}
+    by_id = {r["id"].removeprefix("cp1-r1bench-"): r for r in S.load_runs(set_name="cp")["runs"]}
     qwq, small = by_id["h100-qwq-32b-vllm-1000-2000"], by_id["h200-llama-3b-sgl-32000-100"]
     assert qwq["model"] == "qwen2.5-32b" and small["engine"] == "sglang" and small["weights_dtype"] == "fp8"
-    _reproduce_both(doc, pred, alt, qwq, dict(qwq, kernels="factor"), small)
-    _registered_before_measured("cp", pred["at_commit"])
+    _tables_against_factor("cp", "f8f4574", 40, qwq, small)
 
 
 def test_stream_run_keys_put_the_output_stage_in_the_run():
