@@ -2251,6 +2251,21 @@ def test_set_cp_table_predictions_and_factor_alternative_reproduce():
     _tables_against_factor("cp", "f8f4574", 40, qwq, small)
 
 
+def test_set_cq_predictions_and_fullgraph_alternative_reproduce():
+    """Set cq (CloudRift's vLLM server benchmarks on the RTX PRO 6000 Blackwell, a board added for it: every run on the
+    factor model) registers engine row vllm-v1-sync and declares vllm-v1-sync-fullgraph; GLM-4.6-FP8 at TP 8 and
+    concurrency 1 recomputes on both, and GLM-4.5-Air on one card at concurrency 1 on the registered; at the commit the
+    predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cq", "3875f69")
+    runs = doc["runs"]
+    assert len(runs) == 14 and all(r["kernels"] == "factor" and r["engine"] == "vllm-v1-sync" for r in runs)
+    by_id = {r["id"].removeprefix("cq1-cloudrift-"): r for r in runs}
+    glm46, air = by_id["pro6000x8-glm-4.6-fp8-1x8-c1"], by_id["pro6000x8-glm-4.5-air-awq-8x1-c1"]
+    assert glm46["system"] == "rtx-pro-6000-8" and glm46["gpus"] == 8
+    _reproduce_both(doc, pred, alt, glm46, dict(glm46, engine="vllm-v1-sync-fullgraph"), air)
+    _registered_before_measured("cq", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
