@@ -2159,7 +2159,9 @@ def markdown(rows: list[dict], doc: dict | None = None, pred: dict | None = None
     out += ["## Saturation", "",
             "The simulator's own verdict on each run (simulate/capacity.py: load ρ = offered rate per replica / "
             "analytic capacity; saturated when ρ ≥ 1 or the queue grows by more than 0.05 s per s; a burst — every "
-            "request at t = 0 — is a finite batch whose latencies are drain times, with no load). Latency "
+            "request at t = 0 — is a finite batch whose latencies are drain times, with no load; since set cp a "
+            "transient run — no more requests than the capacity's batch — is saturated only by a growing queue; the "
+            "table shows the verdict as registered). Latency "
             "sensitivity ρ/(1 − ρ): the elasticity of TPOT and TTFT to an error in the per-token cost "
             "(docs/simulator.md).", "",
             "| run | offered req/s per replica | capacity req/s | load | latency sensitivity | queue growth s/s "
