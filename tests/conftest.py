@@ -316,3 +316,13 @@ def stores_free_and_at_once(monkeypatch):
 
     monkeypatch.setattr(prefixes, "WRITES_QUEUE", False)
     yield
+
+
+@pytest.fixture
+def one_shot_all_reduce_on_pcie(monkeypatch):
+    """One-shot all-reduce for any TP group on every fabric, as every set up to cq was registered (2026-11-29:
+    engine.PEER_ALL_REDUCE_LIMIT)."""
+    from roofline import engine
+
+    monkeypatch.setattr(engine, "PEER_ALL_REDUCE_LIMIT", False)
+    yield

@@ -209,6 +209,28 @@ def test_moe_tensor_parallel_unlike_attention():
     assert float(r.ep_comm_s) == pytest.approx(2 * m.moe_layers * a2a, rel=1e-12)
 
 
+def test_pcie_groups_beyond_two_take_the_ring_all_reduce(monkeypatch):
+    """Eight RTX PRO 6000 over PCIe (no NVLink): vLLM's custom (one-shot) all-reduce refuses more than 2 GPUs that are
+    not NVLink-connected, so TP 8 all-reduces run NCCL's ring. GLM-4.6 (92 layers, d 5120) at batch 1, realistic:
+    each all-reduce is 2·7/8 · 10,240 B / (64 GB/s · 0.8) + 14 · 3 µs = 42.35 µs, 184 of them 7.79 ms, by hand; the
+    one-shot algorithm (every fabric, as registered up to set cq) took 2 · 3 µs + 7 · 10,240 B / 51.2 GB/s each."""
+    from roofline import engine as E
+    from roofline import network as N
+
+    m, s = CAT.model("glm-4.7"), CAT.system("rtx-pro-6000-8")
+    assert s.one_shot_all_reduce_max_gpus == 2 and CAT.system("hgx-h200").one_shot_all_reduce_max_gpus == 0
+    r = step(m, s, 1, 1000, layout=Layout(tp=8), realistic=True)
+    b, bw, a = 5120 * 2.0, 64e9 * 0.8, 3e-6
+    ring = 2 * 7 / 8 * b / bw + 14 * a
+    assert float(r.tp_comm_s) == pytest.approx(2 * m.layers * ring, rel=1e-9)
+    # two GPUs may still read each other's buffers: one-shot 2·α + b/β (equal to the ring's b/β + 2·α at n = 2)
+    assert float(N.best_all_reduce_s(b, 2, bw, a, one_shot_max=2)) == pytest.approx(2 * a + b / bw)
+    assert float(N.best_all_reduce_s(64 * b, 4, bw, a, one_shot_max=2)) == pytest.approx(2 * 3 / 4 * 64 * b / bw + 6 * a)
+    monkeypatch.setattr(E, "PEER_ALL_REDUCE_LIMIT", False)
+    one_shot = float(step(m, s, 1, 1000, layout=Layout(tp=8), realistic=True).tp_comm_s)
+    assert one_shot == pytest.approx(2 * m.layers * (2 * a + 7 * b / bw), rel=1e-9)
+
+
 def test_moe_tokens_gathered_across_attention_groups_by_hand(monkeypatch):
     """Mixtral on 8 GPUs as vLLM's MoE data parallelism: attention TP 4 x DP 2, each routed expert sliced over all 8
     (ep 1). Every MoE layer all-gathers both DP groups' tokens, reduce-scatters the expert outputs and all-reduces

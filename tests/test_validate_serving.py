@@ -2251,7 +2251,7 @@ def test_set_cp_table_predictions_and_factor_alternative_reproduce():
     _tables_against_factor("cp", "f8f4574", 40, qwq, small)
 
 
-def test_set_cq_predictions_and_fullgraph_alternative_reproduce():
+def test_set_cq_predictions_and_fullgraph_alternative_reproduce(one_shot_all_reduce_on_pcie):
     """Set cq (CloudRift's vLLM server benchmarks on the RTX PRO 6000 Blackwell, a board added for it: every run on the
     factor model) registers engine row vllm-v1-sync and declares vllm-v1-sync-fullgraph; GLM-4.6-FP8 at TP 8 and
     concurrency 1 recomputes on both, and GLM-4.5-Air on one card at concurrency 1 on the registered; at the commit the

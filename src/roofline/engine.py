@@ -181,6 +181,15 @@ def check_moe_imbalance(moe_imbalance) -> None:
         raise InputError(f"MoE load imbalance must be >= 1 (busiest GPU over the mean), got {moe_imbalance}")
 
 
+#: A system row's `one_shot_all_reduce_max_gpus` caps the TP groups whose all-reduce may be one-shot (peer reads):
+#: over PCIe without NVLink, vLLM's custom all-reduce refuses more than 2 GPUs (vllm 0.11.0
+#: distributed/device_communicators/custom_all_reduce.py l.141-148: world size > 2 and not fully NVLink-connected),
+#: so every all-reduce of a larger group is NCCL's ring, 2(n - 1) latency steps. False: one-shot on every fabric, as
+#: every serving set up to cq was registered (post hoc on set cq: GLM-4.6-FP8 at TP 8 on eight RTX PRO 6000 over
+#: PCIe, 42% too fast at concurrency 1).
+PEER_ALL_REDUCE_LIMIT = True
+
+
 def tiers(system: System, eff: Efficiency) -> tuple[N.Tier, N.Tier]:
     """(scale-up, scale-out) tiers: the system's per-GPU link rates, the efficiency's achieved fractions,
     and its step latencies (None: the system's catalog hop latencies). The one network model of every
@@ -388,6 +397,8 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         up, out = tiers(system, eff)
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
+        # groups the fabric cannot serve with one-shot peer reads take the ring (PEER_ALL_REDUCE_LIMIT)
+        peer_max = getattr(system, "one_shot_all_reduce_max_gpus", 0) if PEER_ALL_REDUCE_LIMIT else 0
         if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers a g/tp slice of its matmul weights over g
             # GPUs, then the tp/g GPUs of a slice all-reduce their B/g sequences' activations (1D; none when g = tp)
             tp_s = f * m.layers * N.weight_gathered_s(dense_mm / m.layers * np.asarray(b_w, dtype=float), Tg * act, g, tp,
@@ -403,7 +414,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
                 tp_s = tp_s + f * m.dense_mlp_layers * N.weight_stationary_2d_s(
                     Tg * act, Tg * ff_in * b_a, Tg * m.d_ff * b_a, tp, up_bw, up.latency_s)
         else:  # 1D (Megatron; Pope et al. §3.2.1): one all-reduce per attention block and per dense MLP
-            ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s)
+            ar = N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s, one_shot_max=peer_max)
             tp_s = f * (m.layers + m.dense_mlp_layers) * ar
         if moe_l:
             naive, spans = LY.moe_gather_group(moe_tp, ep, tp)  # attention groups one MoE group serves
@@ -411,10 +422,10 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
                 # attention group's own all-reduce (vLLM's allgather_reducescatter dispatch, SGLang's DP attention)
                 g_bw, g_lat = ((up_bw, up.latency_s) if np.all(moe_tp <= chips) else (out_bw, out.latency_s))
                 gather = (N.all_gather_s(Te * act, spans, g_bw, g_lat) + N.reduce_scatter_s(Te * act, spans, g_bw, g_lat)
-                          + N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s))
+                          + N.best_all_reduce_s(Tg * act, tp, up_bw, up.latency_s, one_shot_max=peer_max))
             else:
                 gather = 0.0
-            tp_s = tp_s + f * moe_l * np.where(naive, gather, N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s))
+            tp_s = tp_s + f * moe_l * np.where(naive, gather, N.best_all_reduce_s(Tg * act, moe_tp, up_bw, up.latency_s, one_shot_max=peer_max))
         if layout.attention == "batch":  # Pope et al. 2022 §3.3: reshard q in, the output back, over the tp/g GPUs
             qk, v = M.qk_v_dims(m)        # that share the sequences (none when the whole layer is gathered, g = tp)
             per_gpu = Tg * m.heads * (qk + v) * np.asarray(b_act, dtype=float) / tp

@@ -93,6 +93,8 @@ class System:
     aliases: tuple[str, ...] = ()
     notes: str = ""
     usd_per_hour: float = field(default=0.0)  # per accelerator; defaults to the accelerator's price
+    #: the largest group whose all-reduce can read peers' buffers in one shot (0: any, as over NVLink); PCIe rows 2
+    one_shot_all_reduce_max_gpus: int = 0
 
     @property
     def hbm_bytes(self) -> float:

@@ -100,10 +100,15 @@ def one_shot_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency=1.0):
     return (n - 1.0) * b / (np.asarray(bw) * efficiency) + np.where(n > 1, 2.0, 0.0) * np.asarray(latency)
 
 
-def best_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency=1.0):
-    """min(ring, one-shot) all-reduce: what an engine that picks its algorithm by size achieves."""
-    return np.minimum(ring_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency),
-                      one_shot_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency))
+def best_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency=1.0, one_shot_max=0):
+    """min(ring, one-shot) all-reduce: what an engine that picks its algorithm by size achieves. `one_shot_max` > 0:
+    groups of more GPUs than that cannot read each other's buffers (peer memory over PCIe without NVLink: vLLM's
+    custom all-reduce refuses more than 2 GPUs that are not all NVLink-connected), so they take the ring."""
+    ring = ring_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency)
+    best = np.minimum(ring, one_shot_all_reduce_s(bytes_per_gpu, n, bw, latency, efficiency))
+    if not one_shot_max:
+        return best
+    return np.where(np.asarray(n) > one_shot_max, ring, best)
 
 
 def all_gather_s(bytes_per_gpu_out, n, bw, latency, efficiency=1.0):

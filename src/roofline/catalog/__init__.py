@@ -38,7 +38,7 @@ SYSTEM_SPEC = {
     "aliases": ("strs", False), "scale_up_gb_per_s": ("pos", False), "scale_out_gb_per_s": ("pos", False),
     "scale_up_latency_us": ("pos", True), "scale_out_latency_us": ("pos", True),
     "usd_per_hour": ("pos", False), "source": ("str", True), "date": ("str", True),
-    "preliminary": ("bool", False), "notes": ("str", False),
+    "preliminary": ("bool", False), "notes": ("str", False), "one_shot_all_reduce_max_gpus": ("int", False),
 }
 
 MLA_SPEC = {
@@ -100,6 +100,7 @@ def parse_system(row: dict, where: str, accelerators: dict[str, Accelerator]) ->
         source=r["source"], date=r["date"], preliminary=r.get("preliminary", acc.preliminary),
         aliases=r.get("aliases", ()), notes=r.get("notes", ""),
         usd_per_hour=r.get("usd_per_hour", acc.usd_per_hour),
+        one_shot_all_reduce_max_gpus=r.get("one_shot_all_reduce_max_gpus", 0),
     )
 
 

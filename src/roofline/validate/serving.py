@@ -759,6 +759,20 @@ _disclose({"an": "1 of 37 runs (an1-accelmark_h200x8_b_online_q25, 200 requests)
                  "42.8% (45)"}, _transient_runs)
 
 
+_disclose({"cq": "5 of 14 runs move, most the TP 8 and TP 4 runs at concurrency 1 (at load the ring was already the "
+                 "faster): end-to-end 22.2% -> 20.2%, TTFT 49.5% -> 49.4%, ITL/TPOT 20.5% -> 18.5%; GLM-4.6-FP8 at TP 8 "
+                 "and concurrency 1 TPOT -42% -> -19%"},
+          _posthoc("2026-11-29, after set cq's measured values were seen (GLM-4.6-FP8 at TP 8 on eight RTX PRO 6000 over "
+                   "PCIe, 42% too fast at concurrency 1; a research helper then read vLLM 0.11.0's custom all-reduce and "
+                   "found measured NCCL figures of the same topology): a system row's one_shot_all_reduce_max_gpus (2 on the "
+                   "PCIe rows) caps the TP groups whose all-reduce may be one-shot; vLLM's custom all-reduce refuses more "
+                   "than 2 GPUs that are not all NVLink-connected (distributed/device_communicators/custom_all_reduce.py "
+                   "l.141-148), so larger groups take NCCL's ring of 2(n - 1) steps: 42 us a 10 KB all-reduce at TP 8 "
+                   "against 48 us measured with NCCL's defaults on dual-socket root ports (voipmonitor/rtx6kpro wiki).",
+                   "seed 0 and central factors, the ring limit against one-shot on every fabric (engine.PEER_ALL_REDUCE_LIMIT)",
+                   "with one-shot all-reduce on every fabric", "one_shot_all_reduce_on_pcie"))
+
+
 def set_paths(name: str = "a") -> dict[str, Path]:
     """The runs file, predictions file, measured file and docs page of validation set `name` (one of SETS)."""
     if name not in SETS:
