@@ -398,7 +398,7 @@ def core(model: M.Model, system: System, layout: Layout, batch, context, L, phas
         up_bw, out_bw = up.effective_bytes_per_s, out.effective_bytes_per_s
         act = m.d_model * np.asarray(b_act, dtype=float)
         # groups the fabric cannot serve with one-shot peer reads take the ring (PEER_ALL_REDUCE_LIMIT)
-        peer_max = getattr(system, "one_shot_all_reduce_max_gpus", 0) if PEER_ALL_REDUCE_LIMIT else 0
+        peer_max = system.one_shot_all_reduce_max_gpus if PEER_ALL_REDUCE_LIMIT else 0
         if gathered:  # Pope et al. 2022 §3.2.3: every layer all-gathers a g/tp slice of its matmul weights over g
             # GPUs, then the tp/g GPUs of a slice all-reduce their B/g sequences' activations (1D; none when g = tp)
             tp_s = f * m.layers * N.weight_gathered_s(dense_mm / m.layers * np.asarray(b_w, dtype=float), Tg * act, g, tp,
