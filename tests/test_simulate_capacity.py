@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline.catalog import get_catalog
 from roofline.simulate import ConstantStep, Deployment, Policy, Simulation, make_workload, roofline_deployment
@@ -183,6 +185,25 @@ def test_a_run_that_fits_in_one_batch_is_transient_not_saturated(monkeypatch):
     monkeypatch.setattr(C, "TRANSIENT_RUNS", False)
     old = saturation(tr.arrival_s, tr.admit_s, cap)
     assert not old["transient"] and old["saturated"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 60), gaps=st.lists(st.floats(0.001, 2.0), min_size=60, max_size=60),
+       wait=st.floats(0.0, 0.5), rate=st.floats(0.01, 100.0), spare=st.integers(0, 40))
+def test_the_verdict_of_a_run_that_never_queues(n, gaps, wait, rate, spare):
+    """Any open-loop run whose requests each wait the same time (no queue growth): with n requests and a capacity batch
+    B >= n it is transient and never past saturation, whatever its load; with B < n it is past saturation exactly when
+    its load reaches 1 (the rho rule); the load is the offered rate over the capacity either way."""
+    from roofline.simulate.capacity import Capacity
+
+    arrival = np.cumsum(np.asarray(gaps[:n]))
+    admit = arrival + wait
+    offered = (n - 1) / float(arrival[-1] - arrival[0])
+    for batch, fits in ((float(n + spare), True), (float(n - 1), False)):
+        sat = saturation(arrival, admit, Capacity(rate, batch, "kv", 0.01, 0.0))
+        assert sat["load"] == pytest.approx(offered / rate, rel=1e-9) and abs(sat["queue_growth_s_per_s"]) < 1e-6
+        assert sat["transient"] is fits and not sat["burst"]
+        assert sat["saturated"] is (not fits and offered / rate >= 1.0)
 
 
 def replace_capacity(sat: dict, requests_per_s: float):
