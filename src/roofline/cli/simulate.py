@@ -67,6 +67,7 @@ def register(app: typer.Typer) -> None:
         admit_interval: Annotated[int, typer.Option("--admit-interval", help="AMD's MLPerf vLLM patch: waiting requests are admitted only on every K-th pass (of any kind), while at least --admit-min-running sequences run (1 = off).")] = 1,
         admit_min_running: Annotated[int, typer.Option("--admit-min-running", help="With --admit-interval: the gate applies only while at least M sequences run (VLLM_MIN_REQUEST_DECODE_STEP; 0 = always).")] = 0,
         long_prefill_token_threshold: Annotated[int, typer.Option("--long-prefill-token-threshold", help="vLLM's flag of that name, with --policy chunked: a prompt takes at most N tokens of any one pass, so several prompts are prefilled side by side (0 = off).")] = 0,
+        kv_admission: Annotated[str, typer.Option("--kv-admission", help="With --policy chunked: the KV a waiting prompt must find free to be admitted: prompt (default: its whole prompt, held until prefilled; vLLM V0, SGLang) or chunk (vLLM V1: only this pass's chunk, each later chunk allocated as scheduled; a sequence that finds no room preempts the most recently admitted one, prefilling or decoding, which recomputes from scratch).")] = "prompt",
         max_prefill_tokens: Annotated[int, typer.Option("--max-prefill-tokens", help="SGLang's flag of that name, with --policy chunked or separate: a pass starts at most N prompt tokens (less its decode tokens under chunked, as with --enable-mixed-chunk); a prompt that does not fit is admitted only as a pass's first (0 = off).")] = 0,
         stream_s_per_chunk: Annotated[float, typer.Option("--stream-s-per-chunk", help="The engine's output path as its own stage: seconds its one output process spends per streamed chunk (one per sequence per pass); a token reaches the client, and a --max-concurrency client sends its next request, when its pass's chunks have left it (0 = off).")] = 0.0,
         stream_s_per_pass: Annotated[float, typer.Option("--stream-s-per-pass", help="With the output stage: seconds its process spends per pass's message, beside --stream-s-per-chunk (0 = off).")] = 0.0,
@@ -170,6 +171,7 @@ def register(app: typer.Typer) -> None:
                                              admit_min_running=admit_min_running != 0,
                                              long_prefill_token_threshold=long_prefill_token_threshold != 0,
                                              max_prefill_tokens=max_prefill_tokens != 0,
+                                             kv_admission=kv_admission != "prompt",
                                              stream=stream_s_per_chunk != 0 or stream_s_per_pass != 0,
                                              max_concurrency=max_concurrency is not None,
                                              sessions=sessions is not None or turns != 4 or think_s != 1.0,
@@ -192,7 +194,7 @@ def register(app: typer.Typer) -> None:
             style="cli", model=model, system=system, accelerator=accelerator, gpus=gpus, policy=policy,
             max_seqs=max_seqs, max_batched_tokens=max_batched_tokens, interval_s=interval_s,
             no_preemption=no_preemption, recv_interval=recv_interval, admit_interval=admit_interval,
-            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, stream_s_per_chunk=stream_s_per_chunk, stream_s_per_pass=stream_s_per_pass, max_concurrency=max_concurrency, sessions=sessions, turns=turns, think_s=think_s, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, moe_kernel=moe_kernel, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
+            admit_min_running=admit_min_running, long_prefill_token_threshold=long_prefill_token_threshold, max_prefill_tokens=max_prefill_tokens, kv_admission=kv_admission, stream_s_per_chunk=stream_s_per_chunk, stream_s_per_pass=stream_s_per_pass, max_concurrency=max_concurrency, sessions=sessions, turns=turns, think_s=think_s, kernels=kernels, moe_activations=moe_activations, fp8_scales=fp8_scales, moe_kernel=moe_kernel, rate=rate, arrivals=arrivals, cv=cv, requests=requests, duration=duration,
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
@@ -392,7 +394,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-disk-gib, --kv-disk-gb-per-s, --kv-disk-tier, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-disk-gib, --kv-disk-gb-per-s, --kv-disk-tier, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --kv-admission, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

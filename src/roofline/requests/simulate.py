@@ -54,6 +54,7 @@ class SimulateRequest(LayoutOptions):
     admit_min_running: Whole(0, 10**7, fix="gate admissions only while at least M sequences run; 0 = always") = 0
     long_prefill_token_threshold: Whole(0, 10**7, fix="most tokens of one prompt per pass, as vLLM's --long-prefill-token-threshold; 0 = off") = 0
     max_prefill_tokens: Whole(0, 10**7, fix="SGLang's --max-prefill-tokens: the prompt tokens a pass starts; 0 = off") = 0
+    kv_admission: Choice("prompt", "chunk") = "prompt"  # KV a prompt must find free: its whole prompt, or the pass's chunk (vLLM V1)
     stream_s_per_chunk: Real(ge=0, le=1, fix="seconds of the output process per streamed chunk, e.g. 4e-05; 0 = off") = 0.0
     stream_s_per_pass: Real(ge=0, le=1, fix="seconds of the output process per pass's message, e.g. 0.0002; 0 = off") = 0.0
     max_concurrency: OptWhole(1, fix="requests in flight at once, as `vllm bench serve --max-concurrency`, e.g. 16") = None
@@ -451,7 +452,8 @@ def simulate(req: SimulateRequest, progress=None):
     disagg = req.policy == "disaggregated"
     pol = Policy("continuous" if disagg else req.policy, req.max_seqs, req.max_batched_tokens, req.interval_s,
                  not req.no_preemption, spec, req.recv_interval, req.long_prefill_token_threshold,
-                 req.admit_interval, req.admit_min_running, max_prefill_tokens=req.max_prefill_tokens)
+                 req.admit_interval, req.admit_min_running, max_prefill_tokens=req.max_prefill_tokens,
+                 kv_admission=req.kv_admission)
     rng = np.random.default_rng(req.seed)
     wl, warm = workload_and_warmup(req, rng)
     eff = None if req.realistic else Efficiency(compute=req.compute_efficiency, memory=req.memory_efficiency)
@@ -566,6 +568,8 @@ def simulate(req: SimulateRequest, progress=None):
         d["long_prefill_token_threshold"] = req.long_prefill_token_threshold
     if req.max_prefill_tokens:
         d["max_prefill_tokens"] = req.max_prefill_tokens
+    if req.kv_admission != "prompt":
+        d["kv_admission"] = req.kv_admission
     if stream is not None:
         d["stream_s_per_chunk"], d["stream_s_per_pass"] = req.stream_s_per_chunk, req.stream_s_per_pass
     if req.admit_interval > 1:

@@ -344,6 +344,10 @@ class Simulation:
         draft = pol.speculation.gamma * pol.speculation.draft_fraction if pol.speculation else 0.0
         cap, ovh = dep.kv_capacity_tokens, dep.kv_overhead_tokens
         on_demand = pol.preemption and not static
+        # vLLM V1's KV allocation (policies.KV_ADMISSION "chunk"): a prompt holds only the tokens computed so far, each
+        # pass needs room for its chunks and decode growth, else the most recently admitted sequence is preempted
+        v1 = pol.kv_admission == "chunk"
+        preempted_now = False
         prefilled = self.prefilled
         inf = math.inf
         # Per-request state lives in NumPy arrays written and read through memoryviews (Python ints and
@@ -497,7 +501,65 @@ class Simulation:
             if train:
                 now = max(now, ceil(now / interval - 1e-9) * interval)
             # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
-            if on_demand:
+            if v1:  # V1: this pass's chunks and decode growth need room; else preempt the last admitted, either kind
+                preempted_now = False
+                while nseq:
+                    left, plan = max_tok - nd * r, 0
+                    for e in pf:  # the chunks the pass will carry (the chunk loop below, in the same order)
+                        if left <= 0:
+                            break
+                        if loads_async and ready[e[0]] > now:
+                            continue
+                        c = e[1] if e[1] <= left else left
+                        if c > long_pf:
+                            c = long_pf
+                        plan += c
+                        left -= c
+                    if ctx_sum + plan + nd * g + nseq * ovh <= room + 1e-9:
+                        break
+                    i = len(stack) - 1
+                    while state[stack[i]] not in (1, 2):
+                        if state[stack[i]] == 3:
+                            del stack[i]
+                        i -= 1
+                    v = stack.pop(i)
+                    preempted_now = True
+                    if state[v] == 1:  # a prompt in prefill: its computed tokens are dropped, recomputed from scratch
+                        e = next(x for x in pf if x[0] == v)
+                        pf.remove(e)
+                        ctx_sum -= pre_len[v] - e[1]
+                        if done != stall_done:
+                            stall, stall_done = 0, done
+                        stall += 1
+                    else:
+                        d = it - lag - 1 - pf_it[v]
+                        if d == 0:
+                            if done != stall_done:
+                                stall, stall_done = 0, done
+                            stall += 1
+                        ctx_sum -= pre_len[v] + d * g
+                        nd -= 1
+                        fin_it[v] = -1
+                        pre_len[v] += d * g
+                        rem[v] -= d
+                    if stall > STALL_PREEMPTIONS:
+                        raise InputError(f"simulation stalled: the KV cache ({cap:,.0f} tokens) cannot hold the "
+                                         "prompts being prefilled and the decoding sequences together, so they "
+                                         "preempt each other without progress; raise the KV capacity (more "
+                                         "GPUs, fp8 KV) or lower max_batched_tokens / max_seqs")
+                    nseq -= 1
+                    state[v] = 0
+                    npre[v] += 1
+                    requeue.appendleft(v)
+                    if pc and pfx[v] >= 0:  # unpin its prefix (the cached blocks stay, evictable when unused)
+                        q = pfx[v]
+                        room -= sh[v] * blk
+                        sh[v] = 0
+                        k_un = unpin_path(users, pinned, lru, ancs[q], q, starts[q], depth[v])
+                        if k_un:
+                            room += k_un * blk
+                            free_tok += k_un * blk
+            elif on_demand:
                 pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
                 # decode growth of this pass: none when it will be prefill-only (separate, prompts still in prefill)
                 gq = 0.0 if separate and pf else g
@@ -617,7 +679,15 @@ class Simulation:
                         if new >= inp and chunks:  # SGLang: past --max-prefill-tokens only as a pass's first prompt
                             blocked = True
                             break
-                    if on_demand:
+                    if v1:  # V1: room for its first chunk (and the blocks it pins) beside this pass's chunks
+                        c1 = new if new <= budget else budget
+                        if c1 > long_pf:
+                            c1 = long_pf
+                        if preempted_now or (ctx_sum + sum(chunk_tok) + c1 + (mem - new) + nd * g + (nseq + 1) * ovh
+                                             > room + 1e-9):
+                            blocked = True
+                            break
+                    elif on_demand:
                         # separate: the prompts in prefill (and this one) decode next, after their prefill passes
                         grow = (nd + len(pf) + 1) * g if separate else nd * g
                         if ctx_sum + pending + mem + grow + (nseq + 1) * ovh > room + 1e-9:
@@ -732,7 +802,8 @@ class Simulation:
                                 hit[rid] = need - new
                         elif hit[rid] < 0:
                             hit[rid] = 0.0
-                        use = ctx_sum + pending + nseq * ovh if on_demand else reserved  # memory but held
+                        use = (ctx_sum + (sum(chunk_tok) if v1 else pending) + nseq * ovh if on_demand
+                               else reserved)  # memory but held (V1: what the pass's chunks will write)
                         if free_tok and use + free_tok > room + 1e-9:
                             k_ev = evict(lru, cached, pinned, ceil((use + free_tok - room - 1e-9) / blk))
                             free_tok -= k_ev * blk
@@ -771,7 +842,7 @@ class Simulation:
                         k = ke
                 pend = 0
                 if loads_async and pf:  # prompts waiting for their loads: the segment ends when one is loaded
-                    pend = sum(e[1] for e in pf)
+                    pend = 0 if v1 else sum(e[1] for e in pf)  # V1 holds only computed tokens
                     wait = min(ready[e[0]] for e in pf) - now
                     ka = _passes_to(wait, t0, s, k) if wait > 0 else 1  # loaded: it joins the next pass
                     if ka < k:
@@ -799,6 +870,8 @@ class Simulation:
                         ka = _passes_to(dt, t0, s, k)
                         if ka < k:
                             k = ka
+                if v1 and preempted_now and requeue:  # V1: a pass that preempted admits nothing; the next may
+                    k = 1
                 if k < 1:
                     k = 1
                 if ns == seg_cap:
@@ -928,7 +1001,7 @@ class Simulation:
                 phase = (phase + 1) % admit_every
                 last_decode = False  # a pass with prompts: SGLang's skipper receives right after it
                 if free_tok and on_demand:
-                    pending = sum(e[1] for e in pf) if pf else 0
+                    pending = sum(e[1] for e in pf) if pf and not v1 else 0
                     if ctx_sum + free_tok + pending + nseq * ovh > room + 1e-9:
                         k_ev = evict(lru, cached, pinned, ceil((ctx_sum + free_tok + pending + nseq * ovh - room - 1e-9)
                                                         / blk))

@@ -61,6 +61,14 @@ from ..errors import InputError, require_positive
 from ..speculative import Speculation
 
 POLICIES = ("continuous", "chunked", "separate", "static", "train")
+#: What a waiting prompt must find free in the KV pool to be admitted (`Policy.kv_admission`): "prompt", its whole
+#: remaining prompt (vLLM V0's BlockSpaceManager.can_allocate, SGLang's PrefillAdder), held until it is prefilled; or
+#: "chunk", only the tokens this pass computes (vLLM V1: Scheduler.schedule allocates num_new_tokens of a waiting
+#: request, KVCacheManager.allocate_slots refuses only when they exceed the free blocks; vllm 0.11.0
+#: v1/core/sched/scheduler.py l.471, kv_cache_manager.py l.271), each later chunk allocated as it is scheduled, a
+#: running request that finds no room preempting the most recently admitted one, prefilling or decoding, which
+#: recomputes from scratch (l.255-284), and no waiting request admitted in a pass that preempted (l.335).
+KV_ADMISSION = ("prompt", "chunk")
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class Policy:
     admit_min_running: int = 0  # ... and only while at least this many sequences run (VLLM_MIN_REQUEST_DECODE_STEP)
     max_prefill_tokens: int = 0  # SGLang --max-prefill-tokens: cap on the prompt tokens a pass starts (0 = off)
     schedule_ahead: int = 0  # 1: the next pass is scheduled when this one starts (vLLM V1 async scheduling); 0: at its end
+    kv_admission: str = "prompt"  # KV a prompt must find free to be admitted: its whole prompt, or this pass's chunk (V1)
 
     def __post_init__(self):
         if self.kind not in POLICIES:
@@ -103,6 +112,13 @@ class Policy:
         if self.schedule_ahead not in (0, 1):
             raise InputError(f"schedule_ahead must be 0 (synchronous scheduling) or 1 (the next pass scheduled while "
                              f"this one runs), got {self.schedule_ahead!r}")
+        if self.kv_admission not in KV_ADMISSION:
+            raise InputError(f"kv admission must be one of {', '.join(KV_ADMISSION)}, got {self.kv_admission!r}; prompt "
+                             "(the whole prompt's KV free at admission) or chunk (vLLM V1: only the pass's chunk)")
+        if self.kv_admission == "chunk" and (self.kind != "chunked" or not self.preemption):
+            raise InputError(f"kv admission 'chunk' allocates a prompt's KV chunk by chunk and preempts when it runs out, "
+                             f"so it needs policy 'chunked' with preemption; got policy {self.kind!r}"
+                             f"{'' if self.preemption else ' without preemption'}")
         if self.admit_interval > 1 and self.recv_interval > 1:
             raise InputError(f"--admit-interval ({self.admit_interval}) and --recv-interval ({self.recv_interval}) are "
                              "two engines' admission gates (AMD's vLLM patch, SGLang's); give one of them")

@@ -1442,6 +1442,7 @@ def simulate_run(run: dict, ds: dict, *, efficiency: str = "mid", overheads: str
                  recv_interval=int(run.get("recv_interval", 1)),  # SGLang's --scheduler-recv-interval
                  long_prefill_token_threshold=int(run.get("long_prefill_token_threshold", 0)),
                  max_prefill_tokens=int(run.get("max_prefill_tokens", 0)),  # SGLang's --max-prefill-tokens
+                 kv_admission=str(run.get("kv_admission", "prompt")),  # vLLM V1's chunk-by-chunk KV (policies.KV_ADMISSION)
                  admit_interval=int(run.get("admit_interval", 1)),  # AMD's MLPerf vLLM patch (policies.py)
                  admit_min_running=int(run.get("admit_min_running", 0)))
     ovh = EngineOverheads.load(run["engine"], which=overheads)
