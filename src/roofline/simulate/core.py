@@ -501,76 +501,48 @@ class Simulation:
             if train:
                 now = max(now, ceil(now / interval - 1e-9) * interval)
             # ---- preemption: make room for this pass's decode growth (vLLM recompute, LIFO) -------------
-            if v1:  # V1: this pass's chunks and decode growth need room; else preempt the last admitted, either kind
+            if on_demand:  # vLLM recompute, LIFO
                 preempted_now = False
+                if not v1:
+                    pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
+                # decode growth of this pass: none when it will be prefill-only (separate, prompts still in prefill)
+                gq = 0.0 if separate and pf else g
                 while nseq:
-                    left, plan = max_tok - nd * r, 0
-                    for e in pf:  # the chunks the pass will carry (the chunk loop below, in the same order)
-                        if left <= 0:
+                    if v1:  # V1: this pass's chunks (the chunk loop below, in its order) and decode growth need room
+                        left, plan = max_tok - nd * r, 0
+                        for e in pf:
+                            if left <= 0:
+                                break
+                            if loads_async and ready[e[0]] > now:
+                                continue
+                            c = e[1] if e[1] <= left else left
+                            if c > long_pf:
+                                c = long_pf
+                            plan += c
+                            left -= c
+                        if ctx_sum + plan + nd * g + nseq * ovh <= room + 1e-9:
                             break
-                        if loads_async and ready[e[0]] > now:
-                            continue
-                        c = e[1] if e[1] <= left else left
-                        if c > long_pf:
-                            c = long_pf
-                        plan += c
-                        left -= c
-                    if ctx_sum + plan + nd * g + nseq * ovh <= room + 1e-9:
+                    elif not (ctx_sum + pending + nd * gq + nseq * ovh > room + 1e-9 and nd > 0):
                         break
-                    i = len(stack) - 1
-                    while state[stack[i]] not in (1, 2):
+                    i = len(stack) - 1  # the most recently admitted decoding (V1: or prefilling) sequence
+                    while not (state[stack[i]] == 2 or (v1 and state[stack[i]] == 1)):
                         if state[stack[i]] == 3:
                             del stack[i]
                         i -= 1
                     v = stack.pop(i)
                     preempted_now = True
-                    if state[v] == 1:  # a prompt in prefill: its computed tokens are dropped, recomputed from scratch
+                    if state[v] == 1:  # V1, a prompt in prefill: its computed tokens are dropped, recomputed from scratch
                         e = next(x for x in pf if x[0] == v)
                         pf.remove(e)
                         ctx_sum -= pre_len[v] - e[1]
-                        if done != stall_done:
-                            stall, stall_done = 0, done
-                        stall += 1
+                        d = 0
                     else:
                         d = it - lag - 1 - pf_it[v]
-                        if d == 0:
-                            if done != stall_done:
-                                stall, stall_done = 0, done
-                            stall += 1
                         ctx_sum -= pre_len[v] + d * g
                         nd -= 1
                         fin_it[v] = -1
                         pre_len[v] += d * g
                         rem[v] -= d
-                    if stall > STALL_PREEMPTIONS:
-                        raise InputError(f"simulation stalled: the KV cache ({cap:,.0f} tokens) cannot hold the "
-                                         "prompts being prefilled and the decoding sequences together, so they "
-                                         "preempt each other without progress; raise the KV capacity (more "
-                                         "GPUs, fp8 KV) or lower max_batched_tokens / max_seqs")
-                    nseq -= 1
-                    state[v] = 0
-                    npre[v] += 1
-                    requeue.appendleft(v)
-                    if pc and pfx[v] >= 0:  # unpin its prefix (the cached blocks stay, evictable when unused)
-                        q = pfx[v]
-                        room -= sh[v] * blk
-                        sh[v] = 0
-                        k_un = unpin_path(users, pinned, lru, ancs[q], q, starts[q], depth[v])
-                        if k_un:
-                            room += k_un * blk
-                            free_tok += k_un * blk
-            elif on_demand:
-                pending = sum(e[1] for e in pf) if pf else 0  # prompt tokens still to be cached
-                # decode growth of this pass: none when it will be prefill-only (separate, prompts still in prefill)
-                gq = 0.0 if separate and pf else g
-                while ctx_sum + pending + nd * gq + nseq * ovh > room + 1e-9 and nd > 0:
-                    i = len(stack) - 1
-                    while state[stack[i]] != 2:
-                        if state[stack[i]] == 3:
-                            del stack[i]
-                        i -= 1
-                    v = stack.pop(i)
-                    d = it - lag - 1 - pf_it[v]
                     if d == 0:  # no token decoded since its prefill: no progress if this repeats without finishes
                         if done != stall_done:
                             stall, stall_done = 0, done
@@ -580,12 +552,8 @@ class Simulation:
                                              "prompts being prefilled and the decoding sequences together, so they "
                                              "preempt each other without progress; raise the KV capacity (more "
                                              "GPUs, fp8 KV) or lower max_batched_tokens / max_seqs")
-                    ctx_sum -= pre_len[v] + d * g
-                    nd -= 1
                     nseq -= 1
-                    state[v], fin_it[v] = 0, -1
-                    pre_len[v] += d * g
-                    rem[v] -= d
+                    state[v] = 0
                     npre[v] += 1
                     requeue.appendleft(v)
                     if pc and pfx[v] >= 0:  # unpin its prefix (the cached blocks stay, evictable when unused)
