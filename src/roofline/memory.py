@@ -236,6 +236,88 @@ def kv_capacity_tokens(m: M.Model, system, layout: Layout, *, weights_dtype="bf1
     return layout.dp * layout.cp * free / kv_bytes_per_token_per_gpu(m, layout, kv_dtype)
 
 
+#: Bytes per logit vLLM's profile run holds at the sampler's peak (its dummy sampler run: temperature 0.5, top-p 0.9,
+#: top-k vocab − 1): the bf16 logits (2) and their fp32 copy (4), then FlashInfer's top-k/top-p sampler (masked logits
+#: and probabilities, fp32: 8; "flashinfer", 14 in all) or PyTorch's sort path (fp32 values 4, int64 indices 8, the
+#: segmented sort's int64 reverse index 8 and scratch ~12; "sort", 38 in all). Read in the vLLM 0.8.5-0.11.0 wheels
+#: (v1/sample/sampler.py l.86, v1/sample/ops/topk_topp_sampler.py l.164-204); FlashInfer's internals and the CUB scratch
+#: are inferred, and checked against logged activation peaks (Llama-3.2-1B 0.44 GiB predicted / 0.45 logged with
+#: FlashInfer; Qwen3-235B-FP8 on 4 L40S 1.39 / 1.40 by the sort path; Llama-3-8B on H100 1.22 / 1.26).
+VLLM_SAMPLER_BYTES_PER_LOGIT = {"flashinfer": 14.0, "sort": 38.0}
+#: vLLM's fused-MoE chunk (VLLM_FUSED_MOE_CHUNK_SIZE, vllm/envs.py): the intermediate caches hold at most this many tokens
+VLLM_FUSED_MOE_CHUNK = 32768
+
+
+def vllm_profile_peak_bytes(m: M.Model, layout: Layout, max_batched_tokens, max_seqs, *, sampler: str = "sort",
+                            act_bytes: float = 2.0):
+    """Bytes per GPU of vLLM's profiled activation peak, which it subtracts with the weights from
+    gpu_memory_utilization · total before sizing the KV pool (vLLM 0.6.5-0.11 `determine_available_memory`:
+    KV = util · total − weights − peak − non-torch; vllm/v1/worker/gpu_worker.py, vllm/utils memory_profiling):
+
+        T = max_num_batched_tokens, S = min(max_num_seqs, T), b = activation bytes
+        sampler  = k · S · V + T · d · b            (the profile's dummy sampler run on S rows of the vocabulary V,
+                                                    with the [T, d] hidden state alive; k from
+                                                    VLLM_SAMPLER_BYTES_PER_LOGIT; every TP rank gathers full logits)
+        forward  = T · b · (2d + 3 · F / tp)        dense: residual and normed input, gate-up and activated MLP
+                 = T · b · 2d + Tc · k_e · b · (max(2 F_e / te, d) + F_e / te) + T · E · b
+                                                    MoE: fused_moe's intermediate caches over Tc = min(T, 32,768)
+                                                    tokens of k_e experts each (te: GPUs an expert is split over),
+                                                    and the router's logits over E experts
+        peak     = max(forward, sampler)
+
+    The dummy forward runs no attention kernel (vLLM's backends return early while profiling), so attention
+    workspaces are not in it. Ignores: the non-torch growth vLLM also subtracts (0.02-0.25 GiB at TP 1 in its logs;
+    NCCL buffers, ~1.8 GiB at TP >= 2 on NVLink H100, counted from 0.6.5 to 0.10.x and outside the budget from
+    0.11.0), multimodal encoders, speculative drafters, LoRA, MLA's own shapes and CUDA graphs (captured after the
+    KV pool, outside the budget, in every version to 0.11). Checked against seven logged peaks within −3% to +7%
+    where the sampler dominates, 10-18% low where the forward does."""
+    if sampler not in VLLM_SAMPLER_BYTES_PER_LOGIT:
+        raise InputError(f"vLLM sampler must be one of {', '.join(VLLM_SAMPLER_BYTES_PER_LOGIT)}, got {sampler!r}")
+    t = np.asarray(max_batched_tokens, dtype=float)
+    s = np.minimum(np.asarray(max_seqs, dtype=float), t)
+    d, b = float(m.d_model), act_bytes
+    sampler_bytes = VLLM_SAMPLER_BYTES_PER_LOGIT[sampler] * s * m.vocab + t * d * b
+    tp = float(layout.tp)
+    if m.moe:
+        te = float(np.asarray(layout.moe_tp, dtype=float).max())
+        fe, tc = m.moe.d_ff_expert / te, np.minimum(t, VLLM_FUSED_MOE_CHUNK)
+        shared = (m.moe.d_ff_shared or m.moe.shared * m.moe.d_ff_expert) / tp
+        forward = (t * b * 2 * d + tc * m.moe.active * b * (np.maximum(2 * fe, d) + fe) + t * m.moe.experts * b
+                   + t * b * 3 * shared)
+        if m.dense_mlp_layers and m.d_ff:
+            forward = np.maximum(forward, t * b * (2 * d + 3 * m.d_ff / tp))
+    else:
+        forward = t * b * (2 * d + 3 * (m.d_ff or 4 * m.d_model) / tp)
+    return np.maximum(forward, sampler_bytes)
+
+
+#: `simulate --kv-reserve` names (besides a number of GiB per GPU): none; vllm (vLLM's profiled peak, the sampler its
+#: V1 engine picks by default where FlashInfer is installed, as in its docker images, and the sort path for the V0 rows
+#: vllm-v0 and vllm-v0.5); vllm-flashinfer and vllm-sort (the sampler named)
+KV_RESERVES = ("none", "vllm", "vllm-flashinfer", "vllm-sort")
+#: engine rows that run vLLM's V0 engine (its sampler sorts; engines.yaml)
+_VLLM_V0_ROWS = ("vllm-v0", "vllm-v0.5")
+
+
+def kv_reserve_bytes(spec, m: M.Model, layout: Layout, *, engine: str = "none", max_batched_tokens=8192,
+                     max_seqs=256) -> float:
+    """Bytes per GPU kept out of the KV pool besides the weights, by `simulate --kv-reserve`: a number of GiB, "none"
+    (0), or vLLM's profiled activation peak (`vllm_profile_peak_bytes` at the launch's token budget and sequence
+    limit), its sampler named ("vllm-flashinfer", "vllm-sort") or by the engine row ("vllm": the sort path for the V0
+    rows, FlashInfer's sampler else: vLLM 0.11.0's V1 default wherever FlashInfer is importable,
+    v1/sample/ops/topk_topp_sampler.py l.36-60)."""
+    if not isinstance(spec, str):
+        if isinstance(spec, bool) or not spec >= 0:
+            raise InputError(f"KV reserve must be a number of GiB >= 0 or one of {', '.join(KV_RESERVES)}, got {spec!r}")
+        return float(spec) * 2.0**30
+    if spec not in KV_RESERVES:
+        raise InputError(f"KV reserve must be a number of GiB >= 0 or one of {', '.join(KV_RESERVES)}, got {spec!r}")
+    if spec == "none":
+        return 0.0
+    sampler = spec.split("-", 1)[1] if "-" in spec else ("sort" if engine in _VLLM_V0_ROWS else "flashinfer")
+    return float(vllm_profile_peak_bytes(m, layout, max_batched_tokens, max_seqs, sampler=sampler))
+
+
 def kv_bytes_per_token_per_gpu(m: M.Model, layout: Layout, kv_dtype="bf16") -> float:
     """Bytes of one token's KV on each GPU that holds it: kv_bytes_per_token · f / kv_shard (f: a pipeline stage's
     share of the layers; kv_shard: the ways TP splits the KV heads, replicated beyond them). Context parallelism

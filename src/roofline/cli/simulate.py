@@ -106,6 +106,7 @@ def register(app: typer.Typer) -> None:
         kv_disk_tier: Annotated[str, typer.Option("--kv-disk-tier", help="The `roofline tiers` row (flash or disk) that prices --kv-disk-gib and gives its default read rate (default flash-gen6).")] = "flash-gen6",
         kv_offload_sync: Annotated[bool, typer.Option("--kv-offload-sync", help="With --kv-offload-gib: the pass that carries a request's first chunk waits for its load (LMCache's default retrieval); default: loads run beside the passes and the request joins the first pass after its load (vLLM's offloading connector).")] = False,
         kv_memory_fraction: Annotated[str, typer.Option("--kv-memory-fraction", help="The KV pool's share of memory, as the engine's flag: vLLM --gpu-memory-utilization, SGLang --mem-fraction-static (of the whole HBM), TensorRT-LLM free_gpu_memory_fraction (with --kv-memory-of free); or 'sglang' (SGLang 0.5.3+) / 'sglang-0.4.8' (0.4.8-0.5.2): the fraction SGLang computes itself when the flag is not given, for this GPU, replica, --max-batched-tokens and --cuda-graph-max-batch.")] = "0.9",
+        kv_reserve: Annotated[str, typer.Option("--kv-reserve", help="Memory per GPU the engine keeps from its KV pool besides the weights: a number of GiB, none (default), or vllm: vLLM's profiled activation peak at --max-batched-tokens and --max-seqs, the larger of the dummy forward's MLP activations and its sampler's logits (vllm-flashinfer / vllm-sort name the sampler; vllm takes the sort path on the V0 rows, FlashInfer's sampler else).")] = "none",
         kv_memory_of: Annotated[str, typer.Option("--kv-memory-of", help="total: the fraction is of the whole HBM, less the weights (vLLM, SGLang); free: of what the weights leave (TensorRT-LLM).")] = "total",
         fast_fraction: Annotated[float, typer.Option(help="Share of requests in the fast (priority) class.")] = 0.0,
         spec_gamma: Annotated[int, typer.Option(help="Speculative draft length (0 = off).")] = 0,
@@ -164,7 +165,7 @@ def register(app: typer.Typer) -> None:
                                              kv_offload=kv_offload_gib != 0 or kv_offload_gb_per_s is not None or kv_offload_sync
                                              or kv_offload_tier != "ddr-dgx-h100" or kv_disk_gib != 0
                                              or kv_disk_gb_per_s is not None or kv_disk_tier != "flash-gen6",
-                                             kv_memory=_not_default_kv(kv_memory_fraction) or kv_memory_of != "total",
+                                             kv_memory=_not_default_kv(kv_memory_fraction) or kv_memory_of != "total" or kv_reserve != "none",
                                              expert_weights_dtype=expert_weights_dtype is not None,
                                              recv_interval=recv_interval != 1,
                                              admit_interval=admit_interval != 1,
@@ -198,7 +199,7 @@ def register(app: typer.Typer) -> None:
             stages=stages, ramp_up=ramp_up, window_s=window_s,
             lengths=lengths, prompt_tokens=prompt_tokens, output_tokens=output_tokens, sigma=sigma, trace=trace,
             shared_prefix_tokens=shared_prefix_tokens, prefix_groups=prefix_groups, prefix_cache=prefix_cache,
-            prompt_pool=prompt_pool, pool_warmup=pool_warmup, block_size=block_size, kv_offload_gib=kv_offload_gib, kv_offload_gb_per_s=kv_offload_gb_per_s, kv_offload_sync=kv_offload_sync, kv_offload_tier=kv_offload_tier, kv_disk_gib=kv_disk_gib, kv_disk_gb_per_s=kv_disk_gb_per_s, kv_disk_tier=kv_disk_tier, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of,
+            prompt_pool=prompt_pool, pool_warmup=pool_warmup, block_size=block_size, kv_offload_gib=kv_offload_gib, kv_offload_gb_per_s=kv_offload_gb_per_s, kv_offload_sync=kv_offload_sync, kv_offload_tier=kv_offload_tier, kv_disk_gib=kv_disk_gib, kv_disk_gb_per_s=kv_disk_gb_per_s, kv_disk_tier=kv_disk_tier, kv_memory_fraction=kv_memory_fraction, kv_memory_of=kv_memory_of, kv_reserve=kv_reserve,
             fast_fraction=fast_fraction, spec_gamma=spec_gamma, spec_alpha=spec_alpha,
             draft_fraction=draft_fraction, prefill_gpus=prefill_gpus, prefill_layout=prefill_layout,
             **layout_args(tp, ep, pp, dp, domains, cp, moe_tp, redundant_experts, attention, weight_stationary),
@@ -394,7 +395,7 @@ def run_grid_cli(model, system, accelerator, gpus, grid, workers, scheduler, *, 
     if any(refused.values()):
         raise InputError("--grid runs pooled or laid-out deployments without --policy disaggregated, --spec-gamma, "
                          "--fast-fraction, --duration, --stages, --ramp-up, --window-s, --shared-prefix-tokens, --prefix-groups, "
-                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-disk-gib, --kv-disk-gb-per-s, --kv-disk-tier, --kv-memory-fraction, --kv-memory-of, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --kv-admission, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
+                         "--prompt-pool, --pool-warmup, --prefix-cache, --block-size, --kv-offload-gib, --kv-offload-gb-per-s, --kv-offload-sync, --kv-offload-tier, --kv-disk-gib, --kv-disk-gb-per-s, --kv-disk-tier, --kv-memory-fraction, --kv-memory-of, --kv-reserve, --expert-weights-dtype, --recv-interval, --admit-interval, --admit-min-running, --long-prefill-token-threshold, --max-prefill-tokens, --kv-admission, --stream-s-per-chunk, --stream-s-per-pass, --max-concurrency, --sessions, --turns, --think-s, --kernels (a grid takes auto), --moe-activations, --fp8-scales, --moe-kernel, "
                          "--cuda-graph-max-batch, --in-process, --in-process-text, --sampling, the layout flags or "
                          "--moe-imbalance (lay out a "
                          "scenario with the grid's "

@@ -116,6 +116,22 @@ def _kv_memory(n, v):
 
 #: The KV memory flag: a fraction in (0, 1] or the name of an engine's own default (memory.KV_MEMORY_RULES)
 KvMemory = Annotated[Union[float, str], _checked(_kv_memory)]
+
+
+def _kv_reserve(n, v):
+    from ..memory import KV_RESERVES
+
+    if isinstance(v, str):
+        if v in KV_RESERVES:
+            return v
+        v = _number_or_name(n, v, f"a number of GiB >= 0 or one of {', '.join(KV_RESERVES)}",
+                            "a number is the memory per GPU the engine keeps from its KV pool besides the weights, "
+                            "'vllm' vLLM's profiled activation peak (docs/simulator.md)")
+    return rules.number(n, v, ge=0, le=1e4, fix="GiB per GPU kept from the KV pool, e.g. 2, or 'vllm'")
+
+
+#: Memory per GPU kept out of the KV pool besides the weights: GiB, or a rule by name (memory.KV_RESERVES)
+KvReserve = Annotated[Union[float, str], _checked(_kv_reserve)]
 Fraction = Annotated[float, _checked(rules.fraction)]
 FractionZero = Annotated[float, _checked(lambda n, v: rules.fraction(n, v, zero_ok=True))]
 Dtype = Annotated[str, _checked(rules.dtype)]

@@ -19,6 +19,7 @@ from .base import (
     FractionZero,
     Imbalance,
     KvMemory,
+    KvReserve,
     OptDtype,
     OptReal,
     OptText,
@@ -93,6 +94,7 @@ class SimulateRequest(LayoutOptions):
     kv_disk_tier: Text = "flash-gen6"  # the tiers catalog row (flash or disk) that prices the disk tier and gives its rate
     kv_memory_fraction: KvMemory = 0.9  # a fraction, or an engine's own default by name (memory.KV_MEMORY_RULES)
     kv_memory_of: Choice("total", "free") = "total"
+    kv_reserve: KvReserve = "none"  # memory per GPU kept from the KV pool besides the weights (memory.kv_reserve_bytes)
     fast_fraction: FractionZero = 0.0
     spec_gamma: Whole(0, 64, fix="draft tokens per step, 0 = off") = 0
     spec_alpha: Real(ge=0, lt=1, fix="acceptance rate per draft token in [0, 1), e.g. 0.7") = 0.7
@@ -337,7 +339,14 @@ def pool(req: SimulateRequest, layout, chips: int, opts: dict):
     communication), else `chips` GPUs with perfect sharding (or one TP group under --realistic)."""
     from ..simulate.steptable import deployment, roofline_deployment
 
-    extra = {} if req.moe_imbalance == 1.0 else {"moe_imbalance": req._imbalance}
+    extra: dict = {} if req.moe_imbalance == 1.0 else {"moe_imbalance": req._imbalance}
+    if req.kv_reserve != "none":  # the engine's own reserve, per GPU of this pool's layout
+        from ..layout import Layout
+        from ..memory import kv_reserve_bytes
+
+        lay = layout if layout is not None else Layout(tp=chips) if req.realistic else Layout.sharded(chips)
+        extra["kv_reserve_bytes"] = kv_reserve_bytes(req.kv_reserve, req._model, lay, engine=req.engine,
+                                                     max_batched_tokens=req.max_batched_tokens, max_seqs=req.max_seqs)
     if layout is None:
         return roofline_deployment(req._model, req._system, chips=chips, **opts, **extra)
     return deployment(req._model, req._system, layout, **opts, **extra)
@@ -570,6 +579,8 @@ def simulate(req: SimulateRequest, progress=None):
         d["max_prefill_tokens"] = req.max_prefill_tokens
     if req.kv_admission != "prompt":
         d["kv_admission"] = req.kv_admission
+    if req.kv_reserve != "none":
+        d["kv_reserve"], d["kv_reserve_bytes"] = req.kv_reserve, dep.kv_reserve_bytes
     if stream is not None:
         d["stream_s_per_chunk"], d["stream_s_per_pass"] = req.stream_s_per_chunk, req.stream_s_per_pass
     if req.admit_interval > 1:

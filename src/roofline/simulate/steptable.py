@@ -172,7 +172,8 @@ class Deployment:
     """One serving deployment: its step model, the GPUs it rents and their price, and KV capacity.
 
     kv_capacity_tokens: cached tokens the KV pool holds (inf = unlimited); kv_overhead_tokens: extra
-    tokens' worth of KV every sequence holds regardless of length (sliding-window layers).
+    tokens' worth of KV every sequence holds regardless of length (sliding-window layers); kv_reserve_bytes: memory
+    per GPU the engine kept from the pool besides the weights.
     """
 
     step: object
@@ -180,6 +181,7 @@ class Deployment:
     usd_per_gpu_hour: float = 2.0
     kv_capacity_tokens: float = math.inf
     kv_overhead_tokens: float = 0.0
+    kv_reserve_bytes: float = 0.0
 
     def __post_init__(self):
         if int(self.gpus) != self.gpus or self.gpus < 1:
@@ -193,14 +195,16 @@ class Deployment:
 def deployment(model: M.Model, system, layout: Layout | None = None, *, efficiency: Efficiency | None = None,
                realistic: bool = False, weights_dtype: str = "bf16", kv_dtype: str = "bf16",
                usd_per_gpu_hour: float | None = None, usable_memory: float = DEFAULT_USABLE_MEMORY,
-               expert_weights_dtype: str | None = None, kv_memory_of: str = "total", **options) -> Deployment:
+               expert_weights_dtype: str | None = None, kv_memory_of: str = "total", kv_reserve_bytes: float = 0.0,
+               **options) -> Deployment:
     """A Deployment of one replica of `layout` (None: the system's GPUs with perfect sharding): steps from
     EngineStep; KV capacity from memory.kv_capacity_tokens (the HBM the weights leave on each GPU, over each
     GPU's share of a token's KV: split over dp groups, TP KV-head shards and stages; `usable_memory` of the
     total HBM, or with kv_memory_of="free" of what the weights leave, as TensorRT-LLM's
     kv_cache_free_gpu_mem_fraction). `expert_weights_dtype`: the routed experts' format where it differs from
-    `weights_dtype` (their bytes in memory and in every pass). Ignores activation memory (small next to KV at
-    serving batch sizes) and block fragmentation."""
+    `weights_dtype` (their bytes in memory and in every pass). `kv_reserve_bytes`: memory per GPU the engine keeps
+    out of the KV pool besides the weights (memory.vllm_profile_peak_bytes: vLLM's profiled activation peak); 0
+    ignores activation memory. Ignores block fragmentation."""
     lay = layout or Layout.sharded(system.chips)
     if not lay.perfect:
         lay = replace(lay, domains=max(lay.domains, math.ceil(lay.gpus / system.chips)))
@@ -211,10 +215,11 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
                          f"efficiency{' and ' + ', '.join(switches) if switches else ''} or the realistic switch")
     capacity = float(kv_capacity_tokens(model, system, lay, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
                                         expert_weights_dtype=expert_weights_dtype, usable_memory=usable_memory,
-                                        of=kv_memory_of))
+                                        of=kv_memory_of, activation_bytes_per_gpu=kv_reserve_bytes))
     if capacity <= 0:
-        raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB) leave no "
-                              f"KV memory on {lay} of {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
+        reserve = f" and {kv_reserve_bytes / 2**30:,.2f} GiB per GPU of reserve" if kv_reserve_bytes else ""
+        raise DoesNotFitError(f"{model.id} weights ({M.weight_bytes(model, weights_dtype) / 1e9:,.0f} GB){reserve} leave "
+                              f"no KV memory on {lay} of {system.accelerator.id}; use more GPUs or fp8/fp4 weights")
     per_tok = M.kv_bytes_per_token(model, kv_dtype)
     # sliding-window layers hold at most `window` tokens: a fixed per-sequence overhead past the window
     w = model.sliding_window or 0
@@ -222,7 +227,8 @@ def deployment(model: M.Model, system, layout: Layout | None = None, *, efficien
     if expert_weights_dtype not in (None, weights_dtype):
         options = {**options, "expert_weights_dtype": expert_weights_dtype}
     steps = EngineStep(model, system, lay, efficiency, realistic, "mid", weights_dtype, kv_dtype, options)
-    return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead)
+    return Deployment(steps, int(lay.gpus), resolve_price(system, usd_per_gpu_hour), capacity, overhead,
+                      float(kv_reserve_bytes))
 
 
 def with_kernel_tables(dep: Deployment, engine: str = "trtllm", moe_activations: str = "auto",

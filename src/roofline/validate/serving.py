@@ -1252,6 +1252,21 @@ def run_kv_memory_fraction(run: dict) -> float:
                                cuda_graph_max_bs=run.get("cuda_graph_max_batch"))
 
 
+def run_kv_reserve_bytes(run: dict, layout) -> float:
+    """The run's `kv_reserve` (a number of GiB or a memory.KV_RESERVES name) as bytes per GPU of its layout (one TP
+    group of its GPUs without one), at its max_batched_tokens and max_seqs, checked as `simulate --kv-reserve`."""
+    from ..catalog import model
+    from ..layout import Layout
+    from ..memory import kv_reserve_bytes
+
+    try:
+        return kv_reserve_bytes(run["kv_reserve"], model(run["model"]), layout or Layout(tp=int(run["gpus"])),
+                                engine=str(run["engine"]), max_batched_tokens=int(run["max_batched_tokens"]),
+                                max_seqs=int(run["max_seqs"]))
+    except InputError as e:
+        raise InputError(f"serving run {run.get('id')!r}: {e}") from None
+
+
 def deployment_for(run: dict, which: str = "mid"):
     """One replica: the run's GPUs as one TP group under the realistic model (`roofline simulate
     --realistic`), or its `layout` where given, its dtypes (`expert_weights_dtype`: the routed experts' own format,
@@ -1263,6 +1278,8 @@ def deployment_for(run: dict, which: str = "mid"):
     lay = layout_of(run)
     if "kv_memory_fraction" in run:  # the launch's KV memory flag (run keys; simulate --kv-memory-fraction)
         extra.update(usable_memory=run_kv_memory_fraction(run), kv_memory_of=str(run.get("kv_memory_of", "total")))
+    if run.get("kv_reserve", "none") != "none":  # memory the engine keeps from its pool (simulate --kv-reserve)
+        extra["kv_reserve_bytes"] = run_kv_reserve_bytes(run, lay)
     if lay is None:
         dep = roofline_deployment(model(run["model"]), system(run["system"]), chips=int(run["gpus"]), realistic=True,
                                   weights_dtype=run["weights_dtype"], kv_dtype=run["kv_dtype"], **extra)
