@@ -553,6 +553,27 @@ def test_client_zero_ttft_counts_empty_responses_as_zero(tokeniser_in_parallel):
         S.simulate_run({**run, "lengths": {"prompt": [100], "output": [1]}}, ds)
 
 
+def test_run_key_arrival_s_replays_a_traces_send_times_by_hand():
+    """`arrival_s` (a replayed trace's send times): the workload's arrivals are the run's, not a Poisson draw at its rate;
+    two 100-token prompts of 1 output token sent 5 s apart each meet an idle engine, so their TTFTs are equal, and the
+    second finishes 5 s after the first. Bad send times (too few, decreasing) or replicas > 1 are one error each."""
+    ds = {"kind": "uniform", "prompt_range": [100, 100], "output_range": [1, 1]}
+    run = {"id": "x", "engine": "vllm", "model": "llama-3.1-8b", "system": "dgx-h100", "gpus": 1, "replicas": 1,
+           "rate": 1000.0, "requests": 2, "dataset": "u", "policy": "chunked", "max_seqs": 256,
+           "max_batched_tokens": 8192, "weights_dtype": "bf16", "kv_dtype": "bf16", "arrival_s": [0.0, 5.0]}
+    wl = S.workload_for(run, ds, 0)
+    assert wl.arrival_s.tolist() == [0.0, 5.0]
+    m = S.simulate_run(run, ds)
+    assert m["ttft_p99"] == pytest.approx(m["ttft_p50"], rel=1e-9) and m["ttft_p50"] < 0.1
+    for bad, match in (({"arrival_s": [0.0]}, "arrival_s needs 2 finite send times"),
+                       ({"arrival_s": [1.0, 0.5]}, "non-decreasing"),
+                       ({"replicas": 2, "requests": 4, "arrival_s": [0.0, 1.0]}, "arrival_s replays one replica's trace"),
+                       ({"stages": [[1.0, 2.0]], "stage": 0}, "arrival_s replays one replica's trace")):
+        base = {k: v for k, v in run.items() if "stages" not in bad or k not in ("rate", "requests")}
+        with pytest.raises(S.InputError, match=match):
+            S.workload_for({**base, **bad}, ds, 0)
+
+
 # ---- set f (the sixth blind set, 2026-11-26: cookbook hold-outs, Kimi-K2.5, vLLM recipes; validation_serving_f.md) --
 def test_set_f_inputs_follow_the_rules_fixed_before_prediction(itl_from_every_sequence, itl_first_gap_one_pass, collective_sizes_in_bytes, tokeniser_in_parallel, launches_counted_twice, engines_before_eager_floor, engines_before_schedule_ahead,
                                                                 closed_loop_rounds_before_fixed_point, mixed_without_kernel_tables,

@@ -983,6 +983,9 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
         ds = {**ds, "output_scale": float(run["output_scale"])}
     rng = np.random.default_rng([int(seed), 2020])
     prof = stages_of(run)
+    if "arrival_s" in run and (int(run.get("replicas", 1)) != 1 or prof is not None):
+        raise InputError(f"serving run {run['id']!r}: arrival_s replays one replica's trace; drop replicas > 1 and "
+                         f"stages, or the send times")
     if prof is not None:
         if run.get("stage_drain"):  # the client drains each stage before the next: stage k runs alone
             prof = [prof[int(run["stage"])]]
@@ -996,7 +999,19 @@ def workload_for(run: dict, ds: dict, seed: int, sigma: float | None = None):
     p, o = draw_lengths(rng, n, ds, sigma)
     if "lengths" in run:  # the run's own requests, in send order (published or reproduced): no draw
         p, o = exact_lengths(run, n)
+    if "arrival_s" in run:  # the run's own send times (a replayed trace): no draw
+        t = exact_arrivals(run, n)
     return make_workload(t, p, o)
+
+
+def exact_arrivals(run: dict, n: int) -> np.ndarray:
+    """A run's `arrival_s: [...]`: the client's send time of each request in seconds from the first, in send order
+    (a replayed trace's timestamps), for one replica's whole stream (workload_for refuses it with replicas or stages)."""
+    t = np.asarray(run["arrival_s"], dtype=float)
+    if t.size != n or not np.all(np.isfinite(t)) or np.any(t < 0) or np.any(np.diff(t) < 0):
+        raise InputError(f"serving run {run['id']!r}: arrival_s needs {n} finite send times >= 0 in send order, "
+                         f"non-decreasing (got {t.size}); one per request, in seconds from the run's start")
+    return t
 
 
 def staged_arrivals(rng: np.random.Generator, stages: list[tuple[float, float]], arrivals: str) -> np.ndarray:
