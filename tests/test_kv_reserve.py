@@ -1,6 +1,8 @@
 """vLLM's profiled activation peak, kept out of its KV pool (memory.vllm_profile_peak_bytes, simulate --kv-reserve)."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from roofline.catalog import model
 from roofline.errors import InputError
@@ -80,3 +82,25 @@ def test_serving_run_key_kv_reserve():
     assert plain.kv_capacity_tokens - kept.kv_capacity_tokens == pytest.approx(6400, abs=1e-6)
     with pytest.raises(InputError, match="serving run 'r': KV reserve must be a number of GiB >= 0"):
         deployment_for({**run, "kv_reserve": "lots"})
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 1), st.integers(1, 65536), st.integers(1, 65536), st.integers(1, 4096), st.integers(1, 4096),
+       st.sampled_from([1, 2, 4, 8]), st.sampled_from(["flashinfer", "sort"]))
+def test_vllm_profile_peak_grows_with_the_budget_and_the_sequences(which, t1, t2, s1, s2, tp, sampler):
+    """Property: the peak never falls as the token budget T or the sequence limit S grows, never rises with TP, and is
+    at least the sampler's k·min(S, T)·V; FlashInfer's sampler never needs more than the sort path."""
+    m = model(("llama-3-8b", "qwen3-235b-a22b")[which])
+    lo_t, hi_t, lo_s, hi_s = min(t1, t2), max(t1, t2), min(s1, s2), max(s1, s2)
+
+    def lay(n):
+        return Layout(tp=n, ep=n) if m.moe else Layout(tp=n)
+
+    peak = vllm_profile_peak_bytes(m, lay(tp), lo_t, lo_s, sampler=sampler)
+    assert peak <= vllm_profile_peak_bytes(m, lay(tp), hi_t, lo_s, sampler=sampler)
+    assert peak <= vllm_profile_peak_bytes(m, lay(tp), lo_t, hi_s, sampler=sampler)
+    assert peak >= vllm_profile_peak_bytes(m, lay(8), lo_t, lo_s, sampler=sampler)
+    assert peak >= {"flashinfer": 14, "sort": 38}[sampler] * min(lo_s, lo_t) * m.vocab
+    assert (vllm_profile_peak_bytes(m, lay(tp), lo_t, lo_s, sampler="flashinfer")
+            <= vllm_profile_peak_bytes(m, lay(tp), lo_t, lo_s, sampler="sort"))
