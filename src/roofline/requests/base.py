@@ -100,38 +100,34 @@ def _imbalance(n, v):
 Imbalance = Annotated[Union[float, str], _checked(_imbalance)]
 
 
-def _kv_memory(n, v):
-    from ..memory import KV_MEMORY_RULES
+def _named_or_number(names: str, meaning: str, fix: str, expected: str, **bounds):
+    """A check for a value that is one of the names in memory.<names> (imported when first checked) or a number in
+    `bounds` (rules.number): a name passes as given; other text must read as a number, else one line saying what was
+    `expected` ("{names}" stands for the names) and what the values mean."""
+    def check(n, v):
+        from .. import memory
 
-    if isinstance(v, str):
-        if v in KV_MEMORY_RULES:
-            return v
-        v = _number_or_name(n, v, f"a number in (0, 1] or one of {', '.join(KV_MEMORY_RULES)}",
-                            "a number is the launch's flag (vLLM --gpu-memory-utilization, SGLang "
-                            "--mem-fraction-static), a name the engine's own default for the GPU and launch "
-                            "(docs/simulator.md)")
-    return rules.number(n, v, gt=0, le=1, fix="the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9, "
-                        "or 'sglang' for SGLang's own default")
+        known = getattr(memory, names)
+        if isinstance(v, str):
+            if v in known:
+                return v
+            v = _number_or_name(n, v, expected.format(names=", ".join(known)), meaning)
+        return rules.number(n, v, fix=fix, **bounds)
+
+    return check
 
 
 #: The KV memory flag: a fraction in (0, 1] or the name of an engine's own default (memory.KV_MEMORY_RULES)
-KvMemory = Annotated[Union[float, str], _checked(_kv_memory)]
-
-
-def _kv_reserve(n, v):
-    from ..memory import KV_RESERVES
-
-    if isinstance(v, str):
-        if v in KV_RESERVES:
-            return v
-        v = _number_or_name(n, v, f"a number of GiB >= 0 or one of {', '.join(KV_RESERVES)}",
-                            "a number is the memory per GPU the engine keeps from its KV pool besides the weights, "
-                            "'vllm' vLLM's profiled activation peak (docs/simulator.md)")
-    return rules.number(n, v, ge=0, le=1e4, fix="GiB per GPU kept from the KV pool, e.g. 2, or 'vllm'")
-
-
+KvMemory = Annotated[Union[float, str], _checked(_named_or_number(
+    "KV_MEMORY_RULES", "a number is the launch's flag (vLLM --gpu-memory-utilization, SGLang --mem-fraction-static), a "
+    "name the engine's own default for the GPU and launch (docs/simulator.md)",
+    "the launch's KV memory flag, e.g. vLLM's --gpu-memory-utilization 0.9, or 'sglang' for SGLang's own default",
+    "a number in (0, 1] or one of {names}", gt=0, le=1))]
 #: Memory per GPU kept out of the KV pool besides the weights: GiB, or a rule by name (memory.KV_RESERVES)
-KvReserve = Annotated[Union[float, str], _checked(_kv_reserve)]
+KvReserve = Annotated[Union[float, str], _checked(_named_or_number(
+    "KV_RESERVES", "a number is the memory per GPU the engine keeps from its KV pool besides the weights, 'vllm' "
+    "vLLM's profiled activation peak (docs/simulator.md)", "GiB per GPU kept from the KV pool, e.g. 2, or 'vllm'",
+    "a number of GiB >= 0 or one of {names}", ge=0, le=1e4))]
 Fraction = Annotated[float, _checked(rules.fraction)]
 FractionZero = Annotated[float, _checked(lambda n, v: rules.fraction(n, v, zero_ok=True))]
 Dtype = Annotated[str, _checked(rules.dtype)]
