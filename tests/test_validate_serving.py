@@ -2287,6 +2287,22 @@ def test_set_cq_predictions_and_fullgraph_alternative_reproduce(one_shot_all_red
     _registered_before_measured("cq", pred["at_commit"])
 
 
+def test_set_cr_predictions_and_http_alternative_reproduce():
+    """Set cr (LLMServingSim's in-process vLLM reference runs replaying ShareGPT traces with their own send times, on the
+    RTX PRO 6000 and the RTX 4090, a board added for it) registers `in_process` and declares the same runs with the HTTP
+    server's costs; Qwen3-30B-A3B at DP 2 with EP recomputes on both, and Llama-3.1-8B on the RTX 4090 on the
+    registered; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cr", "e466545")
+    runs = doc["runs"]
+    assert len(runs) == 5 and all(r["in_process"] and r["kernels"] == "factor" and len(r["arrival_s"]) == 300
+                                  for r in runs)
+    by_id = {r["id"].removeprefix("cr1-llmss-"): r for r in runs}
+    moe, small = by_id["rtxpro6000-qwen3-30b-a3b-dp2ep2"], by_id["rtx4090-llama-3.1-8b-tp1"]
+    assert moe["layout"] == {"dp": 2, "ep": 2} and small["system"] == "rtx-4090-1"
+    _reproduce_both(doc, pred, alt, moe, {k: v for k, v in moe.items() if not k.startswith("in_process")}, small)
+    _registered_before_measured("cr", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
