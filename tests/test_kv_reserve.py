@@ -104,3 +104,13 @@ def test_vllm_profile_peak_grows_with_the_budget_and_the_sequences(which, t1, t2
     assert peak >= {"flashinfer": 14, "sort": 38}[sampler] * min(lo_s, lo_t) * m.vocab
     assert (vllm_profile_peak_bytes(m, lay(tp), lo_t, lo_s, sampler="flashinfer")
             <= vllm_profile_peak_bytes(m, lay(tp), lo_t, lo_s, sampler="sort"))
+
+
+def test_kv_reserve_per_data_parallel_rank():
+    """Under attention data parallelism each rank is its own vLLM engine and profiles its share of the replica's token
+    budget and sequences: a DP-2 replica of 4,096 tokens and 256 sequences reserves what one engine of 2,048 and 128
+    does (Qwen3-30B-A3B with EP 2: FlashInfer's sampler 14 x 128 x 151,936 + 2,048 x 2,048 x 2 = 280,657,920 bytes)."""
+    m = model("qwen3-30b-a3b")
+    dp2 = kv_reserve_bytes("vllm", m, Layout(dp=2, ep=2), engine="vllm", max_batched_tokens=4096, max_seqs=256)
+    one = vllm_profile_peak_bytes(m, Layout(dp=2, ep=2), 2048, 128, sampler="flashinfer")
+    assert dp2 == one == 14 * 128 * 151936 + 2048 * 2048 * 2 == 280_657_920

@@ -303,7 +303,8 @@ def kv_reserve_bytes(spec, m: M.Model, layout: Layout, *, engine: str = "none", 
                      max_seqs=256) -> float:
     """Bytes per GPU kept out of the KV pool besides the weights, by `simulate --kv-reserve`: a number of GiB, "none"
     (0), or vLLM's profiled activation peak (`vllm_profile_peak_bytes` at the launch's token budget and sequence
-    limit), its sampler named ("vllm-flashinfer", "vllm-sort") or by the engine row ("vllm": the sort path for the V0
+    limit, each data-parallel rank's share of them where the layout has dp ranks: vLLM runs one engine per rank), its
+    sampler named ("vllm-flashinfer", "vllm-sort") or by the engine row ("vllm": the sort path for the V0
     rows, FlashInfer's sampler else: vLLM 0.11.0's V1 default wherever FlashInfer is importable,
     v1/sample/ops/topk_topp_sampler.py l.36-60)."""
     if not isinstance(spec, str):
@@ -315,7 +316,8 @@ def kv_reserve_bytes(spec, m: M.Model, layout: Layout, *, engine: str = "none", 
     if spec == "none":
         return 0.0
     sampler = spec.split("-", 1)[1] if "-" in spec else ("sort" if engine in _VLLM_V0_ROWS else "flashinfer")
-    return float(vllm_profile_peak_bytes(m, layout, max_batched_tokens, max_seqs, sampler=sampler))
+    dp = float(np.asarray(layout.dp).max())  # each data-parallel rank profiles its own engine's share of the limits
+    return float(vllm_profile_peak_bytes(m, layout, max_batched_tokens / dp, max_seqs / dp, sampler=sampler))
 
 
 def kv_bytes_per_token_per_gpu(m: M.Model, layout: Layout, kv_dtype="bf16") -> float:
