@@ -2303,6 +2303,21 @@ def test_set_cr_predictions_and_http_alternative_reproduce():
     _registered_before_measured("cr", pred["at_commit"])
 
 
+def test_set_cs_predictions_and_h100_alternative_reproduce():
+    """Set cs (TonyLi15/sglang-benchmark's aggregated SGLang 0.5.5.post3 runs of Qwen2.5-3B on one GH200, a board added for
+    it; the sweep's recurring prompts warm) registers the GH200 on the factor model and declares the H100 SXM with its
+    SGLang kernel tables; the 100-prompt, 512-token run at 32 clients recomputes on both, and the cold first run on the
+    registered; at the commit the predictions record, the measured values were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("cs", "b73ce00")
+    runs = doc["runs"]
+    assert len(runs) == 16 and all(r["system"] == "gh200-1" and r["kernels"] == "factor" for r in runs)
+    by_id = {r["id"].removeprefix("cs1-tonyli-gh200-qwen2.5-3b-"): r for r in runs}
+    warm, cold = by_id["n100-in512-out128-c32"], by_id["n50-in128-out64-c8"]
+    assert all(warm["warm_prefix_tokens"]) and sum(1 for x in cold["warm_prefix_tokens"] if x) == 1
+    _reproduce_both(doc, pred, alt, warm, dict(warm, system="dgx-h100", kernels="tables"), cold)
+    _registered_before_measured("cs", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
