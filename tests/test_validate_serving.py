@@ -655,7 +655,7 @@ TABLES_DERIVED_AFTER = {"l40s": "cl"}
                                                ("ce", 8, {"ce1"}), ("cf", 32, {"cf1"}),
                                                ("cg", 60, {"cg1"}), ("ch", 60, {"ch1"}),
                                                ("ci", 60, {"ci1"}), ("cj", 28, {"cj1"}),
-                                               ("ck", 120, {"ck1"}), ("cl", 39, {"cl1"}), ("cm", 21, {"cm1"}), ("cn", 27, {"cn1"}), ("co", 11, {"co1"}), ("cp", 40, {"cp1"}), ("cq", 14, {"cq1"}), ("cr", 5, {"cr1"}), ("cs", 16, {"cs1"})])
+                                               ("ck", 120, {"ck1"}), ("cl", 39, {"cl1"}), ("cm", 21, {"cm1"}), ("cn", 27, {"cn1"}), ("co", 11, {"co1"}), ("cp", 40, {"cp1"}), ("cq", 14, {"cq1"}), ("cr", 5, {"cr1"}), ("cs", 16, {"cs1"}), ("ct", 14, {"ct1"})])
 def test_sets_from_i_on_inputs_follow_the_rules_fixed_before_prediction(name, runs, parts):
     """Sets i on (the ninth blind set onward, gathered from 2026-11-26, each after the one before was scored): runs
     from several helpers' parts, none shared with the earlier sets' ids; kernel tables wherever `--kernels auto` picks

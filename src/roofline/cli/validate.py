@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         kernels: Annotated[str, typer.Option("--kernels", help="Kernel times of the inference rows: the family's cited factors (factor) or measured kernel tables where covered (tables; docs/kernels.md).")] = "factor",
         json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
         serving: Annotated[bool, typer.Option("--serving", help="Score the serving simulator's pre-registered predictions against published serving runs (docs/validation_serving.md); with --write-docs, write that page.")] = False,
-        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to z, aa to az, ba to bz, ca to cs (the _c … _z, _aa … _az, _ba … _bz and _ca … _ck files), all (every set pooled, as registered), or a comma-separated list of sets pooled (e.g. bd,be,bf,bg,bh).")] = None,
+        set_name: Annotated[Optional[str], typer.Option("--set", help="With --serving: the validation set, a (data/serving_runs.yaml, the default), b (data/serving_runs_b.yaml, docs/preregistered/serving_*_b.yaml), c to z, aa to az, ba to bz, ca to ct (the _c … _z, _aa … _az, _ba … _bz and _ca … _ck files), all (every set pooled, as registered), or a comma-separated list of sets pooled (e.g. bd,be,bf,bg,bh).")] = None,
     ) -> None:
         """Error of the library against published measurements: median |error|, MAPE, worst, bias, coverage."""
         from ..requests.rules import output_path, text_file
