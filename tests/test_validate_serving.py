@@ -2318,6 +2318,20 @@ def test_set_cs_predictions_and_h100_alternative_reproduce():
     _registered_before_measured("cs", pred["at_commit"])
 
 
+def test_set_ct_predictions_and_async_alternative_reproduce():
+    """Set ct (Tenstorrent's vLLM reference sweeps on one A100 at concurrency 1, the rows the tools return whole)
+    registers engine row vllm-v1-sync with the kernel tables and declares row vllm; Qwen3-30B-A3B at 4096/128 recomputes
+    on both, and Qwen3-0.6B at 128/1024 on the registered; at the commit the predictions record, the measured values
+    were not in the repository."""
+    doc, pred, alt = _registered_with_alternative("ct", "d193a88")
+    runs = doc["runs"]
+    assert len(runs) == 14 and all(r["engine"] == "vllm-v1-sync" and r["max_concurrency"] == 1 for r in runs)
+    by_id = {r["id"].removeprefix("ct1-tt-a100-"): r for r in runs}
+    moe, small = by_id["qwen3-30b-a3b-in4096-out128-c1"], by_id["qwen3-0.6b-in128-out1024-c1"]
+    _reproduce_both(doc, pred, alt, moe, dict(moe, engine="vllm"), small)
+    _registered_before_measured("ct", pred["at_commit"])
+
+
 def test_stream_run_keys_put_the_output_stage_in_the_run():
     """The run keys stream_s_per_pass / stream_s_per_chunk (simulate.OutputStage) reach the simulation: on set av's
     SGLang run L917 (16 clients, 17 ms passes), 5 ms a chunk makes the output server the bottleneck: each client sees
