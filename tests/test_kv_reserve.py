@@ -54,8 +54,8 @@ def test_kv_reserve_by_name_or_gib():
 def test_simulate_kv_reserve_shrinks_the_pool_by_hand(run_cli):
     """simulate --kv-reserve: Llama-3.1-8B on one H100 (bf16 KV: 131,072 bytes a token) keeps the reserve out of the
     pool: 1.5 GiB -> 1,610,612,736 / 131,072 = 12,288 tokens fewer; `vllm` at the default 8,192 tokens and 256
-    sequences on row vllm keeps the forward's 838,860,800 bytes (FlashInfer's sampler: 527,179,776) -> 6,400 fewer.
-    A bad value is one line and exit code 2."""
+    sequences on row vllm keeps the forward's 838,860,800 bytes (FlashInfer's sampler: 527,179,776) -> 6,400 fewer,
+    which the table shows as 0.78 GiB. A bad value is one line and exit code 2."""
     import json
 
     base = ["simulate", "-m", "llama-3.1-8b", "-s", "dgx-h100", "--gpus", "1", "--realistic", "--engine", "vllm",
@@ -66,6 +66,8 @@ def test_simulate_kv_reserve_shrinks_the_pool_by_hand(run_cli):
     assert plain["kv_capacity_tokens"] - gib["kv_capacity_tokens"] == pytest.approx(12288, abs=1e-6)
     assert own["kv_reserve"] == "vllm" and own["kv_reserve_bytes"] == 838_860_800
     assert plain["kv_capacity_tokens"] - own["kv_capacity_tokens"] == pytest.approx(6400, abs=1e-6)
+    table = run_cli(*base[:-1], "--kv-reserve", "vllm")[1]
+    assert "KV pool / kept from it per GPU (--kv-reserve vllm)" in table and "0.78 GiB" in table
     code, out, err = run_cli(*base, "--kv-reserve", "vlm")
     assert code == 2 and not out and "--kv-reserve must be a number of GiB >= 0 or one of none, vllm" in err
     assert len(err.strip().splitlines()) == 1

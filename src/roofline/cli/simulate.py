@@ -251,6 +251,9 @@ def register(app: typer.Typer) -> None:
         elif d.get("closed_loop"):
             rows.append(["client", f"closed loop: at most {d['max_concurrency']:,} in flight, the next sent as one "
                          "completes (--max-concurrency)"])
+        if "kv_reserve" in d:
+            rows.append([f"KV pool / kept from it per GPU (--kv-reserve {d['kv_reserve']})",
+                         f"{d['kv_capacity_tokens']:,.0f} tokens / {d['kv_reserve_bytes'] / 2**30:,.2f} GiB"])
         if d["saturated"]:
             rows.insert(0, ["PAST SATURATION", f"queue grows {d['queue_growth_s_per_s']:+.2f} s/s: latencies "
                             "below measure the run's length"])
